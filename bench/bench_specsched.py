@@ -1,0 +1,59 @@
+"""µs per `plan` call for every policy, R ∈ {1, 16, 64, 256, 1024}, γ = 7, beside a plain-loop Algorithm 1.
+
+Goal (issue 2): `dspark` ≤ 50 µs at R = 256 and ≥ 20× faster than the loop version there.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+
+import specsched as S
+from bench.algorithm1_loop import dspark_loop
+
+SIZES = (1, 16, 64, 256, 1024)
+GAMMA = 7
+
+
+def _time(fn, min_seconds: float = 0.2) -> float:
+    fn()
+    n, start = 0, time.perf_counter()
+    while True:
+        fn()
+        n += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_seconds and n >= 5:
+            return elapsed / n * 1e6
+
+
+def main() -> None:
+    cost = S.builtin_cost("h200-v4flash").with_draft(0.002)
+    rng = np.random.default_rng(np.random.SeedSequence(2026))
+    rows = []
+    for R in SIZES:
+        conf = rng.beta(8, 2, size=(R, GAMMA))
+        stale = rng.beta(8, 2, size=(R, GAMMA))
+        row = {"R": R}
+        for name in S.POLICIES:
+            pol = S.make_policy(name)
+            kw = {"stale": stale} if pol.uses_stale else {}
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                row[name] = _time(lambda pol=pol, kw=kw, conf=conf: pol(conf, cost, **kw))
+        conf_list = conf.tolist()
+        row["loop"] = _time(lambda conf_list=conf_list: dspark_loop(conf_list, cost.sps), min_seconds=0.3)
+        assert dspark_loop(conf_list, cost.sps) == S.make_policy("dspark")(conf, cost).tolist()
+        rows.append(row)
+    cols = [*S.POLICIES, "loop"]
+    print("µs per plan call (γ = 7, h200-v4flash cost table, Beta(8,2) confidences)")
+    print(f"{'R':>6} " + " ".join(f"{c:>13}" for c in cols) + f" {'loop/dspark':>12}")
+    for row in rows:
+        cells = " ".join(f"{row[c]:13.1f}" for c in cols)
+        print(f"{row['R']:>6} {cells} {row['loop'] / row['dspark']:11.1f}x")
+    r256 = next(r for r in rows if r["R"] == 256)
+    print(
+        f"goal: dspark ≤ 50 µs at R=256 -> {r256['dspark']:.1f} µs; "
+        f"≥ 20x the loop -> {r256['loop'] / r256['dspark']:.1f}x"
+    )

@@ -1,0 +1,1 @@
+"""paper_figs package."""

@@ -1,0 +1,1 @@
+"""The `specbed` command line: a thin dispatcher over the packages' own CLIs."""

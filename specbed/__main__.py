@@ -1,0 +1,3 @@
+from specbed.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,71 @@
+"""`specbed` console script: dispatches each subcommand to the module that owns it.
+
+Each target module exposes ``main(argv: list[str]) -> int``; it is imported only when its subcommand
+runs, so `specbed trace stats` never pays for torch. Bad input (`specsched.errors.InputError`, or a
+`ValueError` from validating configs, files and flags) becomes one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from specsched.errors import InputError
+
+#: subcommand -> (module, one-line help). Modules may take a sub-subcommand (e.g. `trace stats`).
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("specbed.demo", "the main job on built-in defaults"),
+    "plan": ("specbed.plan_cli", "print a scheduling policy's decisions for built-in scenarios"),
+    "run": ("sim.cli", "run the serving simulator on one config"),
+    "trace": ("traces.cli", "trace stats / convert"),
+    "sweep": ("analysis.cli", "run a policy sweep"),
+    "pareto": ("analysis.cli", "plot Pareto frontiers of a sweep"),
+    "report": ("analysis.cli", "markdown report of a sweep"),
+    "verify": ("engine.cli", "run the losslessness suite of the real engine"),
+    "engine": ("engine.cli", "engine eval / profile / curves"),
+    "fidelity": ("engine.cli", "engine vs simulator on the same workload"),
+}
+
+
+def _usage() -> str:
+    lines = ["usage: specbed COMMAND [ARGS...]", "", "commands:"]
+    lines += [f"  {name:<10} {help_}" for name, (_, help_) in SUBCOMMANDS.items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(_usage())
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in SUBCOMMANDS:
+        print(
+            f"specbed: error: unknown command '{name}' (choose from {', '.join(SUBCOMMANDS)})",
+            file=sys.stderr,
+        )
+        return 2
+    module_name = SUBCOMMANDS[name][0]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as err:
+        if err.name != module_name:
+            raise
+        print(f"specbed: error: command '{name}' is not available in this build", file=sys.stderr)
+        return 2
+    # Modules that serve several subcommands receive the subcommand name first.
+    entry = module.main
+    shared = [n for n, (m, _) in SUBCOMMANDS.items() if m == module_name]
+    call_argv = [name, *rest] if len(shared) > 1 else rest
+    try:
+        return int(entry(call_argv) or 0)
+    except InputError as err:
+        print(f"specbed {name}: error: {err}", file=sys.stderr)
+        return 2
+    except ValueError as err:
+        msg = " ".join(str(err).split())
+        print(f"specbed {name}: error: {msg}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"specbed {name}: interrupted", file=sys.stderr)
+        return 130

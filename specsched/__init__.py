@@ -1,0 +1,38 @@
+"""specsched — the one scheduler of specbed: cost tables and verify-length policies.
+
+Both the simulator (`sim/`) and the real engine (`engine/`) build `conf: float64[R, γ]` and call a policy
+made here; nothing else in specbed decides verify lengths. Imports numpy and the standard library only
+(a test asserts that importing it loads neither torch nor simpy).
+"""
+
+from specsched.builtin import BUILTIN_COSTS, builtin_cost, builtin_gpus_per_replica, load_cost
+from specsched.cost import CostTable
+from specsched.errors import InputError
+from specsched.hardware import GPU, GPUS, MODELS, ModelShape
+from specsched.policies import (
+    POLICIES,
+    LosslessnessWarning,
+    Policy,
+    check_conf,
+    make_policy,
+    policy_params,
+)
+
+__all__ = [
+    "BUILTIN_COSTS",
+    "GPU",
+    "GPUS",
+    "MODELS",
+    "POLICIES",
+    "CostTable",
+    "InputError",
+    "LosslessnessWarning",
+    "ModelShape",
+    "Policy",
+    "builtin_cost",
+    "builtin_gpus_per_replica",
+    "check_conf",
+    "load_cost",
+    "make_policy",
+    "policy_params",
+]

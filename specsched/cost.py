@@ -1,0 +1,287 @@
+"""Cost tables: how long one engine step takes as a function of the tokens it verifies.
+
+Role: the hardware half of the scheduler's objective Θ = τ · sps(B). A `CostTable` maps the total number
+of query tokens B in one step (B = Σ_r (1 + ℓ_r) + prefill tokens) to seconds, from measured points
+(`from_points`, `from_csv`) or from a roofline (`roofline`, see `specsched.hardware`).
+
+May import: numpy, the standard library, `specsched.errors`, `specsched.hardware`.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from specsched import hardware
+from specsched.errors import InputError
+
+Mode = Literal["step", "linear"]
+
+# Latencies for every integer B up to this bound are precomputed so that a policy's lookup of
+# sps(R .. R + R·γ) is one slice, not a search (the scheduler runs every engine step).
+_DENSE_MIN = 16_384
+
+
+@dataclass(frozen=True, eq=False)
+class CostTable:
+    """Verify-step latency vs total verify tokens, plus a fixed draft cost per step.
+
+    Attributes:
+        tokens: int64[n], strictly increasing measured batch sizes B (tokens, ≥ 1).
+        seconds: float64[n], latency of one verify forward at each size (seconds, > 0). Real profiles are
+            jagged (not monotone); that is legal.
+        mode: between measured sizes, "step" takes the next measured size at or above B (engines pad to
+            captured CUDA-graph sizes); "linear" interpolates. Below the first size both take the first
+            latency. Past the last size both extrapolate linearly from the last two points, with the slope
+            clamped at ≥ 0 (a jagged tail must not predict shorter steps for bigger batches); a one-point
+            table is flat.
+        draft_seconds: fixed drafting cost added to every step (seconds). The drafter always drafts the full
+            γ, so this does not depend on the verify lengths chosen; it still moves the optimum of Θ.
+        layers: target layers, to price draft layers: `layer_seconds(B) = latency(B) / layers`.
+        name: label for reports.
+    """
+
+    tokens: np.ndarray
+    seconds: np.ndarray
+    mode: Mode = "step"
+    draft_seconds: float = 0.0
+    layers: int = 1
+    name: str = ""
+    _dense: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        tokens = np.asarray(self.tokens)
+        seconds = np.asarray(self.seconds, dtype=np.float64)
+        if tokens.ndim != 1 or seconds.ndim != 1:
+            raise ValueError(
+                f"cost table: tokens and seconds must be 1-D (got ndim {tokens.ndim}, {seconds.ndim})"
+            )
+        if tokens.size == 0:
+            raise ValueError("cost table: empty (no points)")
+        if tokens.size != seconds.size:
+            raise ValueError(f"cost table: {tokens.size} token sizes but {seconds.size} latencies")
+        if not np.all(np.isfinite(tokens.astype(np.float64))) or np.any(tokens != np.round(tokens)):
+            raise ValueError(f"cost table: tokens must be whole numbers, got {tokens.tolist()[:8]}")
+        tokens = tokens.astype(np.int64)
+        if tokens[0] < 1:
+            raise ValueError(f"cost table: tokens must be ≥ 1, got {int(tokens[0])}")
+        steps = np.diff(tokens)
+        if np.any(steps == 0):
+            dup = int(tokens[1:][steps == 0][0])
+            raise ValueError(f"cost table: duplicate size tokens={dup}")
+        if np.any(steps < 0):
+            bad = int(np.argmax(steps < 0)) + 1
+            raise ValueError(
+                f"cost table: sizes not sorted (tokens={int(tokens[bad])} after {int(tokens[bad - 1])})"
+            )
+        if not np.all(np.isfinite(seconds)) or np.any(seconds <= 0):
+            bad = int(np.argmax(~(np.isfinite(seconds) & (seconds > 0))))
+            raise ValueError(
+                f"cost table: latency must be a positive number, got seconds={seconds[bad]!r} "
+                f"at tokens={int(tokens[bad])}"
+            )
+        if self.mode not in ("step", "linear"):
+            raise ValueError(f"cost table: mode must be 'step' or 'linear', got {self.mode!r}")
+        if not (math.isfinite(self.draft_seconds) and self.draft_seconds >= 0):
+            raise ValueError(f"cost table: draft_seconds must be ≥ 0, got {self.draft_seconds!r}")
+        if int(self.layers) != self.layers or self.layers < 1:
+            raise ValueError(f"cost table: layers must be a positive integer, got {self.layers!r}")
+        tokens.setflags(write=False)
+        seconds = seconds.copy()
+        seconds.setflags(write=False)
+        object.__setattr__(self, "tokens", tokens)
+        object.__setattr__(self, "seconds", seconds)
+        object.__setattr__(self, "draft_seconds", float(self.draft_seconds))
+        object.__setattr__(self, "layers", int(self.layers))
+        dense = self._evaluate(np.arange(max(_DENSE_MIN, 2 * int(tokens[-1])) + 1, dtype=np.int64))
+        dense.setflags(write=False)
+        object.__setattr__(self, "_dense", dense)
+
+    # -- construction -------------------------------------------------------------------------------------
+
+    @classmethod
+    def from_points(
+        cls,
+        tokens,
+        seconds,
+        *,
+        mode: Mode = "step",
+        draft_seconds: float = 0.0,
+        layers: int = 1,
+        name: str = "",
+    ) -> CostTable:
+        """A table from measured (tokens, seconds) points, sorted by tokens."""
+        return cls(
+            np.asarray(tokens), np.asarray(seconds, dtype=np.float64), mode, draft_seconds, layers, name
+        )
+
+    @classmethod
+    def from_csv(cls, path: str | Path, *, mode: Mode = "step", layers: int = 1) -> CostTable:
+        """Read a `tokens,seconds` CSV (header required; blank lines and `#` comments skipped).
+
+        Raises `InputError` naming the file, the line and the field for a missing file, a wrong header, a
+        non-numeric or non-positive value, or unsorted/duplicate sizes.
+        """
+        path = Path(path)
+        try:
+            text = path.read_text()
+        except OSError as err:
+            raise InputError(f"cannot read cost table ({err.strerror or err})", file=str(path)) from None
+        rows = [
+            (i, line)
+            for i, line in enumerate(text.splitlines(), start=1)
+            if line.strip() and not line.lstrip().startswith("#")
+        ]
+        if not rows:
+            raise InputError("empty cost table (expected header 'tokens,seconds')", file=str(path))
+        header_line, header = rows[0]
+        names = [h.strip() for h in next(csv.reader([header]))]
+        if "tokens" not in names or "seconds" not in names:
+            raise InputError(
+                f"header must have columns 'tokens,seconds', got {','.join(names)!r}",
+                file=str(path),
+                line=header_line,
+            )
+        it, isec = names.index("tokens"), names.index("seconds")
+        tokens: list[int] = []
+        seconds: list[float] = []
+        for lineno, line in rows[1:]:
+            cells = next(csv.reader([line]))
+            if len(cells) != len(names):
+                raise InputError(
+                    f"expected {len(names)} columns, got {len(cells)}", file=str(path), line=lineno
+                )
+            try:
+                t = float(cells[it])
+            except ValueError:
+                raise InputError(
+                    f"not a number: {cells[it]!r}", file=str(path), line=lineno, field="tokens"
+                ) from None
+            if not t.is_integer() or t < 1:
+                raise InputError(
+                    f"must be a whole number ≥ 1, got {cells[it]!r}",
+                    file=str(path),
+                    line=lineno,
+                    field="tokens",
+                )
+            try:
+                s = float(cells[isec])
+            except ValueError:
+                raise InputError(
+                    f"not a number: {cells[isec]!r}", file=str(path), line=lineno, field="seconds"
+                ) from None
+            if not (math.isfinite(s) and s > 0):
+                raise InputError(
+                    f"latency must be > 0, got {cells[isec]!r}", file=str(path), line=lineno, field="seconds"
+                )
+            if tokens and int(t) <= tokens[-1]:
+                what = (
+                    "duplicate size"
+                    if int(t) == tokens[-1]
+                    else f"sizes not sorted ({int(t)} after {tokens[-1]})"
+                )
+                raise InputError(what, file=str(path), line=lineno, field="tokens")
+            tokens.append(int(t))
+            seconds.append(s)
+        if not tokens:
+            raise InputError("cost table has a header but no rows", file=str(path))
+        return cls.from_points(tokens, seconds, mode=mode, layers=layers, name=path.stem)
+
+    @classmethod
+    def roofline(
+        cls,
+        model: str | hardware.ModelShape,
+        gpu: str | hardware.GPU,
+        *,
+        tp: int = 1,
+        name: str | None = None,
+        **knobs,
+    ) -> CostTable:
+        """A table synthesized from a roofline when no profile exists (see `specsched.hardware.step_seconds`).
+
+        `knobs` are the roofline's parallelism, efficiency and workload assumptions (ep, eta_bw, eta_f, c0,
+        context_tokens,
+        tokens_per_request, link_bw, link_latency, bytes_per_param); every one is documented there.
+        Evaluated at every integer B in 1..8192 ("linear" mode); beyond that the compute-bound regime is
+        linear, which is exactly what the table extrapolates.
+        """
+        shape = hardware.get_model(model)
+        dev = hardware.get_gpu(gpu)
+        b = np.arange(1, 8193, dtype=np.float64)
+        secs = hardware.step_seconds(shape, dev, b, tp=tp, **knobs)
+        label = name or f"roofline:{shape.name}@{dev.name}x{tp}"
+        return cls.from_points(b.astype(np.int64), secs, mode="linear", layers=shape.layers, name=label)
+
+    def with_draft(self, seconds: float) -> CostTable:
+        """This table with another per-step draft cost (cheap: shares the arrays, skips re-validation)."""
+        if not (math.isfinite(seconds) and seconds >= 0):
+            raise ValueError(f"draft_seconds must be ≥ 0, got {seconds!r}")
+        new = object.__new__(CostTable)
+        for f in ("tokens", "seconds", "mode", "layers", "name", "_dense"):
+            object.__setattr__(new, f, getattr(self, f))
+        object.__setattr__(new, "draft_seconds", float(seconds))
+        return new
+
+    def renamed(self, name: str) -> CostTable:
+        return replace(self, name=name)
+
+    # -- evaluation --------------------------------------------------------------------------------------
+
+    def _evaluate(self, b: np.ndarray) -> np.ndarray:
+        t, s = self.tokens, self.seconds
+        bf = b.astype(np.float64)
+        if self.mode == "step":
+            idx = np.minimum(np.searchsorted(t, b, side="left"), t.size - 1)
+            out = s[idx].copy()
+        else:
+            out = np.interp(bf, t.astype(np.float64), s)
+        beyond = b > t[-1]
+        if np.any(beyond):
+            slope = 0.0 if t.size == 1 else max(0.0, (s[-1] - s[-2]) / (t[-1] - t[-2]))
+            out[beyond] = s[-1] + slope * (bf[beyond] - t[-1])
+        return out
+
+    def latency(self, b):
+        """Seconds of one verify forward at `b` total tokens (int or int array, ≥ 0); excludes drafting."""
+        arr = np.asarray(b)
+        scalar = arr.ndim == 0
+        arr = np.atleast_1d(arr).astype(np.int64)
+        if arr.size and int(arr.max()) < self._dense.size and int(arr.min()) >= 0:
+            out = self._dense[arr]
+        else:
+            out = self._evaluate(np.maximum(arr, 0))
+        return float(out[0]) if scalar else out
+
+    def latency_range(self, lo: int, hi: int) -> np.ndarray:
+        """float64[hi − lo + 1]: latency(B) for B = lo..hi (the policies' hot path)."""
+        if 0 <= lo and hi < self._dense.size:
+            return self._dense[lo : hi + 1]
+        return self._evaluate(np.arange(lo, hi + 1, dtype=np.int64))
+
+    def step_seconds(self, b):
+        """draft_seconds + latency(b): wall time of a whole engine step (seconds)."""
+        return self.draft_seconds + self.latency(b)
+
+    def sps(self, b):
+        """Engine steps per second at `b` verify tokens, draft included: 1 / step_seconds(b)."""
+        return 1.0 / self.step_seconds(b)
+
+    def layer_seconds(self, b):
+        """One target-sized layer over `b` tokens (seconds), to price draft-model layers."""
+        return self.latency(b) / self.layers
+
+    def to_csv(self, path: str | Path) -> None:
+        """Write the measured points as `tokens,seconds` (what `from_csv` reads)."""
+        lines = ["tokens,seconds"] + [f"{int(t)},{float(s)!r}" for t, s in zip(self.tokens, self.seconds)]
+        Path(path).write_text("\n".join(lines) + "\n")
+
+    def __repr__(self) -> str:
+        return (
+            f"CostTable(name={self.name!r}, points={self.tokens.size}, mode={self.mode!r}, "
+            f"B={int(self.tokens[0])}..{int(self.tokens[-1])}, draft_seconds={self.draft_seconds:g})"
+        )

@@ -1,0 +1,33 @@
+"""One exception type for bad user input, shared by every specbed package.
+
+May import only the standard library. The CLI (`specbed.cli`) turns an `InputError` (and any other
+`ValueError` raised while validating user input) into one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+
+class InputError(ValueError):
+    """Bad user input: a file, a line in it, a field, or a CLI flag.
+
+    `str(err)` is one line: ``FILE:LINE: field 'NAME': MESSAGE`` with the parts that are known.
+    """
+
+    def __init__(
+        self, message: str, *, file: str | None = None, line: int | None = None, field: str | None = None
+    ) -> None:
+        self.message = message
+        self.file = None if file is None else str(file)
+        self.line = line
+        self.field = field
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        where = ""
+        if self.file is not None:
+            where = self.file if self.line is None else f"{self.file}:{self.line}"
+            where += ": "
+        elif self.line is not None:
+            where = f"line {self.line}: "
+        what = f"field '{self.field}': " if self.field is not None else ""
+        return " ".join(f"{where}{what}{self.message}".split())

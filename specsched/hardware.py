@@ -1,0 +1,234 @@
+"""Roofline step-time model: built-in GPUs and model shapes, and the formula that prices one step.
+
+Role: synthesize a verify-step latency curve when no measured profile exists. Used through
+`CostTable.roofline` and the named tables in `specsched.builtin`.
+
+Per device, one step over B query tokens costs
+
+    t(B) = layers·c0 + max( (W(B) + KV(B)) / (η_bw·BW),  2·P_active·B / (η_f·F) ) + t_comm(B)
+
+Assumptions, all first-order and stated so a user can disagree with them:
+- W(B): weight bytes read once per step. Dense models read every weight. MoE models read the dense part
+  (attention, shared experts, embeddings) plus only the routed experts that some token in the batch uses;
+  with uniform routing the expected number of distinct experts touched per MoE layer is
+  E·(1 − (1 − k/E)^B) (cost-model-notes.md). Real routing is skewed, so this over-counts a little at small B.
+- KV(B): each running request's KV cache is read once per step, however many of its tokens are verified.
+  A cost table is a function of B alone, so the number of requests is taken as B / tokens_per_request and
+  each holds `context_tokens` tokens of context.
+- Compute: 2 FLOPs per active parameter per token; attention FLOPs are neglected (small next to the
+  linear layers at these contexts). Models stored in FP8 (bytes_per_param ≤ 1) run FP8 GEMMs at twice the
+  bf16 dense peak (H100/H200: 1,979 vs 989 TFLOP/s).
+- c0: fixed per-layer overhead (kernel launches, norms, small ops), 40 µs by default: fits to published H100
+  profiles land within ~5–10% MAPE with η_bw ≈ 0.9, η_f ≈ 0.5–0.65, c0 ≈ 35–60 µs (simulators.md §4).
+- Parallelism. `tp` GPUs form one replica that serves one batch: weights, FLOPs and KV split tp ways,
+  plus two all-reduces per layer of B·d_model bf16 values over a link of `link_bw` bytes/s plus
+  `link_latency` each (NVLink-class defaults). `ep` is expert parallelism with data-parallel attention
+  (DeepSeek-style serving): each GPU serves its own batch of B tokens, the routed experts are spread over
+  `ep` GPUs, so a GPU reads 1/ep of the expert weights and — with balanced routing — does the expert FLOPs
+  of B tokens; dispatch and combine add two all-to-alls per MoE layer of B·top_k·d_model bytes (FP8).
+  A table with ep > 1 is therefore per GPU: B is one GPU's verify tokens.
+- Bytes per parameter: 2 (bf16) for the dense built-ins, 1 (FP8) for the MoE built-ins.
+
+May import: numpy and the standard library.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class GPU:
+    """An accelerator: HBM bandwidth (bytes/s), dense bf16 tensor throughput (FLOP/s), memory (bytes)."""
+
+    name: str
+    hbm_bw: float
+    flops: float
+    memory: float
+
+    def __post_init__(self) -> None:
+        for f in ("hbm_bw", "flops", "memory"):
+            if not getattr(self, f) > 0:
+                raise ValueError(f"GPU {self.name}: {f} must be > 0, got {getattr(self, f)!r}")
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """The shape facts a roofline needs.
+
+    total_params / active_params: parameters in the model / used per token. For a dense model they are
+    equal. For an MoE model, `experts` routed experts per MoE layer with `top_k` active, over `moe_layers`
+    layers; each routed expert holds (total − active) / (moe_layers·(experts − top_k)) parameters and the
+    rest of the active parameters are the dense part.
+    kv_bytes_per_token: KV cache bytes per token of context over all layers.
+    """
+
+    name: str
+    layers: int
+    d_model: int
+    total_params: float
+    active_params: float
+    kv_bytes_per_token: float
+    bytes_per_param: float = 2.0
+    experts: int = 0
+    top_k: int = 0
+    moe_layers: int = 0
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.layers < 1 or self.d_model < 1:
+            raise ValueError(f"model {self.name}: layers and d_model must be ≥ 1")
+        if not 0 < self.active_params <= self.total_params:
+            raise ValueError(f"model {self.name}: need 0 < active_params ≤ total_params")
+        if self.experts and not (0 < self.top_k < self.experts and 0 < self.moe_layers <= self.layers):
+            raise ValueError(f"model {self.name}: MoE needs 0 < top_k < experts and 0 < moe_layers ≤ layers")
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def expert_params(self) -> float:
+        if not self.is_moe:
+            return 0.0
+        return (self.total_params - self.active_params) / (self.moe_layers * (self.experts - self.top_k))
+
+    @property
+    def dense_params(self) -> float:
+        return self.active_params - self.moe_layers * self.top_k * self.expert_params
+
+    def weight_params_read(self, b: np.ndarray) -> np.ndarray:
+        """Parameters read in one step over `b` tokens (float64 array), before dividing by tp."""
+        b = np.asarray(b, dtype=np.float64)
+        if not self.is_moe:
+            return np.full_like(b, self.total_params)
+        touched = self.experts * (1.0 - (1.0 - self.top_k / self.experts) ** b)
+        return self.dense_params + self.moe_layers * touched * self.expert_params
+
+
+GPUS: dict[str, GPU] = {
+    "h100": GPU("H100 SXM", hbm_bw=3.35e12, flops=989e12, memory=80e9),
+    "h200": GPU("H200 SXM", hbm_bw=4.8e12, flops=989e12, memory=141e9),
+}
+
+MODELS: dict[str, ModelShape] = {
+    "dense-8b": ModelShape(
+        "dense-8b",
+        layers=32,
+        d_model=4096,
+        total_params=8.0e9,
+        active_params=8.0e9,
+        kv_bytes_per_token=2 * 32 * 8 * 128 * 2,
+        note="Llama-3-8B-like: GQA 8 KV heads × 128, bf16",
+    ),
+    "dense-70b": ModelShape(
+        "dense-70b",
+        layers=80,
+        d_model=8192,
+        total_params=70.6e9,
+        active_params=70.6e9,
+        kv_bytes_per_token=2 * 80 * 8 * 128 * 2,
+        note="Llama-3-70B-like: GQA 8 KV heads × 128, bf16",
+    ),
+    "moe-284b-a13b": ModelShape(
+        "moe-284b-a13b",
+        layers=43,
+        d_model=4096,
+        total_params=284e9,
+        active_params=13e9,
+        kv_bytes_per_token=43 * 576,
+        bytes_per_param=1.0,
+        experts=256,
+        top_k=6,
+        moe_layers=40,
+        note="DeepSeek-V4-Flash-like (assumed shape: V4's is not published in full): FP8 weights, "
+        "MLA-style compressed KV of 576 bytes per layer-token",
+    ),
+    "moe-1.6t-a49b": ModelShape(
+        "moe-1.6t-a49b",
+        layers=61,
+        d_model=7168,
+        total_params=1.6e12,
+        active_params=49e9,
+        kv_bytes_per_token=61 * 576,
+        bytes_per_param=1.0,
+        experts=384,
+        top_k=8,
+        moe_layers=58,
+        note="DeepSeek-V4-Pro-like (assumed shape): FP8 weights, MLA-style compressed KV",
+    ),
+}
+
+
+def get_gpu(gpu: str | GPU) -> GPU:
+    if isinstance(gpu, GPU):
+        return gpu
+    try:
+        return GPUS[gpu.lower()]
+    except (KeyError, AttributeError):
+        raise ValueError(f"unknown gpu {gpu!r} (built-in: {', '.join(GPUS)})") from None
+
+
+def get_model(model: str | ModelShape) -> ModelShape:
+    if isinstance(model, ModelShape):
+        return model
+    try:
+        return MODELS[model.lower()]
+    except (KeyError, AttributeError):
+        raise ValueError(f"unknown model shape {model!r} (built-in: {', '.join(MODELS)})") from None
+
+
+def step_seconds(
+    model: ModelShape,
+    gpu: GPU,
+    b,
+    *,
+    tp: int = 1,
+    ep: int = 1,
+    eta_bw: float = 0.9,
+    eta_f: float = 0.6,
+    c0: float = 40e-6,
+    context_tokens: float = 1024.0,
+    tokens_per_request: float = 4.0,
+    link_bw: float = 450e9,
+    link_latency: float = 8e-6,
+    bytes_per_param: float | None = None,
+) -> np.ndarray:
+    """float64 seconds of one verify step at `b` query tokens (array) on one `tp`-GPU replica."""
+    checks = {
+        "tp": tp,
+        "eta_bw": eta_bw,
+        "eta_f": eta_f,
+        "tokens_per_request": tokens_per_request,
+        "link_bw": link_bw,
+    }
+    for key, val in checks.items():
+        if not val > 0:
+            raise ValueError(f"roofline: {key} must be > 0, got {val!r}")
+    if eta_bw > 1 or eta_f > 1:
+        raise ValueError(f"roofline: efficiencies must be ≤ 1 (eta_bw={eta_bw}, eta_f={eta_f})")
+    for key, val in {"c0": c0, "context_tokens": context_tokens, "link_latency": link_latency}.items():
+        if not val >= 0:
+            raise ValueError(f"roofline: {key} must be ≥ 0, got {val!r}")
+    b = np.asarray(b, dtype=np.float64)
+    bpp = model.bytes_per_param if bytes_per_param is None else bytes_per_param
+    if ep > 1 and not model.is_moe:
+        raise ValueError(f"roofline: ep={ep} needs an MoE model, {model.name} is dense")
+    params_read = model.weight_params_read(b)
+    if ep > 1:
+        # Each GPU holds 1/ep of the routed experts; all of them are touched once B·top_k ≫ experts.
+        expert_part = params_read - model.dense_params
+        params_read = model.dense_params + expert_part / ep
+    weight_bytes = params_read * bpp / tp
+    kv_bytes = (b / tokens_per_request) * context_tokens * model.kv_bytes_per_token / tp
+    t_mem = (weight_bytes + kv_bytes) / (eta_bw * gpu.hbm_bw)
+    peak = gpu.flops * (2.0 if bpp <= 1.0 else 1.0)
+    t_cmp = 2.0 * model.active_params * b / tp / (eta_f * peak)
+    t_comm = 0.0
+    if tp > 1:
+        t_comm = t_comm + 2 * model.layers * (link_latency + b * model.d_model * 2 / link_bw)
+    if ep > 1:
+        t_comm = t_comm + 2 * model.moe_layers * (link_latency + b * model.top_k * model.d_model / link_bw)
+    return model.layers * c0 + np.maximum(t_mem, t_cmp) + t_comm
