@@ -105,7 +105,7 @@ def test_kv_reads_and_moe_expert_growth():
     base = S.CostTable.roofline("dense-8b", "h100", context_tokens=0)
     kv = S.CostTable.roofline("dense-8b", "h100", context_tokens=4096)
     assert kv.latency(64) > base.latency(64)
-    moe = S.builtin_cost("h200-v4flash")
+    moe = S.CostTable.roofline("moe-284b-a13b", "h200", tp=8)
     # Routed experts are read as more tokens touch them, well before the compute knee.
     assert moe.latency(64) > 2 * moe.latency(1)
 
