@@ -98,12 +98,16 @@ def _room(R: int, n: int, budget: int | None) -> int:
 
 
 def _theta(R: int, a: np.ndarray, cost: CostTable) -> np.ndarray:
-    """float64[n+1]: expected tokens per second after admitting the first 0..n candidates."""
+    """float64[n+1]: Θ = τ · sps(B) after admitting the first 0..n candidates.
+
+    Summed left to right from R and multiplied by sps, exactly as Algorithm 1 accumulates it, so that
+    the vectorized policy takes the same decisions as the one-at-a-time loop down to the last ulp.
+    """
     tau = np.empty(a.size + 1)
     tau[0] = R
-    np.cumsum(a, out=tau[1:])
-    tau[1:] += R
-    return tau / (cost.draft_seconds + cost.latency_range(R, R + a.size))
+    tau[1:] = a
+    np.cumsum(tau, out=tau)
+    return tau * (1.0 / (cost.draft_seconds + cost.latency_range(R, R + a.size)))
 
 
 def _lengths(req: np.ndarray, n: int, R: int) -> np.ndarray:
