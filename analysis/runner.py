@@ -1,0 +1,267 @@
+"""Running a sweep: cells to results, serially, on a local process pool, or on a Ray cluster.
+
+Role: execution and bookkeeping. `run_sweep` expands and resolves every cell first (bad input fails before
+any folder is touched), prepares the results folder (`analysis.store.prepare`), skips cells whose result
+file exists (`--resume`), runs the rest, and writes each cell's row the moment its result reaches this
+process — so a sweep killed at any instant loses at most the cells in flight and never duplicates one.
+Results always travel back to the driver; workers write nothing (one writer, no races).
+
+Backends
+- "local": `jobs` = 1 runs in this process; more uses a process pool with at most `jobs` cells in flight. A
+  worker that dies (killed, out of memory) breaks the pool: the pool is rebuilt and the cells that were in
+  flight are retried, each at most MAX_ATTEMPTS times in all, then recorded as failed.
+- "ray": `ray.init(address)` (None: a local Ray instance with `jobs` CPUs); one task per cell, Ray's own
+  retries for dead workers. Ray is optional and imported only here.
+
+May import: the standard library, `specsched.errors`, `analysis.sweepfile`, `analysis.store`,
+`analysis.progress`, `analysis.model`; `ray` lazily.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from analysis import store
+from analysis.model import load_model
+from analysis.progress import Progress
+from analysis.sweepfile import Cell, Sweep, expand, fingerprint
+from specsched.errors import InputError
+
+MAX_ATTEMPTS = 3
+BACKENDS = ("local", "ray")
+
+
+@dataclass
+class SweepRun:
+    """What a run did: `rows` (every finished cell, in cell order), counts, and failures (key, message)."""
+
+    out: Path
+    rows: list[dict]
+    total: int
+    cached: int
+    ran: int
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def run_cell(model, config: dict) -> tuple[dict, float]:
+    """(summary, wall seconds) of one cell — what every backend's worker calls."""
+    start = time.perf_counter()
+    summary = model.run(config)
+    return summary, time.perf_counter() - start
+
+
+def manifest_of(sweep: Sweep, cells: list[Cell], model) -> dict:
+    a = sweep.analysis
+    return {
+        "format": store.FORMAT,
+        "name": sweep.name,
+        "model": model.name,
+        "fingerprint": fingerprint(cells, model.name),
+        "analysis": {"baseline": a.baseline, "slo": a.slo, "x": a.x, "y": a.y},
+        "cells": [c.row_head() for c in cells],
+    }
+
+
+def run_sweep(
+    sweep: Sweep,
+    out: str | Path,
+    *,
+    model=None,
+    jobs: int | None = None,
+    backend: str = "local",
+    address: str | None = None,
+    resume: bool = False,
+    force: bool = False,
+    progress: bool = True,
+) -> SweepRun:
+    """Run every cell of `sweep` not already finished in `out`; see the module docstring."""
+    start = time.perf_counter()
+    model = model if model is not None else load_model(None)
+    if backend not in BACKENDS:
+        raise InputError(
+            f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})", field="--backend"
+        )
+    if address is not None and backend != "ray":
+        raise InputError("--address needs --backend ray", field="--address")
+    jobs = default_jobs() if jobs is None else jobs
+    if jobs < 1:
+        raise InputError(f"must be ≥ 1, got {jobs}", field="--jobs")
+    cells = expand(sweep, model)
+    if backend == "ray":
+        _import_ray()  # fail on a missing dependency before the folder is touched
+    out = Path(out)
+    manifest = manifest_of(sweep, cells, model)
+    store.prepare(out, manifest, resume=resume, force=force)
+    done = store.finished_keys(out)
+    todo = [c for c in cells if c.key not in done]
+    bar = Progress(len(cells), done=len(cells) - len(todo), label=f"sweep {sweep.name}", enabled=progress)
+    failed: list[tuple[str, str]] = []
+
+    def on_done(cell: Cell, summary: dict, wall: float) -> None:
+        store.write_cell(out, {**cell.row_head(), "summary": summary, "wall_s": round(wall, 4)})
+        bar.advance()
+
+    def on_error(cell: Cell, text: str) -> None:
+        store.write_error(out, cell.key, text)
+        failed.append((cell.key, text.strip().splitlines()[-1] if text.strip() else "failed"))
+        bar.advance()
+
+    try:
+        if todo:
+            if backend == "ray":
+                _run_ray(todo, model, jobs, address, on_done, on_error)
+            elif jobs == 1 or len(todo) == 1:
+                _run_serial(todo, model, on_done, on_error)
+            else:
+                _run_pool(todo, model, jobs, on_done, on_error)
+    finally:
+        bar.close()
+        rows = store.consolidate(out, manifest["cells"])
+    return SweepRun(
+        out,
+        rows,
+        len(cells),
+        len(cells) - len(todo),
+        len(todo) - len(failed),
+        failed,
+        time.perf_counter() - start,
+    )
+
+
+Done = Callable[[Cell, dict, float], None]
+Failed = Callable[[Cell, str], None]
+
+
+def _run_serial(todo: list[Cell], model, on_done: Done, on_error: Failed) -> None:
+    for cell in todo:
+        try:
+            summary, wall = run_cell(model, cell.config)
+        except Exception:  # a cell's failure is recorded; the sweep goes on
+            on_error(cell, traceback.format_exc())
+        else:
+            on_done(cell, summary, wall)
+
+
+def _watch_parent(parent: int) -> None:
+    """Pool worker: exit when the sweep process is gone (e.g. kill -9), instead of lingering."""
+
+    def loop() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=loop, daemon=True).start()
+
+
+def _context():
+    # fork starts workers in milliseconds and shares the imported simulator; spawn elsewhere.
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+
+
+def _run_pool(todo: list[Cell], model, jobs: int, on_done: Done, on_error: Failed) -> None:
+    attempts: Counter[str] = Counter()
+    queue = list(reversed(todo))  # pop() from the end keeps cell order
+    while queue:
+        with ProcessPoolExecutor(
+            max_workers=min(jobs, len(queue)),
+            mp_context=_context(),
+            initializer=_watch_parent,
+            initargs=(os.getpid(),),
+        ) as pool:
+            inflight: dict = {}
+            broken: list[Cell] = []
+            while queue or inflight:
+                while queue and len(inflight) < jobs and not broken:
+                    cell = queue.pop()
+                    inflight[pool.submit(run_cell, model, cell.config)] = cell
+                if not inflight:
+                    break
+                finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    cell = inflight.pop(fut)
+                    try:
+                        summary, wall = fut.result()
+                    except BrokenProcessPool:
+                        broken.append(cell)
+                    except Exception as err:
+                        on_error(cell, "".join(traceback.format_exception(err)))
+                    else:
+                        on_done(cell, summary, wall)
+            for cell in broken:
+                attempts[cell.key] += 1
+                if attempts[cell.key] >= MAX_ATTEMPTS:
+                    on_error(
+                        cell,
+                        f"worker process died {MAX_ATTEMPTS} times running this cell "
+                        "(killed, or out of memory)\n",
+                    )
+                else:
+                    queue.append(cell)
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise InputError(
+            "the Ray backend needs the optional dependency ray (pip install 'specbed[ray]')",
+            field="--backend",
+        ) from None
+    return ray
+
+
+def _run_ray(
+    todo: list[Cell], model, jobs: int, address: str | None, on_done: Done, on_error: Failed
+) -> None:
+    ray = _import_ray()
+    started = False
+    if not ray.is_initialized():
+        kwargs = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR"}
+        try:
+            if address is None:
+                ray.init(num_cpus=jobs, **kwargs)
+            else:
+                ray.init(address=address, **kwargs)
+        except Exception as err:  # ConnectionError, RuntimeError, ...: one line for the user
+            raise InputError(
+                f"cannot start or reach Ray: {' '.join(str(err).split())[:300]}",
+                field="--address" if address else "--backend",
+            ) from None
+        started = True
+    try:
+        task = ray.remote(num_cpus=1, max_retries=MAX_ATTEMPTS - 1)(run_cell)
+        model_ref = ray.put(model)
+        pending = {task.remote(model_ref, cell.config): cell for cell in todo}
+        refs = list(pending)
+        while refs:
+            ready, refs = ray.wait(refs, num_returns=1)
+            for ref in ready:
+                cell = pending.pop(ref)
+                try:
+                    summary, wall = ray.get(ref)
+                except Exception as err:  # RayTaskError wraps the cell's exception; WorkerCrashedError etc.
+                    on_error(cell, f"{type(err).__name__}: {err}\n")
+                else:
+                    on_done(cell, summary, wall)
+    finally:
+        if started:
+            ray.shutdown()

@@ -1,0 +1,194 @@
+"""A sweep's results folder: manifest, one file per finished cell, consolidated results.
+
+Role: the crash-safety of sweeps. Every file is written whole or not at all (temp file in the same folder,
+fsync, `os.replace`), so a sweep killed at any instant (`kill -9`) leaves only complete cell files, and
+`--resume` re-runs exactly the cells without one. Layout of DIR:
+
+    sweep.json          manifest: format version, sweep name, cell model, fingerprint (model + cell keys),
+                        the cells (key, index, series, facet, point, swept values, resolved config)
+    cells/KEY.json      one finished cell: its row (key, config, ...) and `summary` (every metric)
+    errors/KEY.txt      a cell that raised (traceback); removed when the cell later succeeds
+    results.jsonl       one row per cell, in cell order — rebuilt from cells/ when a run ends
+    results.csv         the same rows flattened: key, series, facet, point, swept values, metrics
+
+Temp files are named `.tmp-*`; they are never read and are removed on the next run.
+
+May import: the standard library.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+from pathlib import Path
+
+from specsched.errors import InputError
+
+FORMAT = 1
+MANIFEST = "sweep.json"
+OURS = (MANIFEST, "cells", "errors", "results.jsonl", "results.csv")
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write `text` to `path` so that readers see the old file or the whole new one, never a part."""
+    tmp = path.parent / f".tmp-{path.name}.{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def read_manifest(out: Path) -> dict | None:
+    """The manifest of folder `out`, or None when it holds none (or an unreadable one)."""
+    try:
+        data = json.loads((Path(out) / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and "fingerprint" in data else None
+
+
+def _visible(out: Path) -> list[str]:
+    return sorted(p.name for p in out.iterdir() if not p.name.startswith(".tmp-"))
+
+
+def prepare(out: Path, manifest: dict, *, resume: bool, force: bool) -> None:
+    """Make `out` ready to hold `manifest`'s sweep, or raise InputError (one line) having touched nothing.
+
+    - missing or empty folder: created, manifest written;
+    - holds the same sweep (same fingerprint): with `resume`, kept (finished cells are reused); with
+      `force`, its sweep files are removed and it starts again; else an error that says to pass --resume;
+    - holds another sweep: with `force`, its sweep files (only those, see OURS) are removed; else an error;
+    - holds anything else: an error (never cleared).
+    """
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise InputError("exists and is not a folder", field=str(out))
+    if out.exists() and _visible(out):
+        old = read_manifest(out)
+        if old is None:
+            raise InputError(
+                "output folder is not empty and holds no sweep; choose another folder", field=str(out)
+            )
+        same = old.get("fingerprint") == manifest["fingerprint"]
+        if force:
+            clear(out)
+        elif not same:
+            raise InputError(
+                f"output folder holds a different sweep ({old.get('name')!r}, "
+                f"{len(old.get('cells', []))} cells); choose another folder or pass --force",
+                field=str(out),
+            )
+        elif not resume:
+            done = len(finished_keys(out))
+            raise InputError(
+                f"output folder already holds this sweep ({done}/{len(manifest['cells'])} "
+                "cells done); pass --resume to finish it or --force to start again",
+                field=str(out),
+            )
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "cells").mkdir(exist_ok=True)
+    for stale in [*out.glob(".tmp-*"), *(out / "cells").glob(".tmp-*")]:
+        stale.unlink(missing_ok=True)
+    atomic_write(out / MANIFEST, json.dumps(manifest, indent=1, sort_keys=False) + "\n")
+
+
+def clear(out: Path) -> None:
+    """Remove the sweep files of `out` (nothing else)."""
+    for name in OURS:
+        path = out / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+
+
+def finished_keys(out: Path) -> set[str]:
+    cells = Path(out) / "cells"
+    if not cells.is_dir():
+        return set()
+    return {p.stem for p in cells.glob("*.json") if not p.name.startswith(".tmp-")}
+
+
+def write_cell(out: Path, row: dict) -> None:
+    atomic_write(Path(out) / "cells" / f"{row['key']}.json", json.dumps(row, sort_keys=True) + "\n")
+    err = Path(out) / "errors" / f"{row['key']}.txt"
+    if err.exists():
+        err.unlink()
+
+
+def write_error(out: Path, key: str, text: str) -> None:
+    (Path(out) / "errors").mkdir(exist_ok=True)
+    atomic_write(Path(out) / "errors" / f"{key}.txt", text)
+
+
+def read_cell(out: Path, key: str) -> dict | None:
+    try:
+        return json.loads((Path(out) / "cells" / f"{key}.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def consolidate(out: Path, heads: list[dict]) -> list[dict]:
+    """Rebuild results.jsonl / results.csv from the cell files, in the order of `heads` (manifest cells).
+
+    Each row = the manifest's head of the cell (current series/facet names) + the stored `summary`, so
+    every cell appears at most once whatever happened before. Returns the rows of finished cells.
+    """
+    out = Path(out)
+    rows = []
+    for head in heads:
+        stored = read_cell(out, head["key"])
+        if stored is not None:
+            rows.append({**head, "summary": stored.get("summary", {}), "wall_s": stored.get("wall_s")})
+    atomic_write(out / "results.jsonl", "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+    atomic_write(out / "results.csv", _csv(rows))
+    return rows
+
+
+def _csv(rows: list[dict]) -> str:
+    axis_cols: list[str] = []
+    metric_cols: list[str] = []
+    for row in rows:
+        axis_cols += [k for k in row["axes"] if k not in axis_cols]
+        metric_cols += [k for k in row["summary"] if k not in metric_cols]
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["key", "series", "facet", "point", *axis_cols, *metric_cols])
+    for row in rows:
+        writer.writerow(
+            [
+                row["key"],
+                row["series"],
+                row["facet"],
+                row["point"],
+                *(_cell_text(row["axes"].get(k)) for k in axis_cols),
+                *(_cell_text(row["summary"].get(k)) for k in metric_cols),
+            ]
+        )
+    return buf.getvalue()
+
+
+def _cell_text(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return ";".join(map(str, value))
+    return str(value)
+
+
+def load_rows(out: Path) -> tuple[dict, list[dict]]:
+    """(manifest, rows) of a results folder, rows rebuilt from the cell files (InputError if no sweep)."""
+    out = Path(out)
+    manifest = read_manifest(out)
+    if manifest is None:
+        raise InputError("holds no sweep results (no sweep.json); run `specbed sweep` first", field=str(out))
+    rows = []
+    for head in manifest.get("cells", []):
+        stored = read_cell(out, head["key"])
+        if stored is not None:
+            rows.append({**head, "summary": stored.get("summary", {}), "wall_s": stored.get("wall_s")})
+    return manifest, rows

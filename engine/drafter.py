@@ -1,0 +1,122 @@
+"""Drafters: anything that proposes γ tokens per request with the distributions they were sampled from and
+a confidence per position. `ModelDrafter` is a small draft model (TinyLM) with its own KV cache.
+
+Protocol (what engine.loop calls):
+    propose(reqs, gamma, exponentials) -> Proposal
+        reqs: the running requests (`.rid`, `.tokens` = prompt + committed output, `.params`);
+        exponentials: float64 [R, γ, V], the Exp(1) noise to sample draft position k with (engine.noise
+        keys it; in coupled mode it is the target's own noise for that absolute position).
+    release(rid) -> None: the request left the batch; drop its state.
+Proposal.probs[r, k] must be exactly the distribution tokens[r, k] was drawn from (the sampling module's
+output for the request's SamplingParams), and conf[r, k] may depend only on the drafts before position k
+(conf is read by the scheduler before the token at k is verified: using q(d_k) itself, or anything drawn
+after it, would let the admission of d_k depend on d_k -- the lookahead bias of the paper's Appendix A).
+
+ModelDrafter's confidence is the draft distribution's max probability at position k, a function of the
+prefix only. Its cache rolls back by keeping the longest common prefix of what it has cached and the
+request's committed tokens; tokens it has not seen (the bonus, or the last accepted draft) are fed, ragged,
+in the first draft forward of the next step.
+
+May import: torch, stdlib, engine.model, engine.sampling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+
+from engine.model import KVCache, TinyLM
+from engine.sampling import probs_from_logits, race
+
+
+@dataclass
+class Proposal:
+    """tokens int64 [R, γ]; probs float [R, γ, V] (what each token was sampled from); conf float64 [R, γ]."""
+
+    tokens: torch.Tensor
+    probs: torch.Tensor
+    conf: torch.Tensor
+
+
+class Drafter(Protocol):
+    def propose(self, reqs: Sequence, gamma: int, exponentials: torch.Tensor) -> Proposal: ...
+
+    def release(self, rid: int) -> None: ...
+
+
+def pad_batch(seqs: Sequence[Sequence[int]], device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
+    """Ragged token lists -> (tokens int64 [R, S] padded with 0, n_valid int64 [R])."""
+    width = max((len(s) for s in seqs), default=0)
+    tokens = torch.zeros((len(seqs), max(width, 1)), dtype=torch.int64)
+    for i, s in enumerate(seqs):
+        tokens[i, : len(s)] = torch.as_tensor(list(s), dtype=torch.int64)
+    n_valid = torch.tensor([len(s) for s in seqs], dtype=torch.int64)
+    return tokens.to(device), n_valid.to(device)
+
+
+class ModelDrafter:
+    """A TinyLM drafter with slot-based KV cache and max-probability confidence."""
+
+    def __init__(self, model: TinyLM, *, slots: int, max_len: int, device="cpu") -> None:
+        self.model = model
+        self.cache = KVCache(model.config, slots, max_len, device=device)
+        self.device = device
+        self._slot: dict[int, int] = {}
+        self._cached: dict[int, list[int]] = {}
+        self._free = list(range(slots - 1, -1, -1))
+
+    @property
+    def vocab_size(self) -> int:
+        return self.model.config.vocab_size
+
+    def release(self, rid: int) -> None:
+        if rid in self._slot:
+            self._free.append(self._slot.pop(rid))
+            self._cached.pop(rid, None)
+
+    def _rollback(self, req) -> list[int]:
+        """Roll the request's slot back to the common prefix; return the tokens still to feed (>= 1)."""
+        if req.rid not in self._slot:
+            if not self._free:
+                raise ValueError("ModelDrafter: no free cache slot (raise slots)")
+            self._slot[req.rid] = self._free.pop()
+            self._cached[req.rid] = []
+        tokens, cached = req.tokens, self._cached[req.rid]
+        common = 0
+        limit = min(len(tokens), len(cached))
+        while common < limit and tokens[common] == cached[common]:
+            common += 1
+        common = min(common, len(tokens) - 1)  # the last token is always fed: its logits draft position 0
+        self.cache.lengths[self._slot[req.rid]] = common
+        self._cached[req.rid] = list(tokens[:common])
+        return list(tokens[common:])
+
+    def propose(self, reqs: Sequence, gamma: int, exponentials: torch.Tensor) -> Proposal:
+        r = len(reqs)
+        vocab = self.vocab_size
+        dtype = self.cache.k.dtype
+        toks = torch.zeros((r, gamma), dtype=torch.int64, device=self.device)
+        probs = torch.zeros((r, gamma, vocab), dtype=dtype, device=self.device)
+        conf = torch.zeros((r, gamma), dtype=torch.float64, device=self.device)
+        if gamma == 0 or r == 0:
+            return Proposal(toks, probs, conf)
+        feeds = [self._rollback(req) for req in reqs]
+        slots = torch.tensor([self._slot[req.rid] for req in reqs], dtype=torch.int64, device=self.device)
+        params = [req.params for req in reqs]
+        tokens, n_valid = pad_batch(feeds, self.device)
+        ar = torch.arange(r, device=self.device)
+        for k in range(gamma):
+            logits = self.model.forward(tokens, n_valid, slots, self.cache)[ar, n_valid - 1]
+            self.cache.lengths[slots] += n_valid
+            q = probs_from_logits(logits, params)
+            probs[:, k] = q
+            conf[:, k] = q.max(dim=-1).values.to(torch.float64)  # from the prefix only, before d_k is drawn
+            toks[:, k] = race(q, exponentials[:, k])
+            if k + 1 < gamma:
+                tokens, n_valid = toks[:, k : k + 1], torch.ones(r, dtype=torch.int64, device=self.device)
+        for i, req in enumerate(reqs):
+            self._cached[req.rid] = list(req.tokens) + toks[i, : gamma - 1].tolist()
+        return Proposal(toks, probs, conf)

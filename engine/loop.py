@@ -1,0 +1,263 @@
+"""The decode loop: batched speculative decoding scheduled by a specsched policy, and plain decoding.
+
+Role: each speculative step, every running request drafts γ tokens with their distributions and
+confidences (any engine.drafter.Drafter); the shared policy (`specsched.make_policy`) turns conf
+float64[R, γ] (plus, for `uses_stale` policies, the confidences of `delay` steps earlier) into verify
+lengths; ONE batched target forward feeds each request's uncached committed tokens plus its first ℓ_r drafts;
+the verifier emits accepted + 1 tokens; the KV length pointers are rolled back to the committed prefix.
+Plain decoding is the same target forward with ℓ = 0 and the same sampling module.
+
+Noise (engine.noise; a request's randomness never depends on the batch):
+  - the token emitted at absolute position t by plain decoding, and the residual/bonus race of a
+    speculative step starting at t, use key (seed, rid, t, SALT_SAMPLE), so policy "ar" reproduces plain
+    decoding exactly;
+  - standard mode: acceptance uniforms (seed, rid, t0, SALT_ACCEPT)[k] and draft noise
+    (seed, rid, t0, SALT_DRAFT + k) for the step starting at t0 (fresh per step: a rejected step's draft
+    noise is never reused);
+  - coupled mode: the draft samples position t with the target's own noise (seed, rid, t, SALT_SAMPLE) and
+    verification is sampler-match (engine.verify.match_verify), so the output equals plain decoding bit for
+    bit under any policy, batching and drafter.
+Stale confidences: stale[r] is request r's conf row from exactly `policy.delay` steps earlier; a request
+younger than that (its first `delay` steps) uses a constant row `EngineConfig.stale_prior` (default 0.0: it
+brings no stale capacity of its own). Never its current row: sizing from current confidences is the
+lookahead bias. Verify lengths are then capped, value-blind, by the tokens the request may still emit.
+
+May import: torch, numpy, stdlib, specsched, engine.*.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+import specsched
+from engine.drafter import Drafter, pad_batch
+from engine.model import KVCache, TinyLM
+from engine.noise import SALT_ACCEPT, SALT_DRAFT, SALT_SAMPLE, keyed_exponentials, keyed_uniforms
+from engine.sampling import SamplingParams, probs_from_logits, sample
+from engine.verify import BACKENDS, match_verify, rejection_sample
+
+MODES = ("standard", "coupled")
+
+
+@dataclass(frozen=True)
+class Request:
+    """A generation request: prompt token ids, tokens to generate, sampling params, seed (noise key)."""
+
+    rid: int
+    prompt: tuple[int, ...]
+    max_new_tokens: int
+    params: SamplingParams = SamplingParams()
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.rid < 0 or self.seed < 0:
+            raise ValueError(f"Request {self.rid}: fields 'rid' and 'seed' must be >= 0")
+        if len(self.prompt) < 1:
+            raise ValueError(f"Request {self.rid}: field 'prompt' must hold at least one token")
+        if self.max_new_tokens < 1:
+            raise ValueError(f"Request {self.rid}: field 'max_new_tokens' must be >= 1")
+
+
+@dataclass
+class _Running:
+    req: Request
+    slot: int
+    output: list[int] = field(default_factory=list)
+
+    @property
+    def rid(self) -> int:
+        return self.req.rid
+
+    @property
+    def params(self) -> SamplingParams:
+        return self.req.params
+
+    @property
+    def tokens(self) -> list[int]:
+        return list(self.req.prompt) + self.output
+
+    @property
+    def remaining(self) -> int:
+        return self.req.max_new_tokens - len(self.output)
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """gamma: drafts per request per step; policy/policy_params: a specsched policy; cost: a specsched
+    cost spec (built-in name or CSV path); mode: "standard" (rejection sampling) or "coupled";
+    backend: verifier backend; max_batch_tokens: cap on Σ(1 + ℓ); stale_prior: stale conf of young requests;
+    max_running: requests decoded together (cache slots)."""
+
+    gamma: int = 4
+    policy: str = "dspark"
+    policy_params: Mapping[str, object] = field(default_factory=dict)
+    cost: str = "h200-dense8b"
+    mode: str = "standard"
+    backend: str = "torch"
+    max_batch_tokens: int | None = None
+    stale_prior: float = 0.0
+    max_running: int = 16
+
+    def __post_init__(self) -> None:
+        if self.gamma < 0:
+            raise ValueError(f"EngineConfig field 'gamma': must be >= 0, got {self.gamma}")
+        if self.mode not in MODES:
+            raise ValueError(f"EngineConfig field 'mode': one of {MODES}, got {self.mode!r}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"EngineConfig field 'backend': one of {BACKENDS}, got {self.backend!r}")
+        if not 0.0 <= self.stale_prior <= 1.0:
+            raise ValueError(f"EngineConfig field 'stale_prior': must be in [0, 1], got {self.stale_prior}")
+        if self.max_running < 1:
+            raise ValueError(f"EngineConfig field 'max_running': must be >= 1, got {self.max_running}")
+
+
+def stale_row(history: Sequence[np.ndarray], delay: int, prior: float, gamma: int) -> np.ndarray:
+    """The stale confidences of one request: its row from `delay` steps ago (history = its past rows, most
+    recent last), or a constant `prior` row while it is younger than `delay` steps."""
+    if len(history) >= delay:
+        return np.asarray(history[-delay], dtype=np.float64)
+    return np.full(gamma, prior, dtype=np.float64)
+
+
+@dataclass
+class EngineStats:
+    """Counters of one generate() call: steps, verify tokens B = Σ(1 + ℓ), drafts verified and accepted."""
+
+    steps: int = 0
+    verify_tokens: int = 0
+    verified_drafts: int = 0
+    accepted: int = 0
+    emitted: int = 0
+    seconds: float = 0.0
+
+    @property
+    def acceptance(self) -> float:
+        return self.accepted / self.verified_drafts if self.verified_drafts else float("nan")
+
+
+class Engine:
+    """Batched speculative (or plain) decoding of a TinyLM target with a drafter and a specsched policy."""
+
+    def __init__(self, target: TinyLM, drafter: Drafter | None, config: EngineConfig, *, max_len: int = 512):
+        self.target, self.drafter, self.config = target, drafter, config
+        self.policy = specsched.make_policy(config.policy, **dict(config.policy_params))
+        self.cost = specsched.load_cost(config.cost)
+        self.max_len = max_len
+        self.cache = KVCache(target.config, config.max_running, max_len)
+        self.stats = EngineStats()
+        self._history: dict[int, deque] = {}
+
+    def generate(self, requests: Sequence[Request], *, speculative: bool = True) -> dict[int, list[int]]:
+        """Decode every request to max_new_tokens; returns rid -> generated token ids."""
+        if speculative and self.drafter is None:
+            raise ValueError("generate: speculative decoding needs a drafter")
+        rids = [r.rid for r in requests]
+        if len(set(rids)) != len(rids):
+            raise ValueError("generate: request ids must be unique")
+        for r in requests:
+            if len(r.prompt) + r.max_new_tokens + self.config.gamma + 1 > self.max_len:
+                raise ValueError(f"Request {r.rid}: prompt + max_new_tokens + gamma exceeds max_len {self.max_len}")
+        self.stats = EngineStats()
+        started = time.perf_counter()
+        waiting, running, done = deque(requests), [], {}
+        free = list(range(self.config.max_running - 1, -1, -1))
+        while waiting or running:
+            while waiting and free:
+                run = _Running(waiting.popleft(), free.pop())
+                self.cache.lengths[run.slot] = 0
+                running.append(run)
+            self._spec_step(running) if speculative else self._plain_step(running)
+            for run in [x for x in running if x.remaining <= 0]:
+                running.remove(run)
+                free.append(run.slot)
+                done[run.rid] = run.output
+                self._history.pop(run.rid, None)
+                if self.drafter is not None:
+                    self.drafter.release(run.rid)
+        self.stats.seconds = time.perf_counter() - started
+        return {rid: done[rid] for rid in rids}
+
+    def _keys(self, running) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        seeds = torch.tensor([x.req.seed for x in running], dtype=torch.int64)
+        rids = torch.tensor([x.rid for x in running], dtype=torch.int64)
+        pos = torch.tensor([len(x.req.prompt) + len(x.output) for x in running], dtype=torch.int64)
+        return seeds, rids, pos
+
+    def _forward(self, running, feeds) -> tuple[torch.Tensor, torch.Tensor]:
+        tokens, n_valid = pad_batch(feeds)
+        slots = torch.tensor([x.slot for x in running], dtype=torch.int64)
+        return self.target.forward(tokens, n_valid, slots, self.cache), n_valid
+
+    def _plain_step(self, running) -> None:
+        vocab = self.target.config.vocab_size
+        feeds = [x.tokens[int(self.cache.lengths[x.slot]) :] for x in running]
+        logits, n_valid = self._forward(running, feeds)
+        last = logits[torch.arange(len(running)), n_valid - 1]
+        probs = probs_from_logits(last, [x.params for x in running])
+        seeds, rids, pos = self._keys(running)
+        tok = sample(probs, keyed_exponentials(seeds, rids, pos, SALT_SAMPLE, vocab))
+        for i, x in enumerate(running):
+            self.cache.lengths[x.slot] = len(x.tokens)
+            x.output.append(int(tok[i]))
+        self.stats.steps += 1
+        self.stats.verify_tokens += len(running)
+        self.stats.emitted += len(running)
+
+    def _spec_step(self, running) -> None:
+        cfg, vocab, gamma = self.config, self.target.config.vocab_size, self.config.gamma
+        r = len(running)
+        seeds, rids, t0 = self._keys(running)
+        offs = torch.arange(gamma + 1, dtype=torch.int64)
+        if cfg.mode == "coupled":
+            e_pos = keyed_exponentials(
+                seeds[:, None], rids[:, None], t0[:, None] + offs, SALT_SAMPLE, vocab
+            )  # [R, γ+1, V]: the target's noise at absolute positions t0 .. t0+γ, shared with the draft
+            e_draft = e_pos[:, :gamma]
+        else:
+            e_draft = keyed_exponentials(seeds[:, None], rids[:, None], t0[:, None], SALT_DRAFT + offs[:gamma], vocab)
+        prop = self.drafter.propose(running, gamma, e_draft)
+        conf = prop.conf.to(torch.float64).cpu().numpy()
+        stale = None
+        if self.policy.uses_stale:
+            stale = np.stack([self._stale(x.rid, conf[i]) for i, x in enumerate(running)]) if r else conf
+        lengths = self.policy(conf, self.cost, stale=stale, max_batch_tokens=cfg.max_batch_tokens)
+        for i, x in enumerate(running):
+            self._history.setdefault(x.rid, deque(maxlen=max(self.policy.delay, 1))).append(conf[i].copy())
+        cap = np.array([x.remaining - 1 for x in running], dtype=np.int64)  # value-blind: counts only
+        lengths = torch.as_tensor(np.clip(lengths, 0, np.maximum(cap, 0)), dtype=torch.int64)
+        feeds = [x.tokens[int(self.cache.lengths[x.slot]) :] for x in running]
+        n_unc = torch.tensor([len(f) for f in feeds], dtype=torch.int64)
+        feeds = [f + prop.tokens[i, : int(lengths[i])].tolist() for i, f in enumerate(feeds)]
+        logits, n_valid = self._forward(running, feeds)
+        rows = torch.minimum(n_unc[:, None] - 1 + offs[None, :], n_valid[:, None] - 1)  # [R, γ+1]
+        target_logits = logits.gather(1, rows[:, :, None].expand(r, gamma + 1, vocab))
+        target_probs = probs_from_logits(target_logits, [x.params for x in running])
+        if cfg.mode == "coupled":
+            tokens, n_emit = match_verify(prop.tokens, target_probs, lengths, e_pos)
+        else:
+            u = keyed_uniforms(seeds, rids, t0, SALT_ACCEPT, gamma)
+            e_res = keyed_exponentials(seeds, rids, t0, SALT_SAMPLE, vocab)
+            tokens, n_emit = rejection_sample(
+                prop.tokens, prop.probs, target_probs, lengths, uniforms=u, exponentials=e_res, backend=cfg.backend
+            )
+        for i, x in enumerate(running):
+            n = int(n_emit[i])
+            self.cache.lengths[x.slot] = len(x.tokens) + n - 1  # anchor + accepted drafts stay cached
+            x.output.extend(tokens[i, : min(n, x.remaining)].tolist())
+        self.stats.steps += 1
+        self.stats.verify_tokens += int(r + lengths.sum())
+        self.stats.verified_drafts += int(lengths.sum())
+        self.stats.accepted += int((n_emit - 1).sum())
+        self.stats.emitted += int(n_emit.sum())
+
+    def _stale(self, rid: int, current: np.ndarray) -> np.ndarray:
+        delay = self.policy.delay
+        if delay == 0:  # the policy asked for no lag (flagged not lossless by specsched)
+            return current
+        return stale_row(self._history.get(rid, ()), delay, self.config.stale_prior, current.size)

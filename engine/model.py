@@ -1,0 +1,152 @@
+"""A small decoder-only transformer with a batched, slot-based KV cache (target and draft models).
+
+Role: the models the engine decodes with. `TinyLM.forward` runs a ragged batch: request r feeds n_valid[r]
+new tokens that continue its cached prefix, so prefill, plain decoding (1 token), drafting and verification
+(1 + ℓ tokens) are the same call. Each request owns a cache slot whose length pointer (`KVCache.lengths`) is
+its number of committed cached positions; the caller advances it after committing tokens and rolls it back
+after rejections. Entries at positions >= the pointer are stale: every query attends only to keys at
+positions <= its own, and a forward overwrites positions [length, length + n_valid) before reading them, so
+stale entries are never seen. Weights come from a seeded torch.Generator (no global RNG), pre-norm blocks,
+learned absolute positions, GELU MLP, untied output head. `truncated(n)` builds a draft of the same class
+that shares the target's embeddings, first n blocks and head (a self-speculative draft).
+
+May import: torch, stdlib.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import torch
+import torch.nn.functional as F
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Sizes (tokens, channels) and init of a TinyLM. `init_scale` scales the residual-branch outputs
+    (smaller: blocks perturb the embedding less, so a truncated draft agrees more); `logit_scale` sets the
+    logit spread (larger: peakier next-token distributions)."""
+
+    vocab_size: int = 256
+    d_model: int = 64
+    n_layers: int = 2
+    n_heads: int = 4
+    d_ff: int = 0  # 0 -> 4 * d_model
+    max_len: int = 512
+    seed: int = 0
+    init_scale: float = 1.0
+    logit_scale: float = 3.0
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "d_model", "n_layers", "n_heads", "max_len"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"ModelConfig field '{name}': must be >= 1, got {getattr(self, name)}")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"ModelConfig field 'n_heads': {self.n_heads} does not divide d_model={self.d_model}")
+        if self.d_ff < 0 or self.seed < 0:
+            raise ValueError("ModelConfig fields 'd_ff' and 'seed': must be >= 0")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"ModelConfig field 'dtype': one of {sorted(DTYPES)}, got {self.dtype!r}")
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+
+class KVCache:
+    """Keys/values float[L, slots, H, max_len, Dh] and per-slot length pointers int64 [slots]."""
+
+    def __init__(self, config: ModelConfig, slots: int, max_len: int, device="cpu") -> None:
+        if max_len > config.max_len:
+            raise ValueError(f"KVCache: max_len {max_len} exceeds the model's max_len {config.max_len}")
+        shape = (config.n_layers, slots, config.n_heads, max_len, config.head_dim)
+        dtype = DTYPES[config.dtype]
+        self.k = torch.zeros(shape, dtype=dtype, device=device)
+        self.v = torch.zeros(shape, dtype=dtype, device=device)
+        self.lengths = torch.zeros(slots, dtype=torch.int64, device=device)
+        self.max_len = max_len
+
+
+class TinyLM:
+    """Decoder-only transformer; inference only (no autograd)."""
+
+    def __init__(self, config: ModelConfig, weights: dict[str, torch.Tensor] | None = None) -> None:
+        self.config = config
+        self.w = weights if weights is not None else _init_weights(config)
+
+    def truncated(self, n_layers: int) -> TinyLM:
+        """A draft model of the same class: this model's embeddings, first n_layers blocks and head."""
+        if not 1 <= n_layers <= self.config.n_layers:
+            raise ValueError(f"truncated: n_layers must be in [1, {self.config.n_layers}], got {n_layers}")
+        keep = {k: v for k, v in self.w.items() if not k.startswith("h.") or int(k.split(".")[1]) < n_layers}
+        return TinyLM(replace(self.config, n_layers=n_layers), keep)
+
+    @torch.no_grad()
+    def forward(
+        self, tokens: torch.Tensor, n_valid: torch.Tensor, slots: torch.Tensor, cache: KVCache
+    ) -> torch.Tensor:
+        """Logits float[R, S, V] for `tokens: int64 [R, S]` (row r valid in its first n_valid[r] entries),
+        continuing each slot's cached prefix at position cache.lengths[slot]. Writes the valid keys/values;
+        does not move the length pointers (the caller commits or rolls back)."""
+        c = self.config
+        r, s = tokens.shape
+        start = cache.lengths[slots]
+        if r and int((start + n_valid).max()) > cache.max_len:
+            raise ValueError(f"forward: a request would exceed the cache length {cache.max_len}")
+        offs = torch.arange(s, device=tokens.device)
+        pos = start[:, None] + offs[None, :]  # [R, S] absolute positions
+        valid = offs[None, :] < n_valid[:, None]
+        tok = torch.where(valid, tokens, 0)
+        x = self.w["tok"][tok] + self.w["pos"][pos.clamp(max=c.max_len - 1)]
+        kv_len = int((start + n_valid).max()) if r else 0
+        key_pos = torch.arange(kv_len, device=tokens.device)
+        visible = key_pos[None, None, None, :] <= pos[:, None, :, None]  # [R, 1, S, T]: causal over positions
+        slot_idx = slots[:, None].expand(r, s)[valid]
+        pos_idx = pos[valid]
+        for i in range(c.n_layers):
+            h = F.layer_norm(x, (c.d_model,), self.w[f"h.{i}.ln1.w"], self.w[f"h.{i}.ln1.b"])
+            q, k, v = (h @ self.w[f"h.{i}.qkv"]).view(r, s, 3, c.n_heads, c.head_dim).unbind(2)
+            cache.k[i, slot_idx, :, pos_idx] = k[valid]
+            cache.v[i, slot_idx, :, pos_idx] = v[valid]
+            keys = cache.k[i, slots, :, :kv_len]  # [R, H, T, Dh]
+            values = cache.v[i, slots, :, :kv_len]
+            scores = (q.transpose(1, 2) @ keys.transpose(2, 3)) / math.sqrt(c.head_dim)  # [R, H, S, T]
+            att = torch.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1)
+            out = (att @ values).transpose(1, 2).reshape(r, s, c.d_model)
+            x = x + out @ self.w[f"h.{i}.o"]
+            h = F.layer_norm(x, (c.d_model,), self.w[f"h.{i}.ln2.w"], self.w[f"h.{i}.ln2.b"])
+            x = x + F.gelu(h @ self.w[f"h.{i}.fc1"]) @ self.w[f"h.{i}.fc2"]
+        x = F.layer_norm(x, (c.d_model,), self.w["lnf.w"], self.w["lnf.b"])
+        return x @ self.w["head"]
+
+    def logits_full(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Uncached logits float[R, S, V] for full sequences (a reference for the cache tests)."""
+        r, s = tokens.shape
+        cache = KVCache(self.config, r, max(s, 1), device=tokens.device)
+        n = torch.full((r,), s, dtype=torch.int64, device=tokens.device)
+        return self.forward(tokens, n, torch.arange(r, device=tokens.device), cache)
+
+
+def _init_weights(c: ModelConfig) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(c.seed)
+    dtype = DTYPES[c.dtype]
+    d, ff = c.d_model, c.d_ff or 4 * c.d_model
+
+    def normal(*shape: int, std: float) -> torch.Tensor:
+        return (torch.randn(*shape, generator=g, dtype=torch.float64) * std).to(dtype)
+
+    w = {"tok": normal(c.vocab_size, d, std=1.0), "pos": normal(c.max_len, d, std=0.5)}
+    for i in range(c.n_layers):
+        w[f"h.{i}.ln1.w"], w[f"h.{i}.ln1.b"] = torch.ones(d, dtype=dtype), torch.zeros(d, dtype=dtype)
+        w[f"h.{i}.ln2.w"], w[f"h.{i}.ln2.b"] = torch.ones(d, dtype=dtype), torch.zeros(d, dtype=dtype)
+        w[f"h.{i}.qkv"] = normal(d, 3 * d, std=1 / math.sqrt(d))
+        w[f"h.{i}.o"] = normal(d, d, std=c.init_scale / math.sqrt(d))
+        w[f"h.{i}.fc1"] = normal(d, ff, std=1 / math.sqrt(d))
+        w[f"h.{i}.fc2"] = normal(ff, d, std=c.init_scale / math.sqrt(ff))
+    w["lnf.w"], w["lnf.b"] = torch.ones(d, dtype=dtype), torch.zeros(d, dtype=dtype)
+    w["head"] = normal(d, c.vocab_size, std=c.logit_scale / math.sqrt(d))
+    return w

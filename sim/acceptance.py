@@ -1,0 +1,408 @@
+"""Acceptance truth and confidence estimate: the truth drives outcomes, the estimate feeds the scheduler.
+
+Role: per engine step, `true_probs` gives each running request's TRUE conditional acceptance probabilities,
+`sample_accepted` draws the verification outcome from them, and `estimate` gives the confidences the
+scheduler sees (a noisy, over-confident view of the truth, optionally STS-calibrated). Outcomes never depend
+on the estimate. Contract: docs/sim-acceptance-api.md.
+
+May import: numpy, the standard library, `specsched.errors`, `sim.calibration`.
+
+Truth model (logits). For a request r of domain d, at draft position k of one engine step:
+    z[r, k] = θ[d, k] + u_r + ε[r, k],   c[r, k] = σ(z[r, k])
+u_r ~ N(0, difficulty_sd²) once per request (`request_latent`); ε ~ N(0, step_noise_sd²) fresh per step and
+position. θ is solved at construction (Newton on Gauss–Hermite quadrature over u and ε, left to right) so
+that the population survival E[Π_{i≤k} c_i] equals Π_{i≤k} curve[d, i] for every k; so τ = 1 + Σ survival
+of the curve when all γ are verified. The population (cfg.weighting):
+- "step" (default) weights a request of latent u by 1/τ_d(u), the share of engine steps it occupies when
+  output lengths do not depend on u, so that τ POOLED OVER ENGINE STEPS (Σ emitted / Σ request-steps, the
+  paper's accept_len) matches the curve;
+- "request" takes u ~ N(0, sd²) as is: the mean over fresh (request, step) draws matches the curve.
+The two differ by ≈ 0.05–0.08 in τ at the defaults (report: tau_model_request, tau_model_step).
+
+Estimate model. The confidence head sees a noisy signal y = z + σ_η·ξ (ξ ~ N(0, 1) per element) and reports
+    ĉ = σ((1 + overconfidence) · ẑ / T_k),  ẑ = (m_k + ρ_k (y − m_k)) / √(1 + π ρ_k σ_η² / 8)
+ẑ is the Gaussian posterior mean of z given y (prior N(m_k, s_k²) pooled over domains,
+ρ_k = s_k²/(s_k² + σ_η²)) with the probit correction, so ĉ is roughly calibrated per position when
+overconfidence = 0; overconfidence > 0 pushes confidences toward 0/1 (over-confident: most drafts are
+accepted). σ_η is solved at construction so that the mean over positions of the AUC of the raw survival
+estimate Π_{i≤k} ĉ_i against the prefix-accepted label equals cfg.auc on held-out samples (σ_η = 0 if the
+truth itself does not reach it). T_k: STS temperatures (all 1 unless cfg.sts). With σ_η = 0,
+overconfidence = 0 and no STS, `estimate` returns the truth.
+
+Held-out samples (a "fit" set for σ_η and STS, a separate larger "eval" set for `report`) are step-samples of
+the population above, the D domains mixed equally, all γ positions verified.
+Shapes: R running requests, D domains (rows of `curves`, DOMAINS order), γ draft positions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from sim.calibration import auc_binned, fit_sts, survival_labels
+from sim.calibration import ece as _ece
+from specsched.errors import InputError
+
+_CURVE_EPS = 1e-6  # curve values are clipped to [_CURVE_EPS, 1 - _CURVE_EPS] (finite logits)
+_GH_U = 24  # Gauss–Hermite nodes over the per-request latent
+_GH_E = 32  # ... and over the per-step noise
+_STEP_ROUNDS = 30  # at most this many fixed-point rounds of the "step" weighting (4 at the defaults)
+_LATENT_GRID = 513  # grid (±8 sd) for sampling the step-weighted latent by inverse CDF
+_AUC_LO, _AUC_BINS = -20.0, 4096  # log-survival bins on [-20, 0] for the fast AUC (survival < 2e-9 ~ 0)
+_STS_COARSE = np.geomspace(0.25, 8.0, 16)  # STS grid (times 1 + overconfidence, plus 1.0), ...
+_STS_REFINE = 8  # ... refined by 8 points between the best's neighbours
+_REPORT_FACTOR = 8  # `report` evaluates on 8 × sts_samples fresh samples (ECE noise floor ≈ 0.6% at 32768)
+WEIGHTINGS = ("step", "request")
+
+
+@dataclass(frozen=True)
+class AcceptanceConfig:
+    """Knobs of the truth and estimate models (defaults reproduce the paper's Fig. 6 ranges; see `report`).
+
+    difficulty_sd: sd (logits) of the per-request latent. step_noise_sd: sd (logits) of the per-step,
+    per-position noise. auc: target mean AUC of the raw estimate's survival, in (0.5, 1] (1 = as good as the
+    truth). overconfidence: logit scale − 1 of the raw estimate (0 = roughly calibrated). sts: calibrate with
+    STS. sts_samples: held-out step-samples for the σ_η and STS fits (and again for `report`). weighting:
+    "step" or "request", the population whose τ matches the curve (module docstring).
+    """
+
+    difficulty_sd: float = 0.5
+    step_noise_sd: float = 2.5
+    auc: float = 0.85
+    overconfidence: float = 0.4
+    sts: bool = True
+    sts_samples: int = 4096
+    weighting: str = "step"
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            v, name = getattr(self, f.name), f"acceptance.{f.name}"
+            if f.name == "sts":
+                if not isinstance(v, bool | np.bool_):
+                    raise InputError(f"must be true or false, got {v!r}", field=name)
+            elif f.name == "weighting":
+                if v not in WEIGHTINGS:
+                    raise InputError(f"must be one of {', '.join(WEIGHTINGS)}, got {v!r}", field=name)
+            elif f.name == "sts_samples":
+                if isinstance(v, bool) or not isinstance(v, int | np.integer) or not 64 <= v <= 10_000_000:
+                    raise InputError(f"must be an integer in [64, 10000000], got {v!r}", field=name)
+            elif isinstance(v, bool) or not isinstance(v, int | float | np.number) or not math.isfinite(v):
+                raise InputError(f"must be a finite number, got {v!r}", field=name)
+        for name, lo, hi, lo_open in (
+            ("difficulty_sd", 0.0, 10.0, False),
+            ("step_noise_sd", 0.0, 10.0, False),
+            ("auc", 0.5, 1.0, True),
+            ("overconfidence", -0.9, 10.0, False),
+        ):
+            v = getattr(self, name)
+            if v > hi or v < lo or (lo_open and v == lo):
+                span = f"({lo}, {hi}]" if lo_open else f"[{lo}, {hi}]"
+                raise InputError(f"must be in {span}, got {v!r}", field=f"acceptance.{name}")
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-z))
+
+
+def _gauss(n: int, sd: float) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and weights (summing to 1) of N(0, sd²)."""
+    if sd == 0:
+        return np.zeros(1), np.ones(1)
+    x, w = np.polynomial.hermite_e.hermegauss(n)
+    return x * sd, w / w.sum()
+
+
+def _g(theta: np.ndarray, xu: np.ndarray, xe: np.ndarray, we: np.ndarray) -> np.ndarray:
+    """E_ε σ(θ + u + ε) at latent nodes: `theta: [...]` -> `[..., U]`."""
+    return _sigmoid(theta[..., None, None] + (xu[:, None] + xe[None, :])) @ we
+
+
+def _latent_weights(theta: np.ndarray, xu: np.ndarray, wu: np.ndarray, xe, we, weighting: str) -> np.ndarray:
+    """Population weights `[D, U]` of the latent nodes: N(0, sd²), or ∝ N(0, sd²)/τ_d(u) for "step"."""
+    w = np.broadcast_to(wu, (theta.shape[0], wu.size))
+    if weighting == "request" or theta.shape[1] == 0:
+        return w
+    w = w / (1.0 + np.cumprod(_g(theta, xu, xe, we), axis=1).sum(axis=1))  # τ_d(u): [D, U]
+    return w / w.sum(axis=1, keepdims=True)
+
+
+def solve_offsets(
+    curves: np.ndarray, difficulty_sd: float, step_noise_sd: float, weighting: str = "request"
+) -> np.ndarray:
+    """Mean logits θ `float64[D, γ]`: population survival E[Π_{i≤k} σ(θ_i + u + ε_i)] = Π_{i≤k} curves[:, i].
+
+    weighting "request": u ~ N(0, sd²). "step": u weighted by 1/τ_d(u), the share of engine steps a request
+    of latent u takes (fixed point, a few rounds).
+    """
+    c = np.clip(np.asarray(curves, dtype=np.float64), _CURVE_EPS, 1.0 - _CURVE_EPS)
+    d, gamma = c.shape
+    xu, wu = _gauss(_GH_U, difficulty_sd)
+    xe, we = _gauss(_GH_E, step_noise_sd)
+    target = np.cumprod(c, axis=1)
+    theta = np.log(c / (1.0 - c))
+    for _ in range(1 if weighting == "request" or difficulty_sd == 0 else _STEP_ROUNDS):
+        v = _latent_weights(theta, xu, wu, xe, we, weighting) if weighting == "step" else wu[None, :]
+        before = theta.copy()
+        prev = np.ones((d, xu.size))  # Π_{i<k} g_i(u) per domain and latent node
+        for k in range(gamma):
+            lo, hi = np.full(d, -60.0), np.full(d, 60.0)
+            x = theta[:, k].copy()
+            for _ in range(40):  # Newton on a bracket, bisection when Newton leaves it
+                s = _sigmoid(x[:, None, None] + (xu[:, None] + xe[None, :]))  # [D, U, E]
+                f = ((prev * (s @ we)) * v).sum(axis=1) - target[:, k]
+                df = ((prev * ((s * (1.0 - s)) @ we)) * v).sum(axis=1)
+                lo = np.where(f < 0, x, lo)
+                hi = np.where(f < 0, hi, x)
+                step = f / np.maximum(df, 1e-300)
+                x_new = x - step
+                x_new = np.where((x_new > lo) & (x_new < hi), x_new, 0.5 * (lo + hi))
+                if np.all(np.abs(x_new - x) < 1e-10):
+                    x = x_new
+                    break
+                x = x_new
+            theta[:, k] = x
+            prev = prev * _g(x, xu, xe, we)
+        if np.max(np.abs(theta - before), initial=0.0) < 1e-9:
+            break
+    return theta
+
+
+def population_tau(
+    theta: np.ndarray, difficulty_sd: float, step_noise_sd: float, weighting: str = "request"
+) -> np.ndarray:
+    """Model τ `float64[D]` with all γ verified, by quadrature: 1 + Σ_k E[Π_{i≤k} c_i] over the population."""
+    xu, wu = _gauss(_GH_U, difficulty_sd)
+    xe, we = _gauss(_GH_E, step_noise_sd)
+    v = _latent_weights(theta, xu, wu, xe, we, weighting)
+    return 1.0 + (np.cumprod(_g(theta, xu, xe, we), axis=1) * v[:, None, :]).sum(axis=(1, 2))
+
+
+class AcceptanceModel:
+    """Truth + estimate model over `curves: float64[D, γ]` (conditional acceptance, rows in DOMAINS order).
+
+    The constructor solves θ, draws held-out samples from `rng` to solve σ_η and (if cfg.sts) to fit STS, and
+    keeps a child generator for the lazily computed `report`. Hot-path methods are vectorized over R and take
+    their own generator (the caller keeps separate streams for truth and estimate noise).
+    """
+
+    def __init__(self, curves: np.ndarray, cfg: AcceptanceConfig, rng: np.random.Generator) -> None:
+        c = np.asarray(curves, dtype=np.float64)
+        if c.ndim != 2 or c.shape[0] < 1:
+            raise ValueError(f"curves must be float64[D, γ] with D >= 1, got shape {c.shape}")
+        if np.any(~((c >= 0.0) & (c <= 1.0))):
+            raise ValueError("curves must lie in [0, 1]")
+        self.curves, self.cfg, self.gamma = c, cfg, c.shape[1]
+        self.theta = solve_offsets(c, cfg.difficulty_sd, cfg.step_noise_sd, cfg.weighting)
+        # Pooled (equal domain mix) Gaussian prior of z per position, for the estimate's shrinkage.
+        self._m = self.theta.mean(axis=0)
+        self._s2 = cfg.difficulty_sd**2 + cfg.step_noise_sd**2 + self.theta.var(axis=0)
+        self._positions = np.arange(self.gamma)
+        self._report_rng = rng.spawn(1)[0]
+        self._report: dict | None = None
+        self._latent_cdf = self._step_latent_cdf() if cfg.weighting == "step" else None
+        self.noise_sd = 0.0
+        self.temperatures = np.ones(self.gamma)
+        self._fit_ece = (math.nan, math.nan)  # survival ECE on the STS fitting samples, before and after
+        if self.gamma > 0:
+            fit = self._held_out(cfg.sts_samples, rng)
+            self.noise_sd = self._solve_noise(fit)
+            if cfg.sts:
+                raw = self._estimate_logits(fit, self.noise_sd, self.temperatures)
+                grid = np.union1d((1.0 + cfg.overconfidence) * _STS_COARSE, [1.0])
+                self.temperatures = fit_sts(raw, fit["acc"], grid, logits=True, refine=_STS_REFINE)
+                labels = survival_labels(fit["acc"], self.gamma)
+                self._fit_ece = tuple(
+                    float(np.mean(_ece(np.exp(_log_survival(z)), labels)))
+                    for z in (raw, self._estimate_logits(fit, self.noise_sd, self.temperatures))
+                )
+        self._a, self._b = self._coeffs(self.noise_sd, self.temperatures)
+        self._a_over_b = -self._a / self._b  # b > 0 always
+        self._neg_sd_e = -float(cfg.step_noise_sd)
+        self._identity = (
+            self.noise_sd == 0 and cfg.overconfidence == 0 and bool(np.all(self.temperatures == 1))
+        )
+
+    # ---- hot path (per engine step) ---------------------------------------------------------------------
+    def request_latent(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """Per-request latent difficulty `float64[n]` (logits, higher = easier); draw once per request."""
+        return rng.normal(0.0, self.cfg.difficulty_sd, n)
+
+    def true_probs(self, domain_idx: np.ndarray, latent: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """True conditional acceptance `float64[R, γ]` for this step (fresh per-step noise).
+
+        `domain_idx: int64[R]` rows of `curves`; `latent: float64[R]` from `request_latent`.
+        """
+        z = rng.standard_normal((len(domain_idx), self.gamma))
+        z *= self._neg_sd_e
+        z -= np.take(self.theta, domain_idx, axis=0)
+        z -= np.asarray(latent)[:, None]
+        np.exp(z, out=z)  # exp(-(θ + u + ε)), the sign of ε being irrelevant
+        z += 1.0
+        return np.reciprocal(z, out=z)
+
+    def estimate(self, true: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Scheduler-visible confidences `float64[R, γ]` in [0, 1] from `true: float64[R, γ]` (module doc)."""
+        if self._identity:
+            return np.array(true, dtype=np.float64)
+        p = np.asarray(true, dtype=np.float64)
+        y = rng.standard_normal(p.shape)
+        y *= self.noise_sd
+        with np.errstate(divide="ignore", over="ignore"):  # p = 1 -> -inf -> 1, p = 0 -> +inf -> 0
+            lq = np.subtract(1.0, p)
+            np.divide(lq, p, out=lq)
+            np.log(lq, out=lq)  # -logit(p)
+            y += lq
+            y += self._a_over_b  # -(a + b·(logit(p) + σ_η ξ)) = b·(−logit(p) − σ_η ξ − a/b), ξ symmetric
+            y *= self._b
+            np.exp(y, out=y)
+        y += 1.0
+        return np.reciprocal(y, out=y)
+
+    def sample_accepted(self, true: np.ndarray, lengths: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Accepted drafts `int64[R]` (0..ℓ_r): a Bernoulli chain on `true: float64[R, γ]`, the truth only.
+
+        `lengths: int64[R]` drafts verified per request (values above γ act as γ, below 0 as 0).
+        """
+        r, gamma = true.shape
+        if gamma == 0:
+            return np.zeros(r, dtype=np.int64)
+        stop = np.empty((r, gamma + 1), dtype=bool)
+        np.greater_equal(rng.random((r, gamma)), true, out=stop[:, :gamma])
+        stop[:, :gamma] |= self._positions >= np.asarray(lengths)[:, None]
+        stop[:, gamma] = True
+        return np.argmax(stop, axis=1).astype(np.int64, copy=False)
+
+    # ---- construction helpers ---------------------------------------------------------------------------
+    def _coeffs(self, noise_sd: float, temps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(a, b) `float64[γ]`: shrinkage, probit correction, over-confidence, STS folded; ĉ = σ(a + b·y)."""
+        s2 = np.maximum(self._s2, 1e-12)
+        rho = s2 / (s2 + noise_sd**2)
+        scale = (1.0 + self.cfg.overconfidence) / np.sqrt(1.0 + math.pi * rho * noise_sd**2 / 8.0) / temps
+        return scale * (1.0 - rho) * self._m, scale * rho
+
+    def _estimate_logits(self, s: dict[str, np.ndarray], noise_sd: float, temps: np.ndarray) -> np.ndarray:
+        """Estimate logits `float64[N, γ]` of held-out samples `s` (true logits z, estimate noise xi)."""
+        a, b = self._coeffs(noise_sd, temps)
+        return a + b * (s["z"] + noise_sd * s["xi"])
+
+    def _step_latent_cdf(self) -> tuple[np.ndarray, np.ndarray]:
+        """Grid `u: [G]` and CDF `[D, G]` of the step-weighted latent density ∝ φ(u)/τ_d(u)."""
+        sd = self.cfg.difficulty_sd
+        u = np.linspace(-8.0, 8.0, _LATENT_GRID) * sd
+        if sd == 0 or self.gamma == 0:
+            return u, np.broadcast_to(np.linspace(0.0, 1.0, u.size), (self.curves.shape[0], u.size))
+        xe, we = _gauss(_GH_E, self.cfg.step_noise_sd)
+        tau = 1.0 + np.cumprod(_g(self.theta, u, xe, we), axis=1).sum(axis=1)  # [D, G]
+        cdf = np.cumsum(np.exp(-0.5 * (u / sd) ** 2) / tau, axis=1)
+        return u, (cdf - cdf[:, :1]) / (cdf[:, -1:] - cdf[:, :1])
+
+    def _held_out(self, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """n step-samples, domains mixed equally: true logits z, probs, accepted length, estimate noise xi."""
+        d = self.curves.shape[0]
+        dom = np.arange(n) % d
+        if self._latent_cdf is None:
+            lat = self.request_latent(n, rng)
+        else:
+            grid, cdf = self._latent_cdf
+            q = rng.random(n)
+            lat = np.empty(n)
+            for i in range(d):
+                lat[dom == i] = np.interp(q[dom == i], cdf[i], grid)
+        z = self.theta[dom] + lat[:, None] + self.cfg.step_noise_sd * rng.standard_normal((n, self.gamma))
+        true = _sigmoid(z)
+        acc = self.sample_accepted(true, np.full(n, self.gamma), rng)
+        return {"z": z, "true": true, "acc": acc, "xi": rng.standard_normal((n, self.gamma))}
+
+    def _solve_noise(self, fit: dict[str, np.ndarray]) -> float:
+        """σ_η giving the target mean AUC of the raw survival estimate on the fit samples (0: unreachable)."""
+        labels = survival_labels(fit["acc"], self.gamma)
+        ones = np.ones(self.gamma)
+
+        def gap(log_sd: float) -> float:
+            zh = self._estimate_logits(fit, math.exp(log_sd) if log_sd > -50 else 0.0, ones)
+            log_surv = _log_survival(zh)
+            return _mean(auc_binned(log_surv, labels, lo=_AUC_LO, hi=0.0, bins=_AUC_BINS)) - self.cfg.auc
+
+        top = gap(-100.0)
+        if not top > 0:  # the truth itself does not beat the target (or no labels of both kinds): no noise
+            return 0.0
+        lo, hi = math.log(1e-3), math.log(50.0)
+        f_lo, f_hi = gap(lo), gap(hi)
+        if f_lo <= 0 or f_hi >= 0:
+            return math.exp(lo if f_lo <= 0 else hi)
+        for _ in range(40):  # Illinois false position on log σ_η (the AUC falls as σ_η grows)
+            x = hi - f_hi * (hi - lo) / (f_hi - f_lo)
+            fx = gap(x)
+            if abs(fx) < 2e-4 or hi - lo < 1e-6:
+                return math.exp(x)
+            if (fx > 0) == (f_lo > 0):
+                lo, f_lo, f_hi = x, fx, 0.5 * f_hi
+            else:
+                hi, f_hi, f_lo = x, fx, 0.5 * f_lo
+        return math.exp(0.5 * (lo + hi))
+
+    # ---- report -----------------------------------------------------------------------------------------
+    @property
+    def report(self) -> dict:
+        """Confidence quality on fresh held-out samples, computed on first access (own child generator).
+
+        ece_raw, ece_calibrated, auc_raw, auc_calibrated: means over positions of the survival ECE (15 bins)
+        and AUC against the prefix-accepted label; `<key>_per_position`: lists. auc_truth(_per_position): the
+        truth's own survival AUC (the ceiling). sts_fit_ece_raw / sts_fit_ece_calibrated: the same mean ECE
+        on the STS fitting samples (NaN without STS). temperatures (STS, all 1 without), noise_sd (σ_η),
+        auc_target, samples, weighting, tau_curve and tau_model (per domain row; tau_model by quadrature
+        over the configured population; tau_model_request / tau_model_step: both). γ = 0: metrics NaN.
+        """
+        if self._report is None:
+            self._report = self._make_report()
+        return self._report
+
+    def _make_report(self) -> dict:
+        sd_u, sd_e = self.cfg.difficulty_sd, self.cfg.step_noise_sd
+        rep: dict = {
+            "temperatures": self.temperatures.tolist(),
+            "sts_fit_ece_raw": self._fit_ece[0],
+            "sts_fit_ece_calibrated": self._fit_ece[1],
+            "noise_sd": self.noise_sd,
+            "auc_target": self.cfg.auc,
+            "samples": self.cfg.sts_samples,
+            "weighting": self.cfg.weighting,
+            "tau_curve": (1.0 + np.cumprod(self.curves, axis=1).sum(axis=1)).tolist(),
+            "tau_model": population_tau(self.theta, sd_u, sd_e, self.cfg.weighting).tolist(),
+            "tau_model_request": population_tau(self.theta, sd_u, sd_e, "request").tolist(),
+            "tau_model_step": population_tau(self.theta, sd_u, sd_e, "step").tolist(),
+        }
+        if self.gamma == 0:
+            for key in ("ece_raw", "ece_calibrated", "auc_raw", "auc_calibrated", "auc_truth"):
+                rep[key], rep[key + "_per_position"] = math.nan, []
+            return rep
+        ev = self._held_out(_REPORT_FACTOR * self.cfg.sts_samples, self._report_rng)
+        labels = survival_labels(ev["acc"], self.gamma)
+        ones = np.ones(self.gamma)
+        for name, z in (
+            ("raw", self._estimate_logits(ev, self.noise_sd, ones)),
+            ("calibrated", self._estimate_logits(ev, self.noise_sd, self.temperatures)),
+            ("truth", ev["z"]),
+        ):
+            log_surv = _log_survival(z)
+            per_auc = auc_binned(log_surv, labels, lo=_AUC_LO, hi=0.0, bins=_AUC_BINS)
+            rep[f"auc_{name}"], rep[f"auc_{name}_per_position"] = _mean(per_auc), per_auc.tolist()
+            if name != "truth":
+                per_ece = np.asarray(_ece(np.exp(log_surv), labels))
+                rep[f"ece_{name}"], rep[f"ece_{name}_per_position"] = float(per_ece.mean()), per_ece.tolist()
+        return rep
+
+
+def _mean(x: np.ndarray) -> float:
+    """Mean of the finite entries (AUC is NaN where a position has one class only); NaN if none."""
+    x = x[np.isfinite(x)]
+    return float(x.mean()) if x.size else math.nan
+
+
+def _log_survival(z: np.ndarray) -> np.ndarray:
+    """log Π_{i≤k} σ(z_i) `float64[N, γ]` from logits `z: float64[N, γ]`."""
+    with np.errstate(over="ignore"):
+        return np.cumsum(-np.log1p(np.exp(-z)), axis=1)

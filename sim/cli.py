@@ -1,0 +1,176 @@
+"""`specbed run [CONFIG.toml] [--set section.key=value ...] [--out DIR]`: one simulator run from the shell.
+
+Role: parse flags, run `sim.simulate`, print a summary table, and write the results:
+DIR/summary.json (the summary dict; NaN written as null), DIR/requests.csv (one row per request),
+DIR/series.csv (time series), DIR/confidence.json (the acceptance model's ECE/AUC report) and
+DIR/config.toml (the resolved config, which `specbed run DIR/config.toml` replays).
+
+Nothing is written until the config, every input file and the run itself have succeeded; then each file is
+written to a temporary name in DIR and renamed over the old one, so bad input leaves DIR untouched and a
+crash never leaves a half-written file. Bad input raises `InputError` (one line, exit 2 via specbed.cli).
+
+May import: numpy, the standard library, `sim` modules, `specsched.errors`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from sim.config_io import config_to_toml, load_config
+from sim.curves import DOMAINS
+from specsched.errors import InputError
+
+#: rows of the printed table: (summary key, label, format)
+_TABLE = (
+    ("requests_completed", "requests completed", "{:d}"),
+    ("requests_measured", "requests measured (window)", "{:d}"),
+    ("output_tokens", "output tokens", "{:d}"),
+    ("steps", "engine steps", "{:d}"),
+    ("throughput_tok_s", "throughput (tok/s)", "{:.1f}"),
+    ("throughput_tok_s_per_gpu", "throughput per GPU (tok/s)", "{:.1f}"),
+    ("per_user_tok_s_mean", "per-user speed (tok/s)", "{:.1f}"),
+    ("ttft_s_p50", "TTFT p50 (s)", "{:.4f}"),
+    ("ttft_s_p99", "TTFT p99 (s)", "{:.4f}"),
+    ("tpot_s_mean", "TPOT mean (s)", "{:.5f}"),
+    ("tpot_s_p99", "TPOT p99 (s)", "{:.5f}"),
+    ("tau_mean", "tau (tokens/request/step)", "{:.3f}"),
+    ("mean_verify_tokens_per_request_step", "verify tokens/request/step", "{:.3f}"),
+    ("mean_batch_size", "mean decode batch", "{:.1f}"),
+    ("preemptions", "preemptions", "{:d}"),
+    ("slo_attainment", "SLO attainment", "{:.3f}"),
+    ("ece_raw", "ECE raw", "{:.4f}"),
+    ("ece_calibrated", "ECE calibrated", "{:.4f}"),
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports bad flags as one-line InputErrors instead of usage + exit."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise InputError(message)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="specbed run", description="Run the serving simulator on one config.")
+    p.add_argument("config", nargs="?", help="TOML config (default: built-in defaults, configs/default.toml)")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override one config key (repeatable), e.g. --set workload.rate=8")
+    p.add_argument("--out", metavar="DIR", help="write summary.json, requests.csv, series.csv, config.toml here")
+    p.add_argument("--quiet", action="store_true", help="print no table and no progress")
+    return p
+
+
+def _json_ready(value):
+    """Plain JSON types; NaN/inf become None so the file is strict JSON."""
+    if isinstance(value, dict):
+        return {str(k): _json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def dumps_json(data: dict) -> str:
+    return json.dumps(_json_ready(data), indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+
+def _csv(columns: dict[str, np.ndarray], formats: dict[str, str]) -> str:
+    """CSV text of equal-length columns (floats as %.9g, NaN as 'nan')."""
+    names = list(columns)
+    n = len(next(iter(columns.values()))) if columns else 0
+    cols = []
+    for name in names:
+        arr = np.asarray(columns[name])
+        fmt = formats.get(name, "%d" if arr.dtype.kind in "iub" else "%.9g")
+        cols.append(np.char.mod(fmt, arr) if n else np.zeros(0, dtype=str))
+    lines = [",".join(names)]
+    if n:
+        rows = cols[0].astype(object)
+        for c in cols[1:]:
+            rows = rows + "," + c.astype(object)
+        lines.extend(rows.tolist())
+    return "\n".join(lines) + "\n"
+
+
+def request_csv(requests: dict[str, np.ndarray]) -> str:
+    cols = dict(requests)
+    cols["domain"] = np.asarray(DOMAINS, dtype=object)[np.asarray(requests["domain"])]
+    return _csv(cols, {"domain": "%s"})
+
+
+def _write_atomic(directory: Path, files: dict[str, str]) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    tmp = {name: directory / f".{name}.tmp-{os.getpid()}" for name in files}
+    try:
+        for name, text in files.items():
+            tmp[name].write_text(text)
+        for name in files:
+            os.replace(tmp[name], directory / name)
+    finally:
+        for path in tmp.values():
+            if path.exists():
+                path.unlink()
+
+
+def format_table(summary: dict) -> str:
+    lines = [f"{summary.get('policy')} / {summary.get('drafter')} (γ={summary.get('gamma')}) on "
+             f"{summary.get('cost')}, seed {summary.get('seed')}"]
+    for key, label, fmt in _TABLE:
+        value = summary.get(key)
+        if isinstance(value, float) and not math.isfinite(value):
+            text = "n/a"
+        elif value is None:
+            continue
+        else:
+            text = fmt.format(int(value) if "d}" in fmt else value)
+        lines.append(f"  {label:<30} {text:>14}")
+    taus = summary.get("tau_by_domain", {})
+    if taus:
+        parts = ", ".join(f"{d} {v:.2f}" for d, v in taus.items() if isinstance(v, float) and math.isfinite(v))
+        lines.append(f"  {'tau by domain':<30} {parts:>14}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    from sim.run import simulate
+
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exit_:  # --help
+        return int(exit_.code or 0)
+    out = Path(args.out) if args.out else None
+    if out is not None and out.exists() and not out.is_dir():
+        raise InputError("exists and is not a directory", file=str(out), field="--out")
+    cfg = load_config(args.config, args.sets)
+    start = time.perf_counter()
+    result = simulate(cfg, progress=not args.quiet)
+    wall = time.perf_counter() - start
+    if not args.quiet:
+        print(format_table(result.summary))
+        print(f"  {'wall time (s)':<30} {wall:>14.2f}")
+    if out is not None:
+        _write_atomic(out, {
+            "summary.json": dumps_json(result.summary),
+            "confidence.json": dumps_json(result.confidence),
+            "requests.csv": request_csv(result.requests),
+            "series.csv": _csv(result.series, {}),
+            "config.toml": config_to_toml(cfg),
+        })
+        if not args.quiet:
+            print(f"wrote {out}/summary.json, requests.csv, series.csv, confidence.json, config.toml")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main(sys.argv[1:]))

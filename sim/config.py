@@ -1,0 +1,305 @@
+"""The simulator's configuration: frozen dataclasses, one per TOML section, validated on construction.
+
+Role: say everything a run depends on, check it before anything runs, and name the key when it is wrong.
+Loading TOML, `--set section.key=value` overrides and dumping live in `sim.config_io`.
+
+Sections (TOML tables) and their public keys — every key can be set with `--set section.key=value`:
+
+- top level: `seed` (int ≥ 0; every random stream is spawned from it).
+- `[workload]` (`WorkloadConfig`): traffic — kind, rate, cv, concurrency, think time, lengths, domains, trace.
+- `[drafter]` (`DrafterConfig`): which drafter, γ, how its pass is priced, optional curves file.
+- `[policy]` (`PolicyConfig`): the one `specsched` policy and its parameters (k, threshold, delay).
+- `[server]` (`ServerConfig`): cost table, replicas, GPUs per replica, router, batching and KV limits.
+- `[acceptance]` (`sim.acceptance.AcceptanceConfig`, owned by the acceptance models): truth and
+  confidence-estimate knobs (difficulty spread, step noise, AUC, over-confidence, STS).
+- `[metrics]` (`MetricsConfig`): steady-state window, SLOs for goodput, time-series resolution.
+
+May import: the standard library, `specsched` (errors, policy/cost names), `sim.acceptance`, `sim.curves`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from sim.acceptance import AcceptanceConfig
+from sim.curves import DOMAINS, DRAFTERS
+from specsched import POLICIES, policy_params
+from specsched.errors import InputError
+
+WORKLOAD_KINDS = ("poisson", "gamma", "closed", "trace")
+LENGTH_DISTS = ("fixed", "uniform", "exponential", "lognormal", "trace")
+THINK_DISTS = ("fixed", "exponential")
+ROUTERS = ("round_robin", "least_outstanding")
+#: draft cost model per drafter (see sim.drafter)
+PARALLEL_DRAFTERS = ("dflash", "dspark")
+
+
+def _fail(section: str, key: str, message: str) -> InputError:
+    return InputError(message, field=f"{section}.{key}" if section else key)
+
+
+def _check_choice(section: str, key: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise _fail(section, key, f"must be one of {', '.join(choices)}; got {value!r}")
+
+
+def _check_range(section: str, key: str, value, lo=None, hi=None, *, lo_open=False, hi_open=False) -> None:
+    """value within [lo, hi] (open ends as flagged), finite; InputError naming section.key otherwise."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _fail(section, key, f"must be a finite number; got {value!r}")
+    if lo is not None and (value <= lo if lo_open else value < lo):
+        raise _fail(section, key, f"must be {'>' if lo_open else '≥'} {lo}; got {value!r}")
+    if hi is not None and (value >= hi if hi_open else value > hi):
+        raise _fail(section, key, f"must be {'<' if hi_open else '≤'} {hi}; got {value!r}")
+
+
+@dataclass(frozen=True)
+class WorkloadConfig:
+    """Traffic.
+
+    kind: "poisson" (rate), "gamma" (rate, cv), "closed" (concurrency users, each sends a request, waits
+        for it to finish, thinks, repeats), "trace" (replays `trace`; `rate`/`cv` unused).
+    rate: mean arrivals per second (poisson, gamma). cv: inter-arrival coefficient of variation (gamma).
+    concurrency: closed-loop users; all start at t = 0. think_s: mean think time between a user's
+        requests (seconds, 0 = none); think_dist: "fixed" or "exponential".
+    num_requests: requests to simulate; for kind="trace", 0 means the whole trace, N the first N.
+    input_tokens / output_tokens: the fixed value, or the mean of `input_dist` / `output_dist`:
+        "fixed"; "uniform" on [1, 2·mean − 1]; "exponential"; "lognormal" with CV `input_cv`/`output_cv`;
+        "trace" (resample (input, output) pairs jointly from `trace`). kind="trace" always replays the
+        trace's own lengths. All lengths are clipped to [1, max_input_tokens] / [1, max_output_tokens]
+        (the count of clipped requests is reported).
+    domain: "chat" | "math" | "code" | "mix"; "mix" draws each request's domain with the shares `mix`
+        (chat, math, code; normalized), or takes it from the trace when the trace labels domains.
+    trace: a trace file or built-in trace name (`traces.load`); speedup: replay k× faster (arrival
+        times divided by k).
+    """
+
+    _section: ClassVar[str] = "workload"
+    kind: str = "poisson"
+    rate: float = 4.0
+    cv: float = 1.0
+    concurrency: int = 32
+    think_s: float = 0.0
+    think_dist: str = "exponential"
+    num_requests: int = 1000
+    input_tokens: int = 1024
+    output_tokens: int = 256
+    input_dist: str = "fixed"
+    output_dist: str = "fixed"
+    input_cv: float = 1.0
+    output_cv: float = 1.0
+    max_input_tokens: int = 131072
+    max_output_tokens: int = 32768
+    domain: str = "mix"
+    mix: tuple[float, ...] = (1.0, 1.0, 1.0)
+    trace: str | None = None
+    speedup: float = 1.0
+
+    def __post_init__(self) -> None:
+        s = self._section
+        _check_choice(s, "kind", self.kind, WORKLOAD_KINDS)
+        _check_range(s, "rate", self.rate, 0, lo_open=True)
+        _check_range(s, "cv", self.cv, 0, lo_open=True)
+        _check_range(s, "concurrency", self.concurrency, 1)
+        _check_range(s, "think_s", self.think_s, 0)
+        _check_choice(s, "think_dist", self.think_dist, THINK_DISTS)
+        _check_range(s, "num_requests", self.num_requests, 1 if self.kind != "trace" else 0)
+        _check_range(s, "input_tokens", self.input_tokens, 1)
+        _check_range(s, "output_tokens", self.output_tokens, 1)
+        for key in ("input_dist", "output_dist"):
+            _check_choice(s, key, getattr(self, key), LENGTH_DISTS)
+        _check_range(s, "input_cv", self.input_cv, 0, lo_open=True)
+        _check_range(s, "output_cv", self.output_cv, 0, lo_open=True)
+        _check_range(s, "max_input_tokens", self.max_input_tokens, 1)
+        _check_range(s, "max_output_tokens", self.max_output_tokens, 1)
+        _check_choice(s, "domain", self.domain, (*DOMAINS, "mix"))
+        if len(self.mix) != len(DOMAINS):
+            raise _fail(s, "mix", f"needs {len(DOMAINS)} shares ({', '.join(DOMAINS)}); got {len(self.mix)}")
+        for share in self.mix:
+            _check_range(s, "mix", share, 0)
+        if not sum(self.mix) > 0:
+            raise _fail(s, "mix", "shares must not all be 0")
+        _check_range(s, "speedup", self.speedup, 0, lo_open=True)
+        uses_trace = self.kind == "trace" or "trace" in (self.input_dist, self.output_dist)
+        if uses_trace and not self.trace:
+            raise _fail(s, "trace", "is required when workload.kind or a length distribution is 'trace'")
+
+
+@dataclass(frozen=True)
+class DrafterConfig:
+    """The drafter and how its pass is priced (see `sim.drafter`).
+
+    name: "none" | "mtp" | "eagle3" | "dflash" | "dspark". gamma: drafts per request per step (γ; ignored,
+        i.e. 0, for "none"; at most the length of the drafter's acceptance curve).
+    layers: draft layers; default (None) 5 for dflash/dspark (the paper's offline drafters), 1 for
+        eagle3 and mtp. layer_cost: price of one draft layer relative to one target layer.
+    markov_overhead: DSpark's Markov head, as a fraction of an AR step over the same requests
+        (paper Fig. 4: +0.2–1.3 % per round); only charged for "dspark".
+    curves: optional JSON curves file (`sim.curves.load_curves`); default: the built-in curves.
+    """
+
+    _section: ClassVar[str] = "drafter"
+    name: str = "dspark"
+    gamma: int = 7
+    layers: int | None = None
+    layer_cost: float = 1.0
+    markov_overhead: float = 0.007
+    curves: str | None = None
+
+    def __post_init__(self) -> None:
+        s = self._section
+        _check_choice(s, "name", self.name, DRAFTERS)
+        _check_range(s, "gamma", self.gamma, 0)
+        if self.layers is not None:
+            _check_range(s, "layers", self.layers, 1)
+        _check_range(s, "layer_cost", self.layer_cost, 0)
+        _check_range(s, "markov_overhead", self.markov_overhead, 0, 1)
+
+    @property
+    def effective_gamma(self) -> int:
+        """γ the server drafts with: 0 for "none"."""
+        return 0 if self.name == "none" else self.gamma
+
+    @property
+    def effective_layers(self) -> int:
+        if self.layers is not None:
+            return self.layers
+        return 5 if self.name in PARALLEL_DRAFTERS else 1
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """The `specsched` policy called every step, and its parameters.
+
+    name: one of `specsched.POLICIES`. k (fixed), threshold (threshold), delay (dspark_global, goodput):
+    None = the policy's own default. Setting a parameter the policy does not take is an error.
+    """
+
+    _section: ClassVar[str] = "policy"
+    name: str = "dspark"
+    k: int | None = None
+    threshold: float | None = None
+    delay: int | None = None
+
+    def __post_init__(self) -> None:
+        s = self._section
+        _check_choice(s, "name", self.name, POLICIES)
+        if self.k is not None:
+            _check_range(s, "k", self.k, 0)
+        if self.threshold is not None:
+            _check_range(s, "threshold", self.threshold, 0, 1)
+        if self.delay is not None:
+            _check_range(s, "delay", self.delay, 0)
+        accepted = policy_params(self.name)
+        for key in ("k", "threshold", "delay"):
+            if getattr(self, key) is not None and key not in accepted:
+                raise _fail(s, key, f"policy '{self.name}' takes no parameter {key!r} "
+                                    f"(it takes: {', '.join(accepted) or 'none'})")
+
+    def params(self) -> dict:
+        """The parameters to pass to `specsched.make_policy` (those set)."""
+        return {k: getattr(self, k) for k in ("k", "threshold", "delay") if getattr(self, k) is not None}
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """The deployment.
+
+    cost: a built-in cost table name (`specsched.BUILTIN_COSTS`) or a `tokens,seconds` CSV path; it gives
+        one replica's step latency. replicas: copies behind the router. tp: GPUs per replica (for
+        throughput per GPU); None = the built-in table's own GPU count (1 for a CSV).
+    cost_mode: how a CSV table is read between its points: "step" (the next measured size at or above B,
+        as engines pad to captured sizes) or "linear" (interpolate); built-in tables ignore it.
+    layers: target layers, to price draft layers (one draft layer = latency / layers); default: the
+        built-in table's own; required with a CSV table when the drafter has layers to price.
+    router: "round_robin" or "least_outstanding" (fewest queued + running; ties to the lowest index).
+    max_num_seqs: running requests per replica. max_num_batched_tokens: per-step token budget shared by
+        verify tokens (first) and prefill chunks. kv_tokens: KV cache capacity per replica, in tokens.
+    """
+
+    _section: ClassVar[str] = "server"
+    cost: str = "h200-v4flash"
+    cost_mode: str = "step"
+    replicas: int = 1
+    tp: int | None = None
+    layers: int | None = None
+    router: str = "least_outstanding"
+    max_num_seqs: int = 256
+    max_num_batched_tokens: int = 8192
+    kv_tokens: int = 2_000_000
+
+    def __post_init__(self) -> None:
+        s = self._section
+        if not self.cost:
+            raise _fail(s, "cost", "must name a built-in cost table or a CSV file")
+        _check_choice(s, "cost_mode", self.cost_mode, ("step", "linear"))
+        _check_range(s, "replicas", self.replicas, 1)
+        if self.tp is not None:
+            _check_range(s, "tp", self.tp, 1)
+        if self.layers is not None:
+            _check_range(s, "layers", self.layers, 1)
+        _check_choice(s, "router", self.router, ROUTERS)
+        _check_range(s, "max_num_seqs", self.max_num_seqs, 1)
+        _check_range(s, "max_num_batched_tokens", self.max_num_batched_tokens, 1)
+        if self.max_num_batched_tokens < self.max_num_seqs:
+            raise _fail(s, "max_num_batched_tokens", f"must be ≥ server.max_num_seqs ({self.max_num_seqs}) "
+                                                     "so every running request can verify its anchor token")
+        _check_range(s, "kv_tokens", self.kv_tokens, 1)
+
+
+@dataclass(frozen=True)
+class MetricsConfig:
+    """What is measured (see `sim.metrics` for every aggregate).
+
+    warmup / drain: fractions of the requests that define the steady-state window [t0, t1]: t0 = when
+        ⌈warmup·N⌉ requests have completed, t1 = the arrival of request ⌈(1 − drain)·N⌉ in arrival order.
+        Requests arriving inside the window are "measured"; throughput is tokens emitted inside it.
+    slo_ttft_s / slo_tpot_s: a request meets its SLO when TTFT ≤ slo_ttft_s and TPOT ≤ slo_tpot_s.
+    series_bins: time-series resolution (bins over simulated time; memory is bounded by it).
+    """
+
+    _section: ClassVar[str] = "metrics"
+    warmup: float = 0.1
+    drain: float = 0.1
+    slo_ttft_s: float = 2.0
+    slo_tpot_s: float = 0.05
+    series_bins: int = 512
+
+    def __post_init__(self) -> None:
+        s = self._section
+        _check_range(s, "warmup", self.warmup, 0, 1, hi_open=True)
+        _check_range(s, "drain", self.drain, 0, 1, hi_open=True)
+        if self.warmup + self.drain >= 1:
+            raise _fail(s, "drain", f"warmup + drain must be < 1; got {self.warmup} + {self.drain}")
+        _check_range(s, "slo_ttft_s", self.slo_ttft_s, 0, lo_open=True)
+        _check_range(s, "slo_tpot_s", self.slo_tpot_s, 0, lo_open=True)
+        _check_range(s, "series_bins", self.series_bins, 8, 1_000_000)
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """One simulator run. Build it with `sim.config_io.load_config` (TOML + overrides) or directly."""
+
+    seed: int = 0
+    workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+    drafter: DrafterConfig = field(default_factory=DrafterConfig)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    server: ServerConfig = field(default_factory=ServerConfig)
+    acceptance: AcceptanceConfig = field(default_factory=AcceptanceConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+
+    #: section name -> dataclass type (TOML tables)
+    SECTIONS: ClassVar[tuple[str, ...]] = ("workload", "drafter", "policy", "server", "acceptance", "metrics")
+
+    def __post_init__(self) -> None:
+        _check_range("", "seed", self.seed, 0)
+        if self.drafter.gamma > self.server.max_num_batched_tokens:
+            raise _fail("drafter", "gamma", "must be ≤ server.max_num_batched_tokens")
+
+    def to_dict(self) -> dict:
+        """Nested plain dict {section: {key: value}} with tuples as lists (None values kept)."""
+        from sim.config_io import config_to_dict
+
+        return config_to_dict(self)

@@ -1,0 +1,196 @@
+"""`simulate(config) -> SimResult`: one simulator run, numpy in and out, no I/O besides reading inputs.
+
+Role: resolve a `SimConfig` into its parts (cost table, trace, curves, acceptance model, policy,
+workload), check them all before anything runs, wire the simpy model (`sim.server`) and collect results
+(`sim.metrics`).
+
+Random streams: `numpy.random.SeedSequence(config.seed).spawn(len(STREAMS))`, one Generator per name in
+`STREAMS` (fixed order; a new stream is appended, never inserted, so existing ones keep their draws):
+arrivals, lengths, domains, think (closed-loop think times), latent (per-request difficulty),
+acceptance (true per-step probabilities and accept/reject draws), confidence (estimate noise), model
+(held-out samples the acceptance model fits σ_η and STS on). Changing the policy therefore leaves the
+traffic and every request's latent difficulty unchanged.
+
+May import: numpy, simpy, the standard library, specsched, traces, and the other sim modules.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import simpy
+
+import specsched
+from sim.acceptance import AcceptanceModel
+from sim.config import SimConfig
+from sim.curves import curve_matrix, load_curves
+from sim.drafter import draft_seconds_table
+from sim.metrics import request_table, summarize, time_series
+from sim.recorder import Recorder
+from sim.server import ClosedLoop, Engine, Replica, Router, open_loop
+from sim.workload import Workload, build_workload
+from specsched.errors import InputError
+
+STREAMS = ("arrivals", "lengths", "domains", "think", "latent", "acceptance", "confidence", "model")
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """What one run produced.
+
+    summary: flat dict (see `sim.metrics`); requests: per-request columns (numpy arrays, request-id
+    order); series: time series (numpy arrays, ≤ metrics.series_bins rows); confidence: the acceptance
+    model's report (ECE/AUC per position, STS temperatures); config: the resolved config.
+    """
+
+    config: SimConfig
+    summary: dict
+    requests: dict[str, np.ndarray]
+    series: dict[str, np.ndarray]
+    confidence: dict
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A config resolved into the objects a run needs (all inputs read and checked)."""
+
+    config: SimConfig
+    cost: specsched.CostTable
+    gpus: int
+    policy: specsched.Policy
+    model: AcceptanceModel
+    workload: Workload
+    latent: np.ndarray
+    rngs: dict[str, np.random.Generator]
+
+
+def _as_input_error(err: ValueError, fieldname: str) -> InputError:
+    if isinstance(err, InputError):
+        return err
+    return InputError(" ".join(str(err).split()), field=fieldname)
+
+
+def prepare(cfg: SimConfig) -> Prepared:
+    """Read and check every input of `cfg` (cost table, trace, curves file, policy, KV fit); InputError if bad."""
+    seeds = np.random.SeedSequence(cfg.seed).spawn(len(STREAMS))
+    rngs = {name: np.random.default_rng(s) for name, s in zip(STREAMS, seeds)}
+    try:
+        cost = specsched.load_cost(cfg.server.cost, mode=cfg.server.cost_mode)
+    except ValueError as err:
+        raise _as_input_error(err, "server.cost") from None
+    builtin = cfg.server.cost in specsched.BUILTIN_COSTS
+    if cfg.server.layers is not None:
+        cost = specsched.CostTable.from_points(cost.tokens, cost.seconds, mode=cost.mode,
+                                               layers=cfg.server.layers, name=cost.name)
+    elif not builtin and cfg.drafter.effective_gamma > 0:
+        raise InputError("is required with a CSV cost table to price the draft layers "
+                         "(the number of target layers the table's latency covers)", field="server.layers")
+    if cfg.server.tp is not None:
+        tp = cfg.server.tp
+    elif builtin:
+        tp = specsched.builtin_gpus_per_replica(cfg.server.cost)
+    else:
+        tp = 1
+    try:
+        policy = specsched.make_policy(cfg.policy.name, **cfg.policy.params())
+    except ValueError as err:
+        raise _as_input_error(err, "policy.name") from None
+    curves = load_curves(cfg.drafter.curves) if cfg.drafter.curves else None
+    matrix = curve_matrix(curves, cfg.drafter.name, cfg.drafter.effective_gamma)
+    model = AcceptanceModel(matrix, cfg.acceptance, rngs["model"])
+    wcfg = cfg.workload
+    table = None
+    if wcfg.kind == "trace" or "trace" in (wcfg.input_dist, wcfg.output_dist):
+        import traces
+
+        try:
+            table = traces.load(wcfg.trace)
+        except InputError as err:
+            raise InputError(err.message, file=err.file, line=err.line,
+                             field="workload.trace" if err.field in (None, "trace") else err.field) from None
+        except ValueError as err:
+            raise _as_input_error(err, "workload.trace") from None
+        if len(table) == 0:
+            raise InputError("the trace has no requests", file=wcfg.trace, field="workload.trace")
+    workload = build_workload(wcfg, rngs, table)
+    need = workload.input_tokens + workload.output_tokens + cfg.drafter.effective_gamma
+    worst = int(np.argmax(need))
+    if need[worst] > cfg.server.kv_tokens:
+        raise InputError(
+            f"request {worst} needs {int(need[worst])} KV tokens (input + output + γ), more than the "
+            f"{cfg.server.kv_tokens} a replica holds; raise server.kv_tokens or lower "
+            "workload.max_input_tokens / workload.max_output_tokens", field="server.kv_tokens")
+    latent = model.request_latent(len(workload), rngs["latent"])
+    return Prepared(cfg, cost, tp * cfg.server.replicas, policy, model, workload, latent, rngs)
+
+
+def _progress_printer(total: int, every_s: float = 2.0) -> Callable[[int, float], None]:
+    """A progress callback printing completed/total, simulated time and an ETA to stderr."""
+    start = time.perf_counter()
+    last = [start]
+
+    def report(done: int, now: float) -> None:
+        wall = time.perf_counter()
+        if wall - last[0] < every_s:
+            return
+        last[0] = wall
+        frac = done / max(total, 1)
+        eta = (wall - start) * (1 - frac) / frac if frac > 0 else float("nan")
+        print(f"  sim: {done}/{total} requests ({100 * frac:.0f}%), t_sim={now:.1f}s, "
+              f"wall {wall - start:.0f}s, ETA {eta:.0f}s", file=sys.stderr, flush=True)
+
+    return report
+
+
+def simulate(config: SimConfig, *, progress: bool | Callable[[int, float], None] = False) -> SimResult:
+    """Run the simulator on `config` and return its results (no files written).
+
+    progress: True prints progress with an ETA to stderr every ~2 s of wall time; a callable gets
+    (completed requests, simulated seconds) every 1024 engine steps.
+    """
+    prep = prepare(config)
+    cfg, wl = config, prep.workload
+    n = len(wl)
+    rec = Recorder(n, max_bins=4 * cfg.metrics.series_bins)
+    env = simpy.Environment()
+    gamma = cfg.drafter.effective_gamma
+    budget = cfg.server.max_num_batched_tokens
+    eng = Engine(
+        env=env, recorder=rec, model=prep.model, policy=prep.policy, cost=prep.cost, gamma=gamma,
+        max_num_seqs=cfg.server.max_num_seqs, max_batch_tokens=budget, kv_tokens=cfg.server.kv_tokens,
+        input_tokens=wl.input_tokens, output_tokens=wl.output_tokens, domain=wl.domain, latent=prep.latent,
+        draft_s=draft_seconds_table(cfg.drafter, prep.cost, cfg.server.max_num_seqs),
+        latency=np.asarray(prep.cost.latency(np.arange(budget + 1)), dtype=np.float64),
+        rng_accept=prep.rngs["acceptance"], rng_conf=prep.rngs["confidence"],
+    )
+    replicas = [Replica(i, eng) for i in range(cfg.server.replicas)]
+    router = Router(replicas, cfg.server.router)
+    if cfg.workload.kind == "closed":
+        loop = ClosedLoop(env, router, cfg.workload.concurrency, wl.think_s)
+        eng.on_complete = loop.on_complete
+    else:
+        env.process(open_loop(env, router, wl.arrival_s))
+    if progress:
+        report = _progress_printer(n) if progress is True else progress
+        counter = [0]
+
+        def on_step(now: float) -> None:
+            counter[0] += 1
+            if counter[0] & 1023 == 0:
+                report(rec.completed, now)
+
+        eng.on_step = on_step
+    env.run()
+    rec.close(env.now)
+    if rec.completed != n:
+        raise RuntimeError(f"simulation ended with {n - rec.completed} of {n} requests unfinished")
+    requests = request_table(rec, wl)
+    confidence = prep.model.report
+    summary = summarize(rec, wl, requests, cfg, gpus=prep.gpus, confidence=confidence)
+    summary.update({"policy": cfg.policy.name, "drafter": cfg.drafter.name, "gamma": gamma,
+                    "cost": prep.cost.name or str(cfg.server.cost), "seed": cfg.seed})
+    return SimResult(cfg, summary, requests, time_series(rec, cfg.metrics.series_bins), confidence)

@@ -1,0 +1,410 @@
+"""Low-level streaming readers for trace files: gzip-transparent text opening, CSV blocks as column
+lists, and text-column conversion to numpy arrays that names file, line and column on failure.
+
+Role: the speed-critical core of `traces.formats`. A CSV is read in blocks of about 1 MB; a block of
+regular unquoted lines is split with C-level `str.split` calls, anything else (quotes, blank lines,
+ragged rows) goes through the `csv` module, which also produces the precise error for a bad row.
+Only one block of text is alive at a time, so memory is the numeric columns plus one block.
+Imports: numpy, the standard library, specsched.errors.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import itertools
+import os
+import re
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import IO
+
+import numpy as np
+
+from specsched.errors import InputError
+
+BLOCK_CHARS = 1 << 20
+#: Largest token count accepted; beyond 2**53 float64 parsing would lose exactness anyway.
+MAX_TOKENS = 1 << 53
+_TZ_RE = re.compile(r"(?:Z|[+-]\d\d:?\d\d)$")
+
+
+class TextSource:
+    """An open trace file (plain or gzip, detected from the magic bytes) read as UTF-8 text.
+
+    Also reports reading progress with an ETA on stderr when `progress` is set and the read is slow.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, progress: bool = False) -> None:
+        self.name = str(path)
+        try:
+            raw = open(path, "rb")  # closed in close()
+        except IsADirectoryError:
+            raise InputError("is a directory, not a trace file", file=self.name) from None
+        except OSError as err:
+            raise InputError(f"cannot open: {err.strerror or err}", file=self.name) from None
+        self._raw = raw
+        self._size = os.fstat(raw.fileno()).st_size
+        binary: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if raw.peek(2)[:2] == b"\x1f\x8b" else raw
+        self.gzipped = binary is not raw
+        #: rough size of the decoded text in chars (gzip'd CSV traces compress about 4×), to size buffers
+        self.size_estimate = self._size * (4 if self.gzipped else 1)
+        self.text = io.TextIOWrapper(binary, encoding="utf-8-sig", newline=None)
+        self._progress = progress
+        self._t0 = time.monotonic()
+        self._last = self._t0
+        self.line = 0  # lines consumed so far (1-based number of the last line read)
+
+    def __enter__(self) -> TextSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.text.close()
+        self._raw.close()
+
+    def read(self, n: int) -> str:
+        try:
+            chunk = self.text.read(n)
+        except UnicodeDecodeError:
+            raise self._bad_utf8() from None
+        except (OSError, EOFError, gzip.BadGzipFile) as err:
+            raise InputError(f"cannot read: {err}", file=self.name, line=self.line + 1) from None
+        if self._progress:
+            self._report()
+        return chunk
+
+    def readline(self) -> str:
+        try:
+            return self.text.readline()
+        except UnicodeDecodeError:
+            raise self._bad_utf8() from None
+        except (OSError, EOFError, gzip.BadGzipFile) as err:
+            raise InputError(f"cannot read: {err}", file=self.name, line=self.line + 1) from None
+
+    def _bad_utf8(self) -> InputError:
+        """Find the first line that is not UTF-8 (decoding runs ahead in chunks, so rescan; error path)."""
+        opener = gzip.open if self.gzipped else open
+        with opener(self.name, "rb") as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError as err:
+                    return InputError(
+                        f"not UTF-8 text (byte {err.start + 1} of the line: {raw[err.start : err.end]!r})",
+                        file=self.name,
+                        line=lineno,
+                    )
+        return InputError("not UTF-8 text", file=self.name)
+
+    def _report(self) -> None:
+        now = time.monotonic()
+        if now - self._last < 2.0 or self._size <= 0:
+            return
+        self._last = now
+        done = min(self._raw.tell() / self._size, 1.0)
+        eta = (now - self._t0) * (1 - done) / done if done > 0 else float("nan")
+        print(f"reading {self.name}: {100 * done:.0f}% (ETA {eta:.0f} s)", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Block:
+    """Up to ~1 MB of CSV rows as text columns; `line_of(k)` = file line number of the block's row k."""
+
+    columns: list[list[str]]
+    first_line: int
+    lines: list[int] | None  # None when row k is on line first_line + k
+    chars: int = 0  # length of the block's text
+
+    def __len__(self) -> int:
+        return len(self.columns[0]) if self.columns else 0
+
+    def line_of(self, k: int) -> int:
+        return self.first_line + k if self.lines is None else self.lines[k]
+
+
+def first_line(src: TextSource) -> str:
+    """The first non-blank line (without its newline); InputError naming the header on an empty file."""
+    while True:
+        line = src.readline()
+        if not line:
+            raise InputError(
+                "file is empty (expected a header line)", file=src.name, line=src.line + 1, field="header"
+            )
+        src.line += 1
+        if line.strip():
+            return line.rstrip("\n")
+
+
+def split_header(line: str) -> list[str]:
+    """Column names of a CSV header line, stripped of spaces."""
+    return [name.strip() for name in next(csv.reader([line]))]
+
+
+def iter_blocks(src: TextSource, header: list[str], wanted: list[int]) -> Iterator[Block]:
+    """Data rows after the header, as blocks holding the text of columns `wanted` (header indices)."""
+    ncols = len(header)
+    carry = ""
+    while True:
+        chunk = src.read(BLOCK_CHARS)
+        text = carry + chunk
+        if not text:
+            return
+        if chunk:
+            cut = text.rfind("\n")
+            if cut < 0:  # one line longer than a block: read on
+                carry = text
+                continue
+            body, carry = text[:cut], text[cut + 1 :]
+        else:
+            body, carry = text.rstrip("\n"), ""
+        first = src.line + 1
+        lines = body.split("\n")
+        src.line += len(lines)
+        block = _fast_block(body, lines, ncols, wanted, first)
+        if block is None:
+            block = _slow_block(lines, header, wanted, first, src.name)
+        block.chars = len(body) + 1
+        if len(block):
+            yield block
+        if not chunk:
+            return
+
+
+def _fast_block(body: str, lines: list[str], ncols: int, wanted: list[int], first: int) -> Block | None:
+    """Split a block of plain lines with C-level string calls; None if any line is not plain."""
+    if '"' in body or set(map(str.count, lines, itertools.repeat(","))) != {ncols - 1}:
+        return None
+    fields = body.replace("\n", ",").split(",")
+    return Block([fields[j::ncols] for j in wanted], first, None)
+
+
+def _slow_block(lines: list[str], header: list[str], wanted: list[int], first: int, name: str) -> Block:
+    """Parse with the csv module: handles quotes, skips blank lines, rejects ragged rows by line."""
+    ncols = len(header)
+    cols: list[list[str]] = [[] for _ in wanted]
+    linenos: list[int] = []
+    reader = csv.reader(lines)
+    rows = iter(reader)
+    while True:
+        try:
+            row = next(rows)
+        except StopIteration:
+            break
+        except csv.Error as err:  # e.g. a quote never closed (quoted fields may not hold line breaks)
+            raise InputError(
+                f"malformed CSV ({err})", file=name, line=first + reader.line_num - 1, field=header[0]
+            ) from None
+        lineno = first + reader.line_num - 1
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue
+        if len(row) != ncols:
+            if len(row) < ncols:
+                what = f"row has {len(row)} fields, the header has {ncols}: missing value"
+                raise InputError(what, file=name, line=lineno, field=header[len(row)])
+            what = f"row has {len(row)} fields, the header has {ncols}: extra value {row[ncols]!r}"
+            raise InputError(what, file=name, line=lineno, field=f"after {header[-1]}")
+        for out, j in zip(cols, wanted):
+            out.append(row[j])
+        linenos.append(lineno)
+    return Block(cols, first, linenos)
+
+
+# --- column conversion ----------------------------------------------------------------------------
+Where = Callable[[int], int]  # row index in the column -> file line number
+
+
+def _first_bad(values: list[str], ok: Callable[[str], object]) -> int:
+    """Index of the first value `ok` rejects (the error path only: one call per value)."""
+    for k, v in enumerate(values):
+        try:
+            ok(v)
+        except (ValueError, OverflowError, Warning):
+            return k
+    return 0
+
+
+def _np_float(v: str) -> object:
+    return np.array([v], dtype=np.float64)
+
+
+def to_float(values: list[str], *, file: str, field: str, where: Where) -> np.ndarray:
+    """float64[n] from text; every value must be a finite number."""
+    try:
+        arr = np.array(values, dtype=np.float64)
+    except (ValueError, OverflowError):
+        k = _first_bad(values, _np_float)
+        raise InputError(f"not a number: {values[k]!r}", file=file, line=where(k), field=field) from None
+    if arr.size and not np.isfinite(arr).all():
+        k = int(np.flatnonzero(~np.isfinite(arr))[0])
+        raise InputError(f"not a finite number: {values[k]!r}", file=file, line=where(k), field=field)
+    return arr
+
+
+def to_tokens(values: list[str], *, file: str, field: str, where: Where) -> np.ndarray:
+    """int64[n] token counts from text: whole numbers ≥ 0 ("12" or "12.0")."""
+    try:
+        arr = np.fromiter(map(int, values), dtype=np.int64, count=len(values))
+    except (ValueError, OverflowError):  # "12.0", "1e3" or garbage: take the float route
+        f = to_float(values, file=file, field=field, where=where)
+        frac = np.flatnonzero(f != np.floor(f))
+        if frac.size:
+            k = int(frac[0])
+            raise InputError(
+                f"not a whole number of tokens: {values[k]!r}", file=file, line=where(k), field=field
+            ) from None
+        big = np.flatnonzero(np.abs(f) > MAX_TOKENS)
+        if big.size:
+            k = int(big[0])
+            raise InputError(
+                f"token count too large: {values[k]!r}", file=file, line=where(k), field=field
+            ) from None
+        arr = f.astype(np.int64)
+    check_tokens(arr, file=file, field=field, where=where)
+    return arr
+
+
+def check_tokens(arr: np.ndarray, *, file: str, field: str, where: Where) -> None:
+    """Reject negative or absurdly large token counts, naming the first offending row."""
+    bad = np.flatnonzero((arr < 0) | (arr > MAX_TOKENS))
+    if bad.size:
+        k = int(bad[0])
+        what = "negative token count" if arr[k] < 0 else "token count too large"
+        raise InputError(f"{what}: {int(arr[k])}", file=file, line=where(k), field=field)
+
+
+def to_datetime_ns(values: list[str], *, file: str, field: str, where: Where) -> np.ndarray:
+    """int64[n] nanoseconds since the Unix epoch (UTC) from ISO-like text.
+
+    Accepts "2023-11-16 18:17:03.9799600" (any number of fractional digits, T or space) with an
+    optional "Z" or "±HH:MM" offset (Azure 2024). Parsing is numpy's vectorized datetime64 parser;
+    offsets are stripped here because numpy does not accept them.
+    """
+    if not values:
+        return np.zeros(0, dtype=np.int64)
+    offsets = None
+    if any(_TZ_RE.search(values[k].strip()) for k in (0, len(values) // 2, -1)):
+        values, offsets = _strip_offsets(values, file=file, field=field, where=where)
+    try:
+        arr = _np_datetime(values)
+    except (ValueError, OverflowError, Warning):
+        values = [v.strip() for v in values]  # numpy rejects surrounding spaces; retry once without
+        try:
+            arr = _np_datetime(values)
+        except (ValueError, OverflowError, Warning):
+            arr = None
+    if arr is None:
+        k = _first_bad(values, _np_datetime)
+        raise InputError(
+            f"unreadable timestamp: {values[k]!r}", file=file, line=where(k), field=field
+        ) from None
+    nat = np.flatnonzero(np.isnat(arr))
+    if nat.size:  # numpy reads "" and "NaT" as not-a-time
+        k = int(nat[0])
+        raise InputError(f"unreadable timestamp: {values[k]!r}", file=file, line=where(k), field=field)
+    ns = arr.astype(np.int64)
+    return ns if offsets is None else ns - offsets
+
+
+def _np_datetime(values: str | list[str]) -> np.ndarray:
+    """numpy's datetime64[ns] parse, with its time-zone warnings turned into errors."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return np.array(values, dtype="datetime64[ns]")
+
+
+def _strip_offsets(values: list[str], *, file: str, field: str, where: Where) -> tuple[list[str], np.ndarray]:
+    """Split "…+01:00" suffixes off; returns the bare strings and the offsets in ns."""
+    bare: list[str] = []
+    offsets = np.zeros(len(values), dtype=np.int64)
+    for k, v in enumerate(values):
+        v = v.strip()
+        m = _TZ_RE.search(v)
+        if m is None:
+            raise InputError(
+                f"timestamp without the time-zone offset the other rows have: {v!r}",
+                file=file,
+                line=where(k),
+                field=field,
+            )
+        tz = m.group(0)
+        if tz != "Z":
+            digits = tz[1:].replace(":", "")
+            minutes = int(digits[:2]) * 60 + int(digits[2:])
+            offsets[k] = (1 if tz[0] == "+" else -1) * minutes * 60_000_000_000
+        bare.append(v[: m.start()])
+    return bare, offsets
+
+
+class Grow:
+    """A numpy column filled block by block: one allocation sized from an estimate, grown ×1.5 when
+    the estimate was short, trimmed in place at the end (no list of per-block arrays to concatenate)."""
+
+    def __init__(self, dtype: type | np.dtype) -> None:
+        self.buf = np.empty(0, dtype=dtype)
+        self.n = 0
+
+    def reserve(self, capacity: int) -> None:
+        if capacity > self.buf.shape[0]:
+            new = np.empty(capacity, dtype=self.buf.dtype)
+            new[: self.n] = self.buf[: self.n]
+            self.buf = new
+
+    def extend(self, values: np.ndarray) -> None:
+        end = self.n + values.shape[0]
+        if end > self.buf.shape[0]:
+            self.reserve(max(end, self.buf.shape[0] * 3 // 2))
+        self.buf[self.n : end] = values
+        self.n = end
+
+    def result(self) -> np.ndarray:
+        buf, self.buf = self.buf, np.empty(0, dtype=self.buf.dtype)
+        buf.resize(self.n, refcheck=False)  # shrink in place; nothing else refers to buf
+        return buf
+
+
+class Labels:
+    """A text column kept as int32 codes into a small list of distinct values, then materialized as an
+    object array whose rows share one str per value (1.4M rows: 11 MB instead of ~90 MB of str)."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+        self.values: list[str] = []
+        self.codes = Grow(np.int32)
+
+    def extend(self, values: list[str]) -> None:
+        index = self.index
+        for v in set(values).difference(index):
+            index[v] = len(self.values)
+            self.values.append(v.strip())
+        self.codes.extend(np.fromiter(map(index.__getitem__, values), dtype=np.int32, count=len(values)))
+
+    def result(self) -> np.ndarray:
+        table = np.empty(len(self.values), dtype=object)
+        table[:] = self.values
+        return table[self.codes.result()]
+
+
+class Coder:
+    """Numbers distinct text values 0, 1, ... in order of first appearance (blank → -1), across blocks."""
+
+    def __init__(self) -> None:
+        self.codes: dict[str, int] = {}
+        self.count = 0
+
+    def __call__(self, values: list[str]) -> np.ndarray:
+        codes = self.codes
+        for v in values:
+            if v not in codes:
+                if v.strip():
+                    codes[v] = self.count
+                    self.count += 1
+                else:
+                    codes[v] = -1
+        return np.fromiter(map(codes.__getitem__, values), dtype=np.int64, count=len(values))

@@ -1,0 +1,149 @@
+"""`specbed trace stats | convert | synth`: inspect, normalize and extrapolate traces from the shell.
+
+  specbed trace stats FILE [--format F] [--columns MAP]          JSON statistics on stdout
+  specbed trace convert FILE --out OUT.csv|OUT.csv.gz|OUT.parquet normalized table, written atomically
+  specbed trace synth FILE --n N [--rate R] [--cv C] [--seed S] --out OUT.csv
+                                                                  synthetic traffic fitted to FILE
+FILE is a path (plain or .gz) or a built-in trace name (azure2023-conv, azure2023-code).
+Bad input raises `InputError`; `specbed.cli` turns it into one line on stderr and exit code 2.
+Imports: numpy, the standard library, specsched.errors, traces.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import warnings
+from typing import NoReturn
+
+import numpy as np
+
+from specsched.errors import InputError
+from traces import export, synthetic, transform
+from traces.formats import FORMATS
+from traces.loader import BUILTIN_TRACES, load
+from traces.stats import describe
+from traces.table import RequestTable
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as one-line InputErrors (exit code 2 via specbed.cli)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise InputError(f"{message} (see '{self.prog} --help')")
+
+
+def _columns(text: str) -> dict[str, str]:
+    """'arrival=ts,input=prompt,output=gen,time_unit=ms' → dict."""
+    out: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise argparse.ArgumentTypeError(f"expected KEY=NAME pairs separated by commas, got {part!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _window(text: str) -> tuple[float, float | None]:
+    start, sep, end = text.partition(":")
+    try:
+        return float(start or 0), (float(end) if end else None)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected START:END in seconds, got {text!r}") from None
+
+
+def _parser() -> _Parser:
+    parser = _Parser(prog="specbed trace", description="Inspect, normalize and extrapolate request traces.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{stats,convert,synth}")
+    source = _Parser(add_help=False)
+    source.add_argument(
+        "file", metavar="FILE", help=f"trace file (.gz ok) or built-in: {', '.join(BUILTIN_TRACES)}"
+    )
+    source.add_argument(
+        "--format", choices=FORMATS, help="force the format (default: detect from the header)"
+    )
+    source.add_argument(
+        "--columns",
+        type=_columns,
+        metavar="MAP",
+        help="column mapping, e.g. arrival=ts,input=prompt,output=gen,time_unit=ms "
+        "(time_unit: s|ms|us|ns|datetime)",
+    )
+    source.add_argument("--model", action="append", help="keep only this BurstGPT model (repeatable)")
+    source.add_argument("--log-type", action="append", help="keep only this BurstGPT log type (repeatable)")
+    source.add_argument("--keep-failed", action="store_true", help="keep requests with 0 output tokens")
+    shaping = _Parser(add_help=False)
+    shaping.add_argument(
+        "--window", type=_window, metavar="START:END", help="keep arrivals in [START, END) s"
+    )
+    shaping.add_argument("--scale", type=float, metavar="K", help="replay K× faster (K < 1: slower)")
+    shaping.add_argument("--max-context", type=int, metavar="N", help="clip prompt + output to N tokens")
+
+    sub.add_parser("stats", parents=[source, shaping], help="print statistics as JSON")
+    convert = sub.add_parser("convert", parents=[source, shaping], help="write the normalized table")
+    convert.add_argument("--out", required=True, metavar="OUT", help="OUT.csv, OUT.csv.gz or OUT.parquet")
+    synth = sub.add_parser("synth", parents=[source], help="synthetic traffic fitted to the trace")
+    synth.add_argument("--n", type=int, required=True, help="number of requests to generate")
+    synth.add_argument("--rate", type=float, help="arrival rate, req/s (default: the trace's)")
+    synth.add_argument("--cv", type=float, help="inter-arrival CV (default: the trace's)")
+    synth.add_argument("--seed", type=int, default=0, help="seed of the SeedSequence (default 0)")
+    synth.add_argument("--out", required=True, metavar="OUT", help="OUT.csv, OUT.csv.gz or OUT.parquet")
+    return parser
+
+
+def _load(args: argparse.Namespace) -> RequestTable:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        table = load(
+            args.file,
+            format=args.format,
+            columns=args.columns,
+            drop_failed=not args.keep_failed,
+            model=args.model,
+            log_type=args.log_type,
+            progress=True,
+        )
+    for w in caught:
+        print(f"specbed trace: warning: {' '.join(str(w.message).split())}", file=sys.stderr)
+    if getattr(args, "window", None) is not None:
+        table = transform.window(table, *args.window)
+    if getattr(args, "scale", None) is not None:
+        table = transform.scale_rate(table, args.scale)
+    if getattr(args, "max_context", None) is not None:
+        table = transform.clip(table, args.max_context)
+    return table
+
+
+def _emit(text: str) -> None:
+    """Print to stdout; a reader that closed the pipe early (`| head`) is not an error."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point for `specbed trace ...` (argv excludes 'trace'); returns the exit code."""
+    try:
+        args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+    except SystemExit as done:  # --help
+        return int(done.code or 0)
+    if args.command == "synth" and args.n <= 0:
+        raise InputError(f"must be > 0, got {args.n}", field="--n")
+    table = _load(args)
+    if args.command == "stats":
+        _emit(json.dumps(describe(table), indent=2))
+        return 0
+    if args.command == "convert":
+        path = export.save(table, args.out)
+        _emit(f"wrote {len(table)} requests ({table.meta.get('format')}) to {path}")
+        return 0
+    model = synthetic.fit(table)
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(args.seed)))
+    out = model.generate(args.n, rng, rate=args.rate, cv=args.cv)
+    path = export.save(out, args.out)
+    summary = {"out": str(path), "requests": len(out), "seed": args.seed, "fit": model.summary()}
+    _emit(json.dumps(summary | {"generated": describe(out)}, indent=2))
+    return 0
