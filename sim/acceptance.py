@@ -5,7 +5,7 @@ Role: per engine step, `true_probs` gives each running request's TRUE conditiona
 scheduler sees (a noisy, over-confident view of the truth, optionally STS-calibrated). Outcomes never depend
 on the estimate. Contract: docs/sim-acceptance-api.md.
 
-May import: numpy, the standard library, `specsched.errors`, `sim.calibration`.
+May import: numpy, the standard library, `specsched.errors`, `specsched.calibration`.
 
 Truth model (logits). For a request r of domain d, at draft position k of one engine step:
     z[r, k] = θ[d, k] + u_r + ε[r, k],   c[r, k] = σ(z[r, k])
@@ -41,8 +41,8 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from sim.calibration import auc_binned, fit_sts, survival_labels
-from sim.calibration import ece as _ece
+from specsched.calibration import auc_binned, fit_sts, survival_labels
+from specsched.calibration import ece as _ece
 from specsched.errors import InputError
 
 _CURVE_EPS = 1e-6  # curve values are clipped to [_CURVE_EPS, 1 - _CURVE_EPS] (finite logits)

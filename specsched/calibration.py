@@ -1,6 +1,6 @@
 """Confidence metrics (ECE, AUC) and STS, per-position temperature scaling of draft confidences.
 
-Role: pure functions shared by the simulator's acceptance model (`sim.acceptance`) and, later, the real
+Role: pure functions shared by the simulator's acceptance model (`sim.acceptance`) and the real
 engine, which fits STS on measured confidences. Nothing here draws random numbers.
 
 May import: numpy and the standard library only.
