@@ -57,8 +57,8 @@ def _from_gaps(gaps: np.ndarray) -> np.ndarray:
 
 def poisson_arrivals(n: int, rate: float, rng: np.random.Generator) -> np.ndarray:
     """float64[n] seconds: a Poisson process at `rate` req/s (exponential gaps), first arrival at 0."""
-    n, r = _count(n), _rate(rate)
-    return _from_gaps(_check_rng(rng).exponential(1.0 / r, size=max(n - 1, 0))) if n else np.zeros(0)
+    n, r, rng = _count(n), _rate(rate), _check_rng(rng)
+    return _from_gaps(rng.exponential(1.0 / r, size=n - 1)) if n else np.zeros(0)
 
 
 def gamma_arrivals(n: int, rate: float, cv: float, rng: np.random.Generator) -> np.ndarray:
