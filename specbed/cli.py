@@ -22,8 +22,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "pareto": ("analysis.cli", "plot Pareto frontiers of a sweep"),
     "report": ("analysis.cli", "markdown report of a sweep"),
     "verify": ("engine.cli", "run the losslessness suite of the real engine"),
-    "engine": ("engine.cli", "engine eval / profile / curves"),
-    "fidelity": ("engine.cli", "engine vs simulator on the same workload"),
+    "engine": ("engine.measure.cli", "engine train / eval / profile / curves"),
+    "fidelity": ("specbed.fidelity", "engine vs simulator on the same closed-loop workload"),
 }
 
 
