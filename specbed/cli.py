@@ -17,7 +17,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("specbed.demo", "the main job on built-in defaults"),
     "plan": ("specbed.plan_cli", "print a scheduling policy's decisions for built-in scenarios"),
     "run": ("sim.cli", "run the serving simulator on one config"),
-    "trace": ("traces.cli", "trace stats / convert"),
+    "trace": ("traces.cli", "trace stats / convert / synth"),
     "sweep": ("analysis.cli", "run a policy sweep"),
     "pareto": ("analysis.cli", "plot Pareto frontiers of a sweep"),
     "report": ("analysis.cli", "markdown report of a sweep"),
@@ -69,3 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"specbed {name}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # `specbed ... | head` closed our stdout: not an error worth a traceback.
+        sys.stderr.close()
+        return 141
