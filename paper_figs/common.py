@@ -136,3 +136,24 @@ def compare(actual, golden, *, rel: float, abs_: float, path: str = "") -> list[
     elif actual != golden:
         problems.append(f"{path}: {actual!r} != golden {golden!r}")
     return problems
+
+
+def production_base(tiny: bool) -> str:
+    """[base] of the serving figures: a decode instance of a prefill/decode-disaggregated deployment.
+
+    DeepSeek serves V4 with prefill and decode on separate GPUs, so the paper's per-GPU numbers are decode
+    GPUs'. The simulator has no disaggregation; 16-token prompts make prefill negligible instead (the cost
+    tables already price each request's KV as a fixed 2048-token context). Closed loop, no think time,
+    chat/math/code in equal shares, 512-token answers (128 in tiny mode), room for 1024 running requests.
+    """
+    return f"""
+[base]
+seed = 0
+[base.workload]
+kind = "closed"
+domain = "mix"
+input_tokens = 16
+output_tokens = {128 if tiny else 512}
+[base.server]
+max_num_seqs = 1024
+"""

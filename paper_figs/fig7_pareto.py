@@ -1,9 +1,9 @@
 """Fig. 7: throughput per GPU vs per-user speed on V4-Flash-like and V4-Pro-like cost tables.
 
-DSpark (γ = 5, a 3-layer drafter as in the paper's production "DSpark-5", Algorithm 1) against MTP-1 (the
-paper's baseline: one MTP draft, verify budget 2), the same DSpark drafter with a fixed k = 3, and EAGLE-3 /
-DFlash verifying all 7 drafts; closed-loop load swept over concurrency; chat/math/code mix, 1024-token
-prompts, 256-token answers. Gains are read along each Pareto frontier (`analysis.pareto`) at the paper's
+DSpark (γ = 5, a 3-layer drafter as in the paper's production "DSpark-5"; Algorithm 1, and the production
+variant with two-step-stale capacity, `dspark_global` delay 2) against MTP-1 (the paper's baseline: one MTP
+draft, verify budget 2), the same DSpark drafter with a fixed k = 3, and EAGLE-3 / DFlash verifying all 7
+drafts; closed-loop load swept over concurrency on a decode instance (`common.production_base`). Gains are read along each Pareto frontier (`analysis.pareto`) at the paper's
 SLAs: 80 and 120 tok/s/user on V4-Flash, 35 and 50 on V4-Pro. summary.json: the gains table, every
 frontier, and the paper's numbers (dspark.md §4.4) beside ours.
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 
-from paper_figs.common import parse_args, run_sweep_text, write_summary
+from paper_figs.common import parse_args, production_base, run_sweep_text, write_summary
 
 NAME = "fig7_pareto"
 SLOS = {"h200-v4flash": [80, 120], "h200-v4pro": [35, 50]}
@@ -28,32 +28,26 @@ PAPER = {
                            "50": {"mtp1_tok_s_gpu": 830, "dspark_tok_s_gpu": 4200, "gain": 4.06}},
                    "iso_throughput_speedup": [0.57, 0.78]},
 }
-LOADS = {
-    False: ([8, 16, 24, 32, 48, 64, 96, 128, 160, 200, 256],
-            [320, 320, 320, 320, 384, 512, 768, 1024, 1280, 1600, 2048]),
-    True: ([12, 48, 160], [120, 192, 480]),
+LOADS = {  # closed-loop concurrency and requests per cell (≥ 3 generations of users)
+    False: ([8, 16, 32, 64, 96, 128, 192, 256, 384, 512, 768],
+            [320, 320, 320, 320, 320, 384, 576, 768, 1152, 1536, 2304]),
+    True: ([16, 128, 512], [64, 256, 1024]),
 }
 
 
 def sweep_text(tiny: bool) -> str:
     conc, reqs = LOADS[tiny]
-    return f"""
+    return production_base(tiny) + f"""
 name = "fig7_pareto"
-[base]
-seed = 0
-[base.workload]
-kind = "closed"
-domain = "mix"
-input_tokens = 1024
-output_tokens = {128 if tiny else 256}
 
 [[zip]]
-label = ["MTP-1", "DSpark-5 fixed k=3", "EAGLE-3 k=7", "DFlash k=7", "DSpark-5"]
-"drafter.name" = ["mtp", "dspark", "eagle3", "dflash", "dspark"]
-"drafter.gamma" = [1, 5, 7, 7, 5]
-"drafter.layers" = ["none", 3, "none", "none", 3]
-"policy.name" = ["fixed", "fixed", "fixed", "fixed", "dspark"]
-"policy.k" = [1, 3, 7, 7, "none"]
+label = ["MTP-1", "DSpark-5 fixed k=3", "EAGLE-3 k=7", "DFlash k=7", "DSpark-5", "DSpark-5 stale-2"]
+"drafter.name" = ["mtp", "dspark", "eagle3", "dflash", "dspark", "dspark"]
+"drafter.gamma" = [1, 5, 7, 7, 5, 5]
+"drafter.layers" = ["none", 3, "none", "none", 3, 3]
+"policy.name" = ["fixed", "fixed", "fixed", "fixed", "dspark", "dspark_global"]
+"policy.k" = [1, 3, 7, 7, "none", "none"]
+"policy.delay" = ["none", "none", "none", "none", "none", 2]
 
 [axes]
 "server.cost" = ["h200-v4flash", "h200-v4pro"]

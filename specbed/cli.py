@@ -8,6 +8,7 @@ runs, so `specbed trace stats` never pays for torch. Bad input (`specsched.error
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 from specsched.errors import InputError
@@ -70,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"specbed {name}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        # `specbed ... | head` closed our stdout: not an error worth a traceback.
-        sys.stderr.close()
+        # `specbed ... | head` closed our stdout: not an error worth a traceback. Point stdout at devnull
+        # so the interpreter's final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
