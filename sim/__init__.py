@@ -20,8 +20,12 @@ if TYPE_CHECKING:
     from sim.config_io import load_config
     from sim.run import SimResult, simulate
 
-_LAZY = {"SimConfig": "sim.config", "load_config": "sim.config_io", "SimResult": "sim.run",
-         "simulate": "sim.run"}
+_LAZY = {
+    "SimConfig": "sim.config",
+    "load_config": "sim.config_io",
+    "SimResult": "sim.run",
+    "simulate": "sim.run",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -20,7 +20,9 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 
@@ -61,9 +63,17 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="specbed run", description="Run the serving simulator on one config.")
     p.add_argument("config", nargs="?", help="TOML config (default: built-in defaults, configs/default.toml)")
-    p.add_argument("--set", dest="sets", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   help="override one config key (repeatable), e.g. --set workload.rate=8")
-    p.add_argument("--out", metavar="DIR", help="write summary.json, requests.csv, series.csv, config.toml here")
+    p.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override one config key (repeatable), e.g. --set workload.rate=8",
+    )
+    p.add_argument(
+        "--out", metavar="DIR", help="write summary.json, requests.csv, series.csv, config.toml here"
+    )
     p.add_argument("--quiet", action="store_true", help="print no table and no progress")
     return p
 
@@ -85,36 +95,43 @@ def dumps_json(data: dict) -> str:
     return json.dumps(_json_ready(data), indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
-def _csv(columns: dict[str, np.ndarray], formats: dict[str, str]) -> str:
-    """CSV text of equal-length columns (floats as %.9g, NaN as 'nan')."""
+_CHUNK = 65_536  # rows per formatting chunk: memory stays bounded for million-request runs
+
+
+def write_csv(handle: TextIO, columns: dict[str, np.ndarray], formats: dict[str, str] | None = None) -> None:
+    """Equal-length columns as CSV (ints %d, floats %.9g with NaN as 'nan', or `formats[name]`)."""
+    formats = formats or {}
     names = list(columns)
-    n = len(next(iter(columns.values()))) if columns else 0
-    cols = []
-    for name in names:
-        arr = np.asarray(columns[name])
-        fmt = formats.get(name, "%d" if arr.dtype.kind in "iub" else "%.9g")
-        cols.append(np.char.mod(fmt, arr) if n else np.zeros(0, dtype=str))
-    lines = [",".join(names)]
-    if n:
-        rows = cols[0].astype(object)
-        for c in cols[1:]:
-            rows = rows + "," + c.astype(object)
-        lines.extend(rows.tolist())
-    return "\n".join(lines) + "\n"
+    arrays = [np.asarray(columns[name]) for name in names]
+    fmts = [formats.get(n, "%d" if a.dtype.kind in "iub" else "%.9g") for n, a in zip(names, arrays)]
+    handle.write(",".join(names) + "\n")
+    n = len(arrays[0]) if arrays else 0
+    for lo in range(0, n, _CHUNK):
+        cols = [np.char.mod(f, a[lo : lo + _CHUNK]).astype(object) for f, a in zip(fmts, arrays)]
+        rows = cols[0]
+        for col in cols[1:]:
+            rows = rows + "," + col
+        handle.write("\n".join(rows.tolist()) + "\n")
 
 
-def request_csv(requests: dict[str, np.ndarray]) -> str:
+def write_requests_csv(handle: TextIO, requests: dict[str, np.ndarray]) -> None:
+    """One row per request (`SimResult.requests`), the domain written by name."""
     cols = dict(requests)
     cols["domain"] = np.asarray(DOMAINS, dtype=object)[np.asarray(requests["domain"])]
-    return _csv(cols, {"domain": "%s"})
+    write_csv(handle, cols, {"domain": "%s"})
 
 
-def _write_atomic(directory: Path, files: dict[str, str]) -> None:
+def _write_atomic(directory: Path, files: dict[str, str | Callable[[TextIO], None]]) -> None:
+    """Write each file (text, or a function writing to a handle) under a temporary name, then rename."""
     directory.mkdir(parents=True, exist_ok=True)
     tmp = {name: directory / f".{name}.tmp-{os.getpid()}" for name in files}
     try:
-        for name, text in files.items():
-            tmp[name].write_text(text)
+        for name, content in files.items():
+            with open(tmp[name], "w") as handle:
+                if callable(content):
+                    content(handle)
+                else:
+                    handle.write(content)
         for name in files:
             os.replace(tmp[name], directory / name)
     finally:
@@ -124,8 +141,10 @@ def _write_atomic(directory: Path, files: dict[str, str]) -> None:
 
 
 def format_table(summary: dict) -> str:
-    lines = [f"{summary.get('policy')} / {summary.get('drafter')} (γ={summary.get('gamma')}) on "
-             f"{summary.get('cost')}, seed {summary.get('seed')}"]
+    lines = [
+        f"{summary.get('policy')} / {summary.get('drafter')} (γ={summary.get('gamma')}) on "
+        f"{summary.get('cost')}, seed {summary.get('seed')}"
+    ]
     for key, label, fmt in _TABLE:
         value = summary.get(key)
         if isinstance(value, float) and not math.isfinite(value):
@@ -137,7 +156,9 @@ def format_table(summary: dict) -> str:
         lines.append(f"  {label:<30} {text:>14}")
     taus = summary.get("tau_by_domain", {})
     if taus:
-        parts = ", ".join(f"{d} {v:.2f}" for d, v in taus.items() if isinstance(v, float) and math.isfinite(v))
+        parts = ", ".join(
+            f"{d} {v:.2f}" for d, v in taus.items() if isinstance(v, float) and math.isfinite(v)
+        )
         lines.append(f"  {'tau by domain':<30} {parts:>14}")
     return "\n".join(lines)
 
@@ -160,13 +181,16 @@ def main(argv: list[str]) -> int:
         print(format_table(result.summary))
         print(f"  {'wall time (s)':<30} {wall:>14.2f}")
     if out is not None:
-        _write_atomic(out, {
-            "summary.json": dumps_json(result.summary),
-            "confidence.json": dumps_json(result.confidence),
-            "requests.csv": request_csv(result.requests),
-            "series.csv": _csv(result.series, {}),
-            "config.toml": config_to_toml(cfg),
-        })
+        _write_atomic(
+            out,
+            {
+                "summary.json": dumps_json(result.summary),
+                "confidence.json": dumps_json(result.confidence),
+                "requests.csv": lambda h: write_requests_csv(h, result.requests),
+                "series.csv": lambda h: write_csv(h, result.series),
+                "config.toml": config_to_toml(cfg),
+            },
+        )
         if not args.quiet:
             print(f"wrote {out}/summary.json, requests.csv, series.csv, confidence.json, config.toml")
     return 0

@@ -195,8 +195,12 @@ class PolicyConfig:
         accepted = policy_params(self.name)
         for key in ("k", "threshold", "delay"):
             if getattr(self, key) is not None and key not in accepted:
-                raise _fail(s, key, f"policy '{self.name}' takes no parameter {key!r} "
-                                    f"(it takes: {', '.join(accepted) or 'none'})")
+                raise _fail(
+                    s,
+                    key,
+                    f"policy '{self.name}' takes no parameter {key!r} "
+                    f"(it takes: {', '.join(accepted) or 'none'})",
+                )
 
     def params(self) -> dict:
         """The parameters to pass to `specsched.make_policy` (those set)."""
@@ -244,8 +248,12 @@ class ServerConfig:
         _check_range(s, "max_num_seqs", self.max_num_seqs, 1)
         _check_range(s, "max_num_batched_tokens", self.max_num_batched_tokens, 1)
         if self.max_num_batched_tokens < self.max_num_seqs:
-            raise _fail(s, "max_num_batched_tokens", f"must be ≥ server.max_num_seqs ({self.max_num_seqs}) "
-                                                     "so every running request can verify its anchor token")
+            raise _fail(
+                s,
+                "max_num_batched_tokens",
+                f"must be ≥ server.max_num_seqs ({self.max_num_seqs}) "
+                "so every running request can verify its anchor token",
+            )
         _check_range(s, "kv_tokens", self.kv_tokens, 1)
 
 

@@ -171,8 +171,10 @@ def parse_override(item: str) -> tuple[str, str, str]:
 def _unknown(section: str, key: str, schema: dict) -> InputError:
     if section not in schema:
         choices = ", ".join(s for s in schema if s)
-        return InputError(f"unknown section {section!r} (sections: {choices}; top-level: seed)",
-                          field=f"{section}.{key}" if section else key)
+        return InputError(
+            f"unknown section {section!r} (sections: {choices}; top-level: seed)",
+            field=f"{section}.{key}" if section else key,
+        )
     keys = ", ".join(schema[section])
     return InputError(f"unknown key (known keys: {keys})", field=f"{section}.{key}" if section else key)
 
@@ -191,7 +193,9 @@ def load_config(path: str | Path | None = None, overrides: typing.Iterable[str] 
         try:
             text = Path(path).read_text()
         except (OSError, UnicodeDecodeError) as err:
-            raise InputError(f"cannot read config ({getattr(err, 'strerror', None) or err})", file=fname) from None
+            raise InputError(
+                f"cannot read config ({getattr(err, 'strerror', None) or err})", file=fname
+            ) from None
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as err:
@@ -207,13 +211,19 @@ def load_config(path: str | Path | None = None, overrides: typing.Iterable[str] 
                 if top in schema:
                     raise InputError(f"must be a table [{top}]", file=fname, line=line, field=top)
                 sections = ", ".join(s for s in schema if s)
-                raise InputError(f"unknown section or key (sections: {sections}; top-level keys: seed)",
-                                 file=fname, line=line, field=top)
+                raise InputError(
+                    f"unknown section or key (sections: {sections}; top-level keys: seed)",
+                    file=fname,
+                    line=line,
+                    field=top,
+                )
             for section, key, value in items:
                 dotted = f"{section}.{key}" if section else key
                 line = _line_of(text, section, key)
                 if key not in schema[section]:
-                    raise InputError(_unknown(section, key, schema).message, file=fname, line=line, field=dotted)
+                    raise InputError(
+                        _unknown(section, key, schema).message, file=fname, line=line, field=dotted
+                    )
                 try:
                     value = coerce(dotted, value, schema[section][key], from_text=False)
                 except ValueError as err:

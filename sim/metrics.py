@@ -115,8 +115,9 @@ def _ratio(num: float, den: float) -> float:
     return float(num) / float(den) if den else math.nan
 
 
-def summarize(rec: Recorder, wl: Workload, req: dict[str, np.ndarray], cfg: SimConfig, *, gpus: int,
-              confidence: dict) -> dict:
+def summarize(
+    rec: Recorder, wl: Workload, req: dict[str, np.ndarray], cfg: SimConfig, *, gpus: int, confidence: dict
+) -> dict:
     """The summary dict described in the module docstring (NaN where undefined)."""
     t0, t1, fallback = _window(rec, cfg)
     span = t1 - t0
@@ -186,7 +187,9 @@ def time_series(rec: Recorder, max_points: int) -> dict[str, np.ndarray]:
     factor = max(1, math.ceil(data.shape[0] / max_points))
     if factor > 1:
         pad = (-data.shape[0]) % factor
-        data = np.vstack([data, np.zeros((pad, data.shape[1]))]).reshape(-1, factor, data.shape[1]).sum(axis=1)
+        data = (
+            np.vstack([data, np.zeros((pad, data.shape[1]))]).reshape(-1, factor, data.shape[1]).sum(axis=1)
+        )
         width *= factor
     with np.errstate(invalid="ignore", divide="ignore"):
         return {

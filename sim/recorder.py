@@ -138,7 +138,9 @@ class Recorder:
         self.completed += rids.size
         self.system_len -= rids.size
 
-    def step(self, start: float, seconds: float, draft_s: float, decode: int, verify: int, tokens: int) -> None:
+    def step(
+        self, start: float, seconds: float, draft_s: float, decode: int, verify: int, tokens: int
+    ) -> None:
         """One engine step of one replica: [start, start + seconds), `tokens` emitted at its end."""
         self.steps += 1
         self.draft_s += draft_s

@@ -44,7 +44,8 @@ class SimResult:
 
     summary: flat dict (see `sim.metrics`); requests: per-request columns (numpy arrays, request-id
     order); series: time series (numpy arrays, ≤ metrics.series_bins rows); confidence: the acceptance
-    model's report (ECE/AUC per position, STS temperatures); config: the resolved config.
+    model's report (ECE/AUC per position, STS temperatures); config: the resolved config; timing: wall
+    seconds of set-up, the event loop and the results (not part of the summary: it varies run to run).
     """
 
     config: SimConfig
@@ -52,6 +53,7 @@ class SimResult:
     requests: dict[str, np.ndarray]
     series: dict[str, np.ndarray]
     confidence: dict
+    timing: dict
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,7 @@ def _as_input_error(err: ValueError, fieldname: str) -> InputError:
 
 
 def prepare(cfg: SimConfig) -> Prepared:
-    """Read and check every input of `cfg` (cost table, trace, curves file, policy, KV fit); InputError if bad."""
+    """Read and check every input of `cfg` (cost table, trace, curves, policy, KV fit); InputError if bad."""
     seeds = np.random.SeedSequence(cfg.seed).spawn(len(STREAMS))
     rngs = {name: np.random.default_rng(s) for name, s in zip(STREAMS, seeds)}
     try:
@@ -84,11 +86,15 @@ def prepare(cfg: SimConfig) -> Prepared:
         raise _as_input_error(err, "server.cost") from None
     builtin = cfg.server.cost in specsched.BUILTIN_COSTS
     if cfg.server.layers is not None:
-        cost = specsched.CostTable.from_points(cost.tokens, cost.seconds, mode=cost.mode,
-                                               layers=cfg.server.layers, name=cost.name)
+        cost = specsched.CostTable.from_points(
+            cost.tokens, cost.seconds, mode=cost.mode, layers=cfg.server.layers, name=cost.name
+        )
     elif not builtin and cfg.drafter.effective_gamma > 0:
-        raise InputError("is required with a CSV cost table to price the draft layers "
-                         "(the number of target layers the table's latency covers)", field="server.layers")
+        raise InputError(
+            "is required with a CSV cost table to price the draft layers "
+            "(the number of target layers the table's latency covers)",
+            field="server.layers",
+        )
     if cfg.server.tp is not None:
         tp = cfg.server.tp
     elif builtin:
@@ -110,8 +116,12 @@ def prepare(cfg: SimConfig) -> Prepared:
         try:
             table = traces.load(wcfg.trace)
         except InputError as err:
-            raise InputError(err.message, file=err.file, line=err.line,
-                             field="workload.trace" if err.field in (None, "trace") else err.field) from None
+            raise InputError(
+                err.message,
+                file=err.file,
+                line=err.line,
+                field="workload.trace" if err.field in (None, "trace") else err.field,
+            ) from None
         except ValueError as err:
             raise _as_input_error(err, "workload.trace") from None
         if len(table) == 0:
@@ -123,7 +133,9 @@ def prepare(cfg: SimConfig) -> Prepared:
         raise InputError(
             f"request {worst} needs {int(need[worst])} KV tokens (input + output + γ), more than the "
             f"{cfg.server.kv_tokens} a replica holds; raise server.kv_tokens or lower "
-            "workload.max_input_tokens / workload.max_output_tokens", field="server.kv_tokens")
+            "workload.max_input_tokens / workload.max_output_tokens",
+            field="server.kv_tokens",
+        )
     latent = model.request_latent(len(workload), rngs["latent"])
     return Prepared(cfg, cost, tp * cfg.server.replicas, policy, model, workload, latent, rngs)
 
@@ -140,8 +152,12 @@ def _progress_printer(total: int, every_s: float = 2.0) -> Callable[[int, float]
         last[0] = wall
         frac = done / max(total, 1)
         eta = (wall - start) * (1 - frac) / frac if frac > 0 else float("nan")
-        print(f"  sim: {done}/{total} requests ({100 * frac:.0f}%), t_sim={now:.1f}s, "
-              f"wall {wall - start:.0f}s, ETA {eta:.0f}s", file=sys.stderr, flush=True)
+        print(
+            f"  sim: {done}/{total} requests ({100 * frac:.0f}%), t_sim={now:.1f}s, "
+            f"wall {wall - start:.0f}s, ETA {eta:.0f}s",
+            file=sys.stderr,
+            flush=True,
+        )
 
     return report
 
@@ -152,6 +168,7 @@ def simulate(config: SimConfig, *, progress: bool | Callable[[int, float], None]
     progress: True prints progress with an ETA to stderr every ~2 s of wall time; a callable gets
     (completed requests, simulated seconds) every 1024 engine steps.
     """
+    t_start = time.perf_counter()
     prep = prepare(config)
     cfg, wl = config, prep.workload
     n = len(wl)
@@ -160,12 +177,23 @@ def simulate(config: SimConfig, *, progress: bool | Callable[[int, float], None]
     gamma = cfg.drafter.effective_gamma
     budget = cfg.server.max_num_batched_tokens
     eng = Engine(
-        env=env, recorder=rec, model=prep.model, policy=prep.policy, cost=prep.cost, gamma=gamma,
-        max_num_seqs=cfg.server.max_num_seqs, max_batch_tokens=budget, kv_tokens=cfg.server.kv_tokens,
-        input_tokens=wl.input_tokens, output_tokens=wl.output_tokens, domain=wl.domain, latent=prep.latent,
+        env=env,
+        recorder=rec,
+        model=prep.model,
+        policy=prep.policy,
+        cost=prep.cost,
+        gamma=gamma,
+        max_num_seqs=cfg.server.max_num_seqs,
+        max_batch_tokens=budget,
+        kv_tokens=cfg.server.kv_tokens,
+        input_tokens=wl.input_tokens,
+        output_tokens=wl.output_tokens,
+        domain=wl.domain,
+        latent=prep.latent,
         draft_s=draft_seconds_table(cfg.drafter, prep.cost, cfg.server.max_num_seqs),
         latency=np.asarray(prep.cost.latency(np.arange(budget + 1)), dtype=np.float64),
-        rng_accept=prep.rngs["acceptance"], rng_conf=prep.rngs["confidence"],
+        rng_accept=prep.rngs["acceptance"],
+        rng_conf=prep.rngs["confidence"],
     )
     replicas = [Replica(i, eng) for i in range(cfg.server.replicas)]
     router = Router(replicas, cfg.server.router)
@@ -184,13 +212,30 @@ def simulate(config: SimConfig, *, progress: bool | Callable[[int, float], None]
                 report(rec.completed, now)
 
         eng.on_step = on_step
+    t_loop = time.perf_counter()
     env.run()
     rec.close(env.now)
-    if rec.completed != n:
+    t_results = time.perf_counter()
+    if rec.completed != n or any(rep.n or rep.kv_used or rep.queue for rep in replicas):
         raise RuntimeError(f"simulation ended with {n - rec.completed} of {n} requests unfinished")
     requests = request_table(rec, wl)
     confidence = prep.model.report
     summary = summarize(rec, wl, requests, cfg, gpus=prep.gpus, confidence=confidence)
-    summary.update({"policy": cfg.policy.name, "drafter": cfg.drafter.name, "gamma": gamma,
-                    "cost": prep.cost.name or str(cfg.server.cost), "seed": cfg.seed})
-    return SimResult(cfg, summary, requests, time_series(rec, cfg.metrics.series_bins), confidence)
+    summary.update(
+        {
+            "policy": cfg.policy.name,
+            "drafter": cfg.drafter.name,
+            "gamma": gamma,
+            "cost": prep.cost.name or str(cfg.server.cost),
+            "seed": cfg.seed,
+        }
+    )
+    series = time_series(rec, cfg.metrics.series_bins)
+    t_end = time.perf_counter()
+    timing = {
+        "setup_s": t_loop - t_start,
+        "loop_s": t_results - t_loop,
+        "results_s": t_end - t_results,
+        "total_s": t_end - t_start,
+    }
+    return SimResult(cfg, summary, requests, series, confidence, timing)

@@ -107,8 +107,9 @@ class Replica:
         self.n_decoding = 0
         self.kv_used = 0
         self.state = np.zeros((9, s), dtype=np.int64)
-        (self.rid, self.pleft, self.gen, self.olen, self.dom, self.inp,
-         self.acc, self.dsteps, self.lsum) = self.state
+        (self.rid, self.pleft, self.gen, self.olen, self.dom, self.inp, self.acc, self.dsteps, self.lsum) = (
+            self.state
+        )
         self.lat = np.zeros(s)
         self.delay = eng.policy.delay if eng.policy.uses_stale else -1
         self.hist = np.zeros((s, self.delay + 1, eng.gamma)) if self.delay >= 0 else None
@@ -221,7 +222,8 @@ class Replica:
             done = int(rec.generated[rid])
             prompt = int(eng.input_tokens[rid])
             # A preempted request recomputes its prompt and the tokens it already emitted.
-            self.state[:, s] = (rid, prompt + done, done, eng.output_tokens[rid], eng.domain[rid], prompt, 0, 0, 0)
+            row = (rid, prompt + done, done, eng.output_tokens[rid], eng.domain[rid], prompt, 0, 0, 0)
+            self.state[:, s] = row
             self.lat[s] = eng.latent[rid]
             chunk = min(prompt + done, room)
             room -= chunk

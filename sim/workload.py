@@ -44,8 +44,9 @@ class Workload:
         return int(self.input_tokens.shape[0])
 
 
-def _lengths(dist: str, mean: int, cv: float, n: int, rng: np.random.Generator,
-             from_trace: np.ndarray | None) -> np.ndarray:
+def _lengths(
+    dist: str, mean: int, cv: float, n: int, rng: np.random.Generator, from_trace: np.ndarray | None
+) -> np.ndarray:
     """int64[n] token counts (not yet clipped) from one of sim.config.LENGTH_DISTS."""
     if dist == "fixed":
         return synthetic.fixed_lengths(n, mean)
@@ -61,7 +62,7 @@ def _lengths(dist: str, mean: int, cv: float, n: int, rng: np.random.Generator,
 
 
 def _domains(cfg: WorkloadConfig, n: int, rng: np.random.Generator, labels: np.ndarray | None) -> np.ndarray:
-    """int64[n] domain indices: one fixed domain, the trace's labels (if all are known domains), or the mix."""
+    """int64[n] domain indices: one fixed domain, the trace's labels (if all are known), or the mix."""
     if cfg.domain != "mix":
         return np.full(n, DOMAINS.index(cfg.domain), dtype=np.int64)
     if labels is not None and set(labels.tolist()) <= set(DOMAINS):
@@ -98,10 +99,22 @@ def build_workload(cfg: WorkloadConfig, rngs: dict[str, np.random.Generator], ta
         pick = None
         if "trace" in (cfg.input_dist, cfg.output_dist):
             pick = rng.integers(0, len(table), size=n)  # joint resampling keeps the trace's correlation
-        inputs = _lengths(cfg.input_dist, cfg.input_tokens, cfg.input_cv, n, rng,
-                          None if pick is None else np.asarray(table.input_tokens)[pick])
-        outputs = _lengths(cfg.output_dist, cfg.output_tokens, cfg.output_cv, n, rng,
-                           None if pick is None else np.asarray(table.output_tokens)[pick])
+        inputs = _lengths(
+            cfg.input_dist,
+            cfg.input_tokens,
+            cfg.input_cv,
+            n,
+            rng,
+            None if pick is None else np.asarray(table.input_tokens)[pick],
+        )
+        outputs = _lengths(
+            cfg.output_dist,
+            cfg.output_tokens,
+            cfg.output_cv,
+            n,
+            rng,
+            None if pick is None else np.asarray(table.output_tokens)[pick],
+        )
         labels = None
     clipped_in = (inputs < 1) | (inputs > cfg.max_input_tokens)
     clipped_out = (outputs < 1) | (outputs > cfg.max_output_tokens)

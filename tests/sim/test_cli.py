@@ -10,11 +10,31 @@ import pytest
 from specbed.cli import main as specbed
 
 PUBLIC_KEYS = {
-    "requests_completed", "output_tokens", "steps", "throughput_tok_s", "throughput_tok_s_per_gpu",
-    "per_user_tok_s_mean", "ttft_s_p50", "ttft_s_p99", "tpot_s_mean", "tpot_s_p50", "tpot_s_p99", "tau_mean",
-    "mean_verify_tokens_per_request_step", "preemptions", "ece_raw", "ece_calibrated",
+    "requests_completed",
+    "output_tokens",
+    "steps",
+    "throughput_tok_s",
+    "throughput_tok_s_per_gpu",
+    "per_user_tok_s_mean",
+    "ttft_s_p50",
+    "ttft_s_p99",
+    "tpot_s_mean",
+    "tpot_s_p50",
+    "tpot_s_p99",
+    "tau_mean",
+    "mean_verify_tokens_per_request_step",
+    "preemptions",
+    "ece_raw",
+    "ece_calibrated",
 }
-SMALL = ["--set", "workload.num_requests=60", "--set", "workload.rate=20", "--set", "acceptance.sts_samples=256"]
+SMALL = [
+    "--set",
+    "workload.num_requests=60",
+    "--set",
+    "workload.rate=20",
+    "--set",
+    "acceptance.sts_samples=256",
+]
 
 
 def test_run_writes_results_and_replays(tmp_path, capsys):
@@ -36,8 +56,9 @@ def test_run_writes_results_and_replays(tmp_path, capsys):
 
 def _bad_json(tmp_path):
     path = tmp_path / "curves.json"
-    path.write_text(json.dumps({"version": 1, "curves": {"dspark": {"math": [0.9, 0.8], "code": "x",
-                                                                    "chat": [0.7]}}}))
+    path.write_text(
+        json.dumps({"version": 1, "curves": {"dspark": {"math": [0.9, 0.8], "code": "x", "chat": [0.7]}}})
+    )
     return str(path)
 
 

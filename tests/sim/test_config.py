@@ -82,8 +82,19 @@ def test_toml_file_with_tables_and_mix_table(tmp_path):
 
 
 def test_toml_round_trip(tmp_path):
-    cfg = load_config(None, ["seed=9", "workload.kind=closed", "workload.mix=1,2,3", "policy.name=fixed",
-                             "policy.k=4", "server.tp=2", "acceptance.sts=false", "metrics.warmup=0.2"])
+    cfg = load_config(
+        None,
+        [
+            "seed=9",
+            "workload.kind=closed",
+            "workload.mix=1,2,3",
+            "policy.name=fixed",
+            "policy.k=4",
+            "server.tp=2",
+            "acceptance.sts=false",
+            "metrics.warmup=0.2",
+        ],
+    )
     path = tmp_path / "config.toml"
     path.write_text(config_to_toml(cfg))
     assert load_config(path) == cfg

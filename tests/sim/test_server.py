@@ -15,8 +15,15 @@ PERFECT = ("acceptance.auc=1.0", "acceptance.overconfidence=0", "acceptance.sts=
 
 def test_perfect_confidence_and_flat_cost_verify_all_gamma(tmp_path):
     """Θ = τ / const rises with every candidate, so dspark verifies all γ of every request."""
-    res = run("workload.num_requests=200", "workload.rate=50", "workload.output_tokens=64", *PERFECT,
-              f"server.cost={flat_cost(tmp_path)}", "server.layers=32", "policy.name=dspark")
+    res = run(
+        "workload.num_requests=200",
+        "workload.rate=50",
+        "workload.output_tokens=64",
+        *PERFECT,
+        f"server.cost={flat_cost(tmp_path)}",
+        "server.layers=32",
+        "policy.name=dspark",
+    )
     req = res.requests
     np.testing.assert_array_equal(req["verify_tokens"], req["decode_steps"] * 8)
     assert res.summary["mean_verify_tokens_per_request_step"] == 8.0
@@ -40,8 +47,9 @@ class Recording:
         self.calls: list[tuple[np.ndarray, np.ndarray | None, float, int | None]] = []
 
     def __call__(self, conf, cost, *, stale=None, max_batch_tokens=None):
-        self.calls.append((conf.copy(), None if stale is None else stale.copy(), cost.draft_seconds,
-                           max_batch_tokens))
+        self.calls.append(
+            (conf.copy(), None if stale is None else stale.copy(), cost.draft_seconds, max_batch_tokens)
+        )
         return np.zeros(conf.shape[0], dtype=np.int64)
 
 
@@ -49,10 +57,15 @@ def test_stale_confidences_are_delay_steps_old(monkeypatch):
     """One request at a time: stale at its k-th decode step is conf at step max(0, k − delay)."""
     policy = Recording(delay=2)
     monkeypatch.setattr(specsched, "make_policy", lambda name, **params: policy)
-    run("workload.kind=closed", "workload.concurrency=1", "workload.num_requests=3",
-        "workload.output_tokens=10", "server.max_num_batched_tokens=4096")
+    run(
+        "workload.kind=closed",
+        "workload.concurrency=1",
+        "workload.num_requests=3",
+        "workload.output_tokens=10",
+        "server.max_num_batched_tokens=4096",
+    )
     assert len(policy.calls) == 3 * 9  # ℓ = 0: 9 decode steps after the prefill's first token
-    for i, (conf, stale, _, budget) in enumerate(policy.calls):
+    for i, (_, stale, _, budget) in enumerate(policy.calls):
         first = (i // 9) * 9
         np.testing.assert_array_equal(stale, policy.calls[max(first, i - 2)][0])
         assert budget == 4096
@@ -61,8 +74,12 @@ def test_stale_confidences_are_delay_steps_old(monkeypatch):
 def test_policy_is_given_the_draft_cost(monkeypatch):
     policy = Recording(uses_stale=False, delay=0)
     monkeypatch.setattr(specsched, "make_policy", lambda name, **params: policy)
-    res = run("workload.kind=closed", "workload.concurrency=8", "workload.num_requests=16",
-              "workload.output_tokens=20")
+    res = run(
+        "workload.kind=closed",
+        "workload.concurrency=8",
+        "workload.num_requests=16",
+        "workload.output_tokens=20",
+    )
     cfg = res.config
     table = draft_seconds_table(cfg.drafter, specsched.builtin_cost(cfg.server.cost), cfg.server.max_num_seqs)
     for conf, _, draft, _ in policy.calls:
@@ -87,9 +104,17 @@ def test_draft_cost_by_drafter_kind():
 
 def test_step_time_is_draft_plus_verify(tmp_path):
     """Flat 10 ms verify, known draft: one request's e2e is a sum of whole steps."""
-    res = run("workload.kind=closed", "workload.concurrency=1", "workload.num_requests=1",
-              "workload.input_tokens=1", "workload.output_tokens=30", "drafter.name=eagle3", "drafter.gamma=3",
-              f"server.cost={flat_cost(tmp_path)}", "server.layers=10")
+    res = run(
+        "workload.kind=closed",
+        "workload.concurrency=1",
+        "workload.num_requests=1",
+        "workload.input_tokens=1",
+        "workload.output_tokens=30",
+        "drafter.name=eagle3",
+        "drafter.gamma=3",
+        f"server.cost={flat_cost(tmp_path)}",
+        "server.layers=10",
+    )
     steps = res.requests["decode_steps"][0]
     # prefill step (no decoding requests: no draft) + decode steps at 0.01 + 3 × 0.001 each
     assert res.requests["e2e_s"][0] == pytest.approx(0.01 + steps * 0.013)
@@ -97,18 +122,34 @@ def test_step_time_is_draft_plus_verify(tmp_path):
 
 def test_chunked_prefill_and_ttft(tmp_path):
     """A 1000-token prompt with a 256-token budget prefills in 4 steps; its first token ends the 4th."""
-    res = run("workload.kind=closed", "workload.concurrency=1", "workload.num_requests=1",
-              "workload.input_tokens=1000", "workload.output_tokens=5", "drafter.name=none", "policy.name=ar",
-              "server.max_num_batched_tokens=256", f"server.cost={flat_cost(tmp_path)}")
+    res = run(
+        "workload.kind=closed",
+        "workload.concurrency=1",
+        "workload.num_requests=1",
+        "workload.input_tokens=1000",
+        "workload.output_tokens=5",
+        "drafter.name=none",
+        "policy.name=ar",
+        "server.max_num_batched_tokens=256",
+        f"server.cost={flat_cost(tmp_path)}",
+    )
     assert res.requests["ttft_s"][0] == pytest.approx(0.04)
     assert res.requests["e2e_s"][0] == pytest.approx(0.08)
 
 
 def test_kv_overflow_preempts_the_newest(tmp_path):
     """Two requests fit at admission; their growth overflows KV, so the later-admitted one is preempted."""
-    res = run("workload.kind=closed", "workload.concurrency=2", "workload.num_requests=2",
-              "workload.input_tokens=10", "workload.output_tokens=50", "drafter.name=none", "policy.name=ar",
-              "server.kv_tokens=100", f"server.cost={flat_cost(tmp_path)}")
+    res = run(
+        "workload.kind=closed",
+        "workload.concurrency=2",
+        "workload.num_requests=2",
+        "workload.input_tokens=10",
+        "workload.output_tokens=50",
+        "drafter.name=none",
+        "policy.name=ar",
+        "server.kv_tokens=100",
+        f"server.cost={flat_cost(tmp_path)}",
+    )
     req = res.requests
     assert req["preemptions"][0] == 0 and req["preemptions"][1] >= 1
     assert req["finish_s"][0] < req["finish_s"][1]
@@ -116,15 +157,25 @@ def test_kv_overflow_preempts_the_newest(tmp_path):
 
 
 def test_max_num_seqs_limits_the_batch():
-    res = run("workload.kind=closed", "workload.concurrency=40", "workload.num_requests=120",
-              "server.max_num_seqs=16")
+    res = run(
+        "workload.kind=closed",
+        "workload.concurrency=40",
+        "workload.num_requests=120",
+        "server.max_num_seqs=16",
+    )
     assert res.series["batch_size"][np.isfinite(res.series["batch_size"])].max() <= 16
     assert res.summary["queue_s_mean"] > 0
 
 
 @pytest.mark.parametrize("router", ["round_robin", "least_outstanding"])
 def test_router_spreads_requests(router):
-    res = run("workload.num_requests=400", "workload.rate=40", "server.replicas=4", f"server.router={router}")
+    res = run(
+        "workload.num_requests=400",
+        "workload.rate=40",
+        "workload.output_tokens=64",
+        "server.replicas=4",
+        f"server.router={router}",
+    )
     counts = np.bincount(res.requests["replica"], minlength=4)
     if router == "round_robin":
         np.testing.assert_array_equal(res.requests["replica"], np.arange(400) % 4)
@@ -134,8 +185,13 @@ def test_router_spreads_requests(router):
 
 def test_closed_loop_think_time():
     """A user's next request arrives think_s after one of the previous ones finished."""
-    res = run("workload.kind=closed", "workload.concurrency=4", "workload.num_requests=40",
-              "workload.think_s=0.5", "workload.think_dist=fixed")
+    res = run(
+        "workload.kind=closed",
+        "workload.concurrency=4",
+        "workload.num_requests=40",
+        "workload.think_s=0.5",
+        "workload.think_dist=fixed",
+    )
     req = res.requests
     assert np.all(req["arrival_s"][:4] == 0.0)
     finishes = np.sort(req["finish_s"])
@@ -147,8 +203,12 @@ def test_trace_replay_uses_the_trace():
     import traces
 
     table = traces.load("azure2023-conv")
-    res = run("workload.kind=trace", "workload.trace=azure2023-conv", "workload.num_requests=300",
-              "workload.speedup=4")
+    res = run(
+        "workload.kind=trace",
+        "workload.trace=azure2023-conv",
+        "workload.num_requests=300",
+        "workload.speedup=4",
+    )
     req = res.requests
     assert res.summary["requests_total"] == 300
     np.testing.assert_allclose(req["arrival_s"], table.arrival_s[:300] / 4)
@@ -160,8 +220,14 @@ def test_lengths_resampled_from_a_trace_keep_pairs():
     import traces
 
     table = traces.load("azure2023-code")
-    res = run("workload.num_requests=200", "workload.input_dist=trace", "workload.output_dist=trace",
-              "workload.trace=azure2023-code", "workload.max_input_tokens=100000", "server.kv_tokens=10000000")
+    res = run(
+        "workload.num_requests=200",
+        "workload.input_dist=trace",
+        "workload.output_dist=trace",
+        "workload.trace=azure2023-code",
+        "workload.max_input_tokens=100000",
+        "server.kv_tokens=10000000",
+    )
     pairs = set(zip(table.input_tokens.tolist(), np.maximum(table.output_tokens, 1).tolist()))
     got = zip(res.requests["input_tokens"].tolist(), res.requests["output_tokens"].tolist())
     assert all(p in pairs for p in got)
@@ -171,4 +237,25 @@ def test_time_series_is_bounded():
     res = run("workload.num_requests=2000", "workload.rate=100", "metrics.series_bins=64")
     assert 0 < len(res.series["t_s"]) <= 64
     assert np.nansum(res.series["throughput_tok_s"] * np.diff(res.series["t_s"])[0]) == pytest.approx(
-        res.summary["output_tokens"], rel=1e-9)
+        res.summary["output_tokens"], rel=1e-9
+    )
+
+
+def test_metrics_on_a_deterministic_pipeline(tmp_path):
+    """One user, γ = 0, 10 ms steps, 10-token outputs: 100 tok/s, TTFT 10 ms, TPOT 10 ms, 1 step/token."""
+    res = run(
+        "workload.kind=closed",
+        "workload.concurrency=1",
+        "workload.num_requests=200",
+        "workload.input_tokens=1",
+        "workload.output_tokens=10",
+        "drafter.name=none",
+        "policy.name=ar",
+        f"server.cost={flat_cost(tmp_path)}",
+    )
+    s = res.summary
+    assert s["throughput_tok_s"] == pytest.approx(100.0, rel=2e-3)
+    assert s["request_throughput_req_s"] == pytest.approx(10.0, rel=2e-2)
+    assert (s["ttft_s_p50"], s["tpot_s_mean"], s["e2e_s_p99"]) == pytest.approx((0.01, 0.01, 0.1))
+    assert s["per_user_tok_s_mean"] == pytest.approx(100.0)
+    assert (s["tau_mean"], s["steps"], s["busy_frac"]) == (1.0, 2000, pytest.approx(1.0, rel=2e-3))

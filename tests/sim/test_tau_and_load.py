@@ -16,9 +16,18 @@ def test_tau_per_domain_matches_table1(drafter):
 
     Margins are thin by construction for DSpark/code: its Fig. 2 curve gives 5.166 vs Table 1's 5.12.
     """
-    res = run("workload.kind=closed", "workload.concurrency=256", "workload.num_requests=30000",
-              "workload.input_tokens=16", "workload.output_tokens=64", f"drafter.name={drafter}",
-              "policy.name=fixed", "policy.k=7", "metrics.warmup=0", "metrics.drain=0.05")
+    res = run(
+        "workload.kind=closed",
+        "workload.concurrency=256",
+        "workload.num_requests=30000",
+        "workload.input_tokens=16",
+        "workload.output_tokens=64",
+        f"drafter.name={drafter}",
+        "policy.name=fixed",
+        "policy.k=7",
+        "metrics.warmup=0",
+        "metrics.drain=0.05",
+    )
     for domain in DOMAINS:
         tau = res.summary["tau_by_domain"][domain]
         assert tau == pytest.approx(TABLE1_TAU[drafter][domain], abs=0.05), domain
@@ -26,11 +35,20 @@ def test_tau_per_domain_matches_table1(drafter):
 
 
 def _closed(cost: str, concurrency: int, drafter: str, policy: str, *extra: str):
-    return run("workload.kind=closed", f"workload.concurrency={concurrency}",
-               f"workload.num_requests={4 * concurrency}", "workload.input_tokens=512",
-               "workload.output_tokens=512", "workload.output_dist=exponential", "metrics.warmup=0.25",
-               f"server.cost={cost}", "server.max_num_seqs=512", f"drafter.name={drafter}",
-               f"policy.name={policy}", *extra).summary
+    return run(
+        "workload.kind=closed",
+        f"workload.concurrency={concurrency}",
+        f"workload.num_requests={4 * concurrency}",
+        "workload.input_tokens=512",
+        "workload.output_tokens=512",
+        "workload.output_dist=exponential",
+        "metrics.warmup=0.25",
+        f"server.cost={cost}",
+        "server.max_num_seqs=512",
+        f"drafter.name={drafter}",
+        f"policy.name={policy}",
+        *extra,
+    ).summary
 
 
 def test_fixed_k_crossover_on_a_saturating_table(tmp_path):
@@ -58,8 +76,15 @@ def test_verify_budget_falls_with_concurrency_like_fig8():
     """DSpark-5 (γ=5, 3 draft layers) on the V4-Flash-like table: ≈5 at 20 concurrent, ≈3.5 at 200."""
     budget = {}
     for concurrency in (20, 200):
-        s = _closed("h200-v4flash", concurrency, "dspark", "dspark", "drafter.gamma=5", "drafter.layers=3",
-                    "workload.input_tokens=1024")
+        s = _closed(
+            "h200-v4flash",
+            concurrency,
+            "dspark",
+            "dspark",
+            "drafter.gamma=5",
+            "drafter.layers=3",
+            "workload.input_tokens=1024",
+        )
         budget[concurrency] = s["mean_verify_tokens_per_request_step"]
     assert budget[20] > budget[200]
     assert budget[20] == pytest.approx(5.0, abs=0.75)
