@@ -180,19 +180,31 @@ def _context():
 def _run_pool(todo: list[Cell], model, jobs: int, on_done: Done, on_error: Failed) -> None:
     attempts: Counter[str] = Counter()
     queue = list(reversed(todo))  # pop() from the end keeps cell order
-    while queue:
+    # Cells in flight when a pool broke with several in flight: each is retried alone (a pool of one), so
+    # only the cell that really kills its worker is charged an attempt.
+    suspects: list[Cell] = []
+    idle_pools = 0
+    while queue or suspects:
+        alone = bool(suspects)
+        source = [suspects.pop()] if alone else queue
+        window = 1 if alone else jobs
+        progressed = False
         with ProcessPoolExecutor(
-            max_workers=min(jobs, len(queue)),
+            max_workers=min(window, len(source)),
             mp_context=_context(),
             initializer=_watch_parent,
             initargs=(os.getpid(),),
         ) as pool:
             inflight: dict = {}
             broken: list[Cell] = []
-            while queue or inflight:
-                while queue and len(inflight) < jobs and not broken:
-                    cell = queue.pop()
-                    inflight[pool.submit(run_cell, model, cell.config)] = cell
+            while source or inflight:
+                while source and len(inflight) < window and not broken:
+                    cell = source.pop()
+                    try:
+                        inflight[pool.submit(run_cell, model, cell.config)] = cell
+                    except BrokenProcessPool:  # broke before a future said so: not this cell's fault
+                        source.append(cell)
+                        break
                 if not inflight:
                     break
                 finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
@@ -203,19 +215,32 @@ def _run_pool(todo: list[Cell], model, jobs: int, on_done: Done, on_error: Faile
                     except BrokenProcessPool:
                         broken.append(cell)
                     except Exception as err:
+                        progressed = True
                         on_error(cell, "".join(traceback.format_exception(err)))
                     else:
+                        progressed = True
                         on_done(cell, summary, wall)
-            for cell in broken:
-                attempts[cell.key] += 1
-                if attempts[cell.key] >= MAX_ATTEMPTS:
-                    on_error(
-                        cell,
-                        f"worker process died {MAX_ATTEMPTS} times running this cell "
-                        "(killed, or out of memory)\n",
-                    )
-                else:
-                    queue.append(cell)
+        if alone and source:
+            suspects.extend(source)
+        if len(broken) == 1:
+            cell = broken[0]
+            attempts[cell.key] += 1
+            if attempts[cell.key] >= MAX_ATTEMPTS:
+                progressed = True
+                on_error(
+                    cell,
+                    f"worker process died {MAX_ATTEMPTS} times running this cell "
+                    "(killed, or out of memory)\n",
+                )
+            else:
+                (suspects if alone else queue).append(cell)
+        elif broken:
+            suspects.extend(broken)
+        idle_pools = 0 if progressed or broken else idle_pools + 1
+        if idle_pools >= MAX_ATTEMPTS:  # pools that die before running anything: give up cleanly
+            for cell in [*reversed(queue), *suspects]:
+                on_error(cell, "could not start worker processes\n")
+            return
 
 
 def _import_ray():

@@ -7,13 +7,17 @@ Protocol (what engine.loop calls):
         exponentials: float64 [R, γ, V], the Exp(1) noise to sample draft position k with (engine.noise
         keys it; in coupled mode it is the target's own noise for that absolute position).
     release(rid) -> None: the request left the batch; drop its state.
+    observe(rids, lengths, accepted) -> None (optional): after each verify, the verify lengths ℓ and the
+        accepted counts of the last proposal, for drafters that calibrate their confidence online.
 Proposal.probs[r, k] must be exactly the distribution tokens[r, k] was drawn from (the sampling module's
 output for the request's SamplingParams), and conf[r, k] may depend only on the drafts before position k
 (conf is read by the scheduler before the token at k is verified: using q(d_k) itself, or anything drawn
 after it, would let the admission of d_k depend on d_k -- the lookahead bias of the paper's Appendix A).
 
 ModelDrafter's confidence is the draft distribution's max probability at position k, a function of the
-prefix only. Its cache rolls back by keeping the longest common prefix of what it has cached and the
+prefix only; with `calibration_bins` > 0 it is mapped through an online histogram calibration (acceptance
+frequency of past verified positions per max-probability bin, shrunk towards the raw value), which uses
+only outcomes of earlier steps and so stays non-anticipating. Its cache rolls back by keeping the longest common prefix of what it has cached and the
 request's committed tokens; tokens it has not seen (the bonus, or the last accepted draft) are fed, ragged,
 in the first draft forward of the next step.
 
@@ -26,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+import numpy as np
 import torch
 
 from engine.model import KVCache, TinyLM
@@ -49,10 +54,9 @@ class Drafter(Protocol):
 
 def pad_batch(seqs: Sequence[Sequence[int]], device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
     """Ragged token lists -> (tokens int64 [R, S] padded with 0, n_valid int64 [R])."""
-    width = max((len(s) for s in seqs), default=0)
-    tokens = torch.zeros((len(seqs), max(width, 1)), dtype=torch.int64)
-    for i, s in enumerate(seqs):
-        tokens[i, : len(s)] = torch.as_tensor(list(s), dtype=torch.int64)
+    width = max(max((len(s) for s in seqs), default=0), 1)
+    rows = [list(s) + [0] * (width - len(s)) for s in seqs]
+    tokens = torch.tensor(rows, dtype=torch.int64).reshape(len(seqs), width)
     n_valid = torch.tensor([len(s) for s in seqs], dtype=torch.int64)
     return tokens.to(device), n_valid.to(device)
 
@@ -60,8 +64,14 @@ def pad_batch(seqs: Sequence[Sequence[int]], device="cpu") -> tuple[torch.Tensor
 class ModelDrafter:
     """A TinyLM drafter with slot-based KV cache and max-probability confidence."""
 
-    def __init__(self, model: TinyLM, *, slots: int, max_len: int, device="cpu") -> None:
+    def __init__(
+        self, model: TinyLM, *, slots: int, max_len: int, device="cpu", calibration_bins: int = 0
+    ) -> None:
         self.model = model
+        self.bins = calibration_bins
+        self._tries = np.zeros(max(calibration_bins, 1))
+        self._hits = np.zeros(max(calibration_bins, 1))
+        self._raw: dict[int, np.ndarray] = {}
         self.cache = KVCache(model.config, slots, max_len, device=device)
         self.device = device
         self._slot: dict[int, int] = {}
@@ -76,9 +86,30 @@ class ModelDrafter:
         if rid in self._slot:
             self._free.append(self._slot.pop(rid))
             self._cached.pop(rid, None)
+            self._raw.pop(rid, None)
 
-    def _rollback(self, req) -> list[int]:
-        """Roll the request's slot back to the common prefix; return the tokens still to feed (>= 1)."""
+    def _bin(self, raw: np.ndarray) -> np.ndarray:
+        return np.minimum((raw * self.bins).astype(np.int64), self.bins - 1)
+
+    def observe(self, rids: Sequence[int], lengths: Sequence[int], accepted: Sequence[int]) -> None:
+        """Count, per raw-confidence bin, the verified positions that were tested and accepted."""
+        if not self.bins:
+            return
+        for rid, ell, n in zip(rids, lengths, accepted):
+            tested = min(int(ell), int(n) + 1)  # positions before the first rejection, and the rejected one
+            if tested and rid in self._raw:
+                b = self._bin(self._raw[rid][:tested])
+                np.add.at(self._tries, b, 1.0)
+                np.add.at(self._hits, b[: int(n)], 1.0)
+
+    def _calibrated(self, raw: np.ndarray) -> np.ndarray:
+        """(hits + 4·raw) / (tries + 4) per bin: the raw value until the bin has evidence."""
+        b = self._bin(raw)
+        return np.clip((self._hits[b] + 4.0 * raw) / (self._tries[b] + 4.0), 0.0, 1.0)
+
+    def _rollback(self, req) -> tuple[int, list[int]]:
+        """The request's cache length after rolling back to the common prefix of what is cached and its
+        committed tokens, and the tokens still to feed (>= 1)."""
         if req.rid not in self._slot:
             if not self._free:
                 raise ValueError("ModelDrafter: no free cache slot (raise slots)")
@@ -90,9 +121,7 @@ class ModelDrafter:
         while common < limit and tokens[common] == cached[common]:
             common += 1
         common = min(common, len(tokens) - 1)  # the last token is always fed: its logits draft position 0
-        self.cache.lengths[self._slot[req.rid]] = common
-        self._cached[req.rid] = list(tokens[:common])
-        return list(tokens[common:])
+        return common, list(tokens[common:])
 
     def propose(self, reqs: Sequence, gamma: int, exponentials: torch.Tensor) -> Proposal:
         r = len(reqs)
@@ -103,8 +132,10 @@ class ModelDrafter:
         conf = torch.zeros((r, gamma), dtype=torch.float64, device=self.device)
         if gamma == 0 or r == 0:
             return Proposal(toks, probs, conf)
-        feeds = [self._rollback(req) for req in reqs]
+        rolled = [self._rollback(req) for req in reqs]
+        feeds = [f for _, f in rolled]
         slots = torch.tensor([self._slot[req.rid] for req in reqs], dtype=torch.int64, device=self.device)
+        self.cache.lengths[slots] = torch.tensor([c for c, _ in rolled], dtype=torch.int64, device=self.device)
         params = [req.params for req in reqs]
         tokens, n_valid = pad_batch(feeds, self.device)
         ar = torch.arange(r, device=self.device)
@@ -117,6 +148,11 @@ class ModelDrafter:
             toks[:, k] = race(q, exponentials[:, k])
             if k + 1 < gamma:
                 tokens, n_valid = toks[:, k : k + 1], torch.ones(r, dtype=torch.int64, device=self.device)
+        drafted = toks[:, : gamma - 1].tolist()
         for i, req in enumerate(reqs):
-            self._cached[req.rid] = list(req.tokens) + toks[i, : gamma - 1].tolist()
+            self._cached[req.rid] = list(req.tokens) + drafted[i]
+        if self.bins:
+            raw = conf.cpu().numpy()
+            self._raw.update({req.rid: raw[i] for i, req in enumerate(reqs)})
+            conf = torch.as_tensor(self._calibrated(raw), dtype=torch.float64, device=self.device)
         return Proposal(toks, probs, conf)

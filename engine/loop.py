@@ -64,7 +64,7 @@ class Request:
             raise ValueError(f"Request {self.rid}: field 'max_new_tokens' must be >= 1")
 
 
-@dataclass
+@dataclass(eq=False)
 class _Running:
     req: Request
     slot: int
@@ -90,14 +90,14 @@ class _Running:
 @dataclass(frozen=True)
 class EngineConfig:
     """gamma: drafts per request per step; policy/policy_params: a specsched policy; cost: a specsched
-    cost spec (built-in name or CSV path); mode: "standard" (rejection sampling) or "coupled";
+    CostTable or cost spec (built-in name or CSV path); mode: "standard" (rejection sampling) or "coupled";
     backend: verifier backend; max_batch_tokens: cap on Σ(1 + ℓ); stale_prior: stale conf of young requests;
     max_running: requests decoded together (cache slots)."""
 
     gamma: int = 4
     policy: str = "dspark"
     policy_params: Mapping[str, object] = field(default_factory=dict)
-    cost: str = "h200-dense8b"
+    cost: str | specsched.CostTable = "h200-dense8b"
     mode: str = "standard"
     backend: str = "torch"
     max_batch_tokens: int | None = None
@@ -147,7 +147,8 @@ class Engine:
     def __init__(self, target: TinyLM, drafter: Drafter | None, config: EngineConfig, *, max_len: int = 512):
         self.target, self.drafter, self.config = target, drafter, config
         self.policy = specsched.make_policy(config.policy, **dict(config.policy_params))
-        self.cost = specsched.load_cost(config.cost)
+        cost = config.cost
+        self.cost = cost if isinstance(cost, specsched.CostTable) else specsched.load_cost(cost)
         self.max_len = max_len
         self.cache = KVCache(target.config, config.max_running, max_len)
         self.stats = EngineStats()
@@ -173,8 +174,9 @@ class Engine:
                 self.cache.lengths[run.slot] = 0
                 running.append(run)
             self._spec_step(running) if speculative else self._plain_step(running)
-            for run in [x for x in running if x.remaining <= 0]:
-                running.remove(run)
+            finished = [x for x in running if x.remaining <= 0]
+            running = [x for x in running if x.remaining > 0]
+            for run in finished:
                 free.append(run.slot)
                 done[run.rid] = run.output
                 self._history.pop(run.rid, None)
@@ -194,17 +196,27 @@ class Engine:
         slots = torch.tensor([x.slot for x in running], dtype=torch.int64)
         return self.target.forward(tokens, n_valid, slots, self.cache), n_valid
 
+    def _feeds(self, running) -> tuple[list[list[int]], list[int]]:
+        """Each request's committed tokens not yet in the target cache, and its committed length."""
+        cached = self.cache.lengths[torch.tensor([x.slot for x in running], dtype=torch.int64)].tolist()
+        tokens = [x.tokens for x in running]
+        return [t[c:] for t, c in zip(tokens, cached)], [len(t) for t in tokens]
+
+    def _commit_lengths(self, running, lengths: list[int]) -> None:
+        slots = torch.tensor([x.slot for x in running], dtype=torch.int64)
+        self.cache.lengths[slots] = torch.tensor(lengths, dtype=torch.int64)
+
     def _plain_step(self, running) -> None:
         vocab = self.target.config.vocab_size
-        feeds = [x.tokens[int(self.cache.lengths[x.slot]) :] for x in running]
+        feeds, committed = self._feeds(running)
         logits, n_valid = self._forward(running, feeds)
         last = logits[torch.arange(len(running)), n_valid - 1]
         probs = probs_from_logits(last, [x.params for x in running])
         seeds, rids, pos = self._keys(running)
-        tok = sample(probs, keyed_exponentials(seeds, rids, pos, SALT_SAMPLE, vocab))
-        for i, x in enumerate(running):
-            self.cache.lengths[x.slot] = len(x.tokens)
-            x.output.append(int(tok[i]))
+        tok = sample(probs, keyed_exponentials(seeds, rids, pos, SALT_SAMPLE, vocab)).tolist()
+        self._commit_lengths(running, committed)  # everything fed is now cached
+        for x, t in zip(running, tok):
+            x.output.append(t)
         self.stats.steps += 1
         self.stats.verify_tokens += len(running)
         self.stats.emitted += len(running)
@@ -227,13 +239,15 @@ class Engine:
         if self.policy.uses_stale:
             stale = np.stack([self._stale(x.rid, conf[i]) for i, x in enumerate(running)]) if r else conf
         lengths = self.policy(conf, self.cost, stale=stale, max_batch_tokens=cfg.max_batch_tokens)
-        for i, x in enumerate(running):
-            self._history.setdefault(x.rid, deque(maxlen=max(self.policy.delay, 1))).append(conf[i].copy())
+        if self.policy.uses_stale:
+            for i, x in enumerate(running):
+                self._history.setdefault(x.rid, deque(maxlen=max(self.policy.delay, 1))).append(conf[i].copy())
         cap = np.array([x.remaining - 1 for x in running], dtype=np.int64)  # value-blind: counts only
         lengths = torch.as_tensor(np.clip(lengths, 0, np.maximum(cap, 0)), dtype=torch.int64)
-        feeds = [x.tokens[int(self.cache.lengths[x.slot]) :] for x in running]
+        feeds, committed = self._feeds(running)
         n_unc = torch.tensor([len(f) for f in feeds], dtype=torch.int64)
-        feeds = [f + prop.tokens[i, : int(lengths[i])].tolist() for i, f in enumerate(feeds)]
+        drafts, ells = prop.tokens.tolist(), lengths.tolist()
+        feeds = [f + d[:ell] for f, d, ell in zip(feeds, drafts, ells)]
         logits, n_valid = self._forward(running, feeds)
         rows = torch.minimum(n_unc[:, None] - 1 + offs[None, :], n_valid[:, None] - 1)  # [R, γ+1]
         target_logits = logits.gather(1, rows[:, :, None].expand(r, gamma + 1, vocab))
@@ -246,10 +260,13 @@ class Engine:
             tokens, n_emit = rejection_sample(
                 prop.tokens, prop.probs, target_probs, lengths, uniforms=u, exponentials=e_res, backend=cfg.backend
             )
-        for i, x in enumerate(running):
-            n = int(n_emit[i])
-            self.cache.lengths[x.slot] = len(x.tokens) + n - 1  # anchor + accepted drafts stay cached
-            x.output.extend(tokens[i, : min(n, x.remaining)].tolist())
+        emitted = n_emit.tolist()
+        observe = getattr(self.drafter, "observe", None)
+        if observe is not None:
+            observe([x.rid for x in running], lengths.tolist(), [n - 1 for n in emitted])
+        self._commit_lengths(running, [c + n - 1 for c, n in zip(committed, emitted)])  # + accepted drafts
+        for x, row, n in zip(running, tokens.tolist(), emitted):
+            x.output.extend(row[: min(n, x.remaining)])
         self.stats.steps += 1
         self.stats.verify_tokens += int(r + lengths.sum())
         self.stats.verified_drafts += int(lengths.sum())

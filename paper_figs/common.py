@@ -130,7 +130,9 @@ def compare(actual, golden, *, rel: float, abs_: float, path: str = "") -> list[
         else:
             for i, (a, g) in enumerate(zip(actual, golden)):
                 problems += compare(a, g, rel=rel, abs_=abs_, path=f"{path}[{i}]")
-    elif isinstance(golden, (int, float)) and isinstance(actual, (int, float)) and not isinstance(golden, bool):
+    elif (
+        isinstance(golden, (int, float)) and isinstance(actual, (int, float)) and not isinstance(golden, bool)
+    ):
         if not math.isclose(actual, golden, rel_tol=rel, abs_tol=abs_):
             problems.append(f"{path}: {actual} != golden {golden} (rel {rel}, abs {abs_})")
     elif actual != golden:

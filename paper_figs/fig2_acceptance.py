@@ -39,8 +39,12 @@ def build(tiny: bool) -> dict:
         for domain in DOMAINS:
             paper = builtin_curve(drafter, domain)
             sim = mc[domain]["conditional"]
-            per[domain] = {"paper": paper.tolist(), "sim": sim.tolist(),
-                           "max_abs_gap": float(np.max(np.abs(sim - paper))), "steps": mc[domain]["steps"]}
+            per[domain] = {
+                "paper": paper.tolist(),
+                "sim": sim.tolist(),
+                "max_abs_gap": float(np.max(np.abs(sim - paper))),
+                "steps": mc[domain]["steps"],
+            }
         summary["drafters"][drafter] = per
     return summary
 

@@ -35,15 +35,28 @@ def build(tiny: bool) -> dict:
     table: dict = {}
     for i, drafter in enumerate(DRAFTERS):
         mc = acceptance_mc(drafter, requests, tokens, seed=31337 + i)
-        table[drafter] = {d: {"paper": TABLE1_TAU[drafter][d], "curve": curve_tau(builtin_curve(drafter, d)),
-                              "sim": mc[d]["tau"], "sim_minus_paper": mc[d]["tau"] - TABLE1_TAU[drafter][d]}
-                          for d in DOMAINS}
+        table[drafter] = {
+            d: {
+                "paper": TABLE1_TAU[drafter][d],
+                "curve": curve_tau(builtin_curve(drafter, d)),
+                "sim": mc[d]["tau"],
+                "sim_minus_paper": mc[d]["tau"] - TABLE1_TAU[drafter][d],
+            }
+            for d in DOMAINS
+        }
     ratios = {}
     for col in ("paper", "curve", "sim"):
         mean = {dr: float(np.mean([table[dr][d][col] for d in DOMAINS])) for dr in DRAFTERS}
-        ratios[col] = {"dspark_vs_eagle3": mean["dspark"] / mean["eagle3"] - 1,
-                       "dspark_vs_dflash": mean["dspark"] / mean["dflash"] - 1}
-    return {"requests_per_domain": requests, "output_tokens": tokens, "tau": table, "domain_mean_gain": ratios}
+        ratios[col] = {
+            "dspark_vs_eagle3": mean["dspark"] / mean["eagle3"] - 1,
+            "dspark_vs_dflash": mean["dspark"] / mean["dflash"] - 1,
+        }
+    return {
+        "requests_per_domain": requests,
+        "output_tokens": tokens,
+        "tau": table,
+        "domain_mean_gain": ratios,
+    }
 
 
 def plot(summary: dict, path) -> None:
@@ -56,8 +69,15 @@ def plot(summary: dict, path) -> None:
         for k, col in enumerate(("paper", "sim")):
             xs = np.arange(len(DOMAINS)) + (2 * j + k - 2.5) * width
             vals = [summary["tau"][drafter][d][col] for d in DOMAINS]
-            ax.bar(xs, vals, width, color=colors[drafter], alpha=0.45 if col == "paper" else 0.95,
-                   hatch="//" if col == "paper" else None, label=f"{TITLES[drafter]} ({col})")
+            ax.bar(
+                xs,
+                vals,
+                width,
+                color=colors[drafter],
+                alpha=0.45 if col == "paper" else 0.95,
+                hatch="//" if col == "paper" else None,
+                label=f"{TITLES[drafter]} ({col})",
+            )
             for x, v in zip(xs, vals):
                 ax.text(x, v + 0.05, f"{v:.2f}", ha="center", fontsize=6, rotation=90)
     ax.set_xticks(np.arange(len(DOMAINS)), DOMAINS)
@@ -80,7 +100,9 @@ def main(argv: list[str] | None = None) -> int:
         for domain, v in per.items():
             print(f"{drafter:<8} {domain:<6} {v['paper']:6.2f} {v['curve']:6.2f} {v['sim']:6.2f}")
     for col, r in summary["domain_mean_gain"].items():
-        print(f"DSpark vs EAGLE-3 / DFlash ({col}): {r['dspark_vs_eagle3']:+.1%} / {r['dspark_vs_dflash']:+.1%}")
+        print(
+            f"DSpark vs EAGLE-3 / DFlash ({col}): {r['dspark_vs_eagle3']:+.1%} / {r['dspark_vs_dflash']:+.1%}"
+        )
     print(f"wrote {args.out / (NAME + '.png')} and {args.out / 'summary.json'}")
     return 0
 

@@ -64,6 +64,8 @@ def check_conf(conf, name: str = "conf") -> np.ndarray:
 def _check_budget(max_batch_tokens) -> int | None:
     if max_batch_tokens is None:
         return None
+    if type(max_batch_tokens) is int and max_batch_tokens >= 1:
+        return max_batch_tokens
     if isinstance(max_batch_tokens, bool) or not float(max_batch_tokens).is_integer() or max_batch_tokens < 1:
         raise ValueError(f"max_batch_tokens: must be a positive integer or None, got {max_batch_tokens!r}")
     return int(max_batch_tokens)
@@ -79,12 +81,12 @@ def _ranked(conf: np.ndarray, *, keep_zero: bool = False) -> tuple[np.ndarray, n
     profile a bigger batch can be faster, and the search is defined over every allocation).
     """
     R, gamma = conf.shape
-    # Position-major layout (index = j·R + r), so a stable sort breaks ties by j, then r. `+ 0.0` copies
-    # and turns −0.0 into 0.0, after which the IEEE bit patterns of these non-negative floats order
-    # exactly like their values: a stable integer sort on −bits is the fastest exact descending sort.
-    surv = conf.T + 0.0
-    for j in range(1, gamma):
-        surv[j] *= surv[j - 1]
+    # Position-major layout (index = j·R + r), so a stable sort breaks ties by j, then r. `+= 0.0` turns
+    # −0.0 into 0.0, after which the IEEE bit patterns of these non-negative floats order exactly like
+    # their values: a stable integer sort on −bits is the fastest exact descending sort.
+    surv = conf.T.copy()  # always a copy (the accumulate below is in place), C-ordered [γ, R]
+    np.multiply.accumulate(surv, axis=0, out=surv)
+    surv += 0.0
     flat = surv.ravel()
     order = np.argsort(-flat.view(np.int64), kind="stable")
     a = flat[order]

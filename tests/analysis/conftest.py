@@ -48,5 +48,12 @@ def sweep_file(tmp_path: Path) -> Path:
 def specbed(*args: str, env: dict | None = None, **kw) -> subprocess.CompletedProcess:
     """Run `python -m specbed ARGS` from the repo root (so tests.analysis.fake_model imports)."""
     full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "specbed", *args], cwd=REPO, env=full_env,
-                          capture_output=True, text=True, timeout=120, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "specbed", *args],
+        cwd=REPO,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **kw,
+    )

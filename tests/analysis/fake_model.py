@@ -40,8 +40,13 @@ class FakeModel(SimModel):
         cost = 1.0 + 0.15 * (tau - 1.0)  # longer verifies cost more per step
         step_s = 0.01 * cost * (1.0 + conc / 32.0)
         speed = tau / step_s
-        return {"throughput_tok_s_per_gpu": conc * speed, "per_user_tok_s_mean": speed, "tau_mean": tau,
-                "requests_completed": config["workload"]["num_requests"], "label": policy}
+        return {
+            "throughput_tok_s_per_gpu": conc * speed,
+            "per_user_tok_s_mean": speed,
+            "tau_mean": tau,
+            "requests_completed": config["workload"]["num_requests"],
+            "label": policy,
+        }
 
 
 MODEL = FakeModel()

@@ -73,9 +73,18 @@ def _rows():
     for series, scale in (("MTP-1", 1.0), ("DSpark", 1.5)):
         for conc, (x, y) in zip((8, 16, 32), ((1000, 200), (2000, 150), (4000, 50))):
             for _seed, jitter in ((0, 0.99), (1, 1.01)):
-                rows.append({"series": series, "facet": "", "point": f"concurrency={conc}",
-                             "summary": {"throughput_tok_s_per_gpu": x * scale * jitter,
-                                         "per_user_tok_s_mean": y * scale * jitter, "tau_mean": 2.0}})
+                rows.append(
+                    {
+                        "series": series,
+                        "facet": "",
+                        "point": f"concurrency={conc}",
+                        "summary": {
+                            "throughput_tok_s_per_gpu": x * scale * jitter,
+                            "per_user_tok_s_mean": y * scale * jitter,
+                            "tau_mean": 2.0,
+                        },
+                    }
+                )
     return rows
 
 

@@ -44,9 +44,25 @@ def test_kill_9_mid_sweep_then_resume_loses_and_duplicates_nothing(sweep_file, t
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(REPO), "SPECBED_FAKE_SLEEP": "0.15"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "specbed", "sweep", str(sweep_file), "--out", str(out), "--jobs", "2",
-         "--model", FAKE], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "specbed",
+            "sweep",
+            str(sweep_file),
+            "--out",
+            str(out),
+            "--jobs",
+            "2",
+            "--model",
+            FAKE,
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 60
     while len(store.finished_keys(out)) < 5 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.02)
@@ -58,8 +74,9 @@ def test_kill_9_mid_sweep_then_resume_loses_and_duplicates_nothing(sweep_file, t
     # Without --resume the folder is refused, untouched.
     refused = specbed("sweep", str(sweep_file), "--out", str(out), "--model", FAKE)
     assert refused.returncode == 2 and "--resume" in refused.stderr and len(refused.stderr.splitlines()) == 1
-    again = specbed("sweep", str(sweep_file), "--out", str(out), "--jobs", "2", "--resume", "--model", FAKE,
-                    "--quiet")
+    again = specbed(
+        "sweep", str(sweep_file), "--out", str(out), "--jobs", "2", "--resume", "--model", FAKE, "--quiet"
+    )
     assert again.returncode == 0, again.stderr
     assert f"{len(done_before)} reused, {24 - len(done_before)} run" in again.stdout
     rows = _rows(out)

@@ -20,8 +20,14 @@ def test_expansion_order_roles_and_stable_keys(sweep_file):
     cells = expand(load_sweep(sweep_file), MODEL)
     assert len(cells) == 3 * 4 * 2
     assert [c.series for c in cells[:8]] == ["AR"] * 8 and cells[8].series == "MTP-1"
-    assert cells[0].axes == {"drafter.name": "none", "drafter.gamma": 0, "policy.name": "ar",
-                             "policy.k": "none", "workload.concurrency": 4, "seed": 0}
+    assert cells[0].axes == {
+        "drafter.name": "none",
+        "drafter.gamma": 0,
+        "policy.name": "ar",
+        "policy.k": "none",
+        "workload.concurrency": 4,
+        "seed": 0,
+    }
     assert cells[1].config["seed"] == 1 and cells[2].point == "concurrency=8"
     assert cells[9].config["policy"] == {"name": "fixed", "k": 1, "threshold": None, "delay": None}
     assert all(c.facet == "" for c in cells)
@@ -46,7 +52,7 @@ def test_facets_default_labels_and_merged_duplicates(tmp_path):
 
 
 def test_base_file_and_set(tmp_path):
-    (tmp_path / "base.toml").write_text('seed = 3\n[workload]\nrate = 2.5\n')
+    (tmp_path / "base.toml").write_text("seed = 3\n[workload]\nrate = 2.5\n")
     text = 'base = "base.toml"\nset = ["workload.num_requests=77", "policy.name=ar"]\n[axes]\nseed = [3]\n'
     (cell,) = expand(parse_sweep(text, str(tmp_path / "s.toml")), MODEL)
     assert cell.config["workload"]["rate"] == 2.5 and cell.config["workload"]["num_requests"] == 77
@@ -56,21 +62,29 @@ def test_base_file_and_set(tmp_path):
 @pytest.mark.parametrize(
     ("edit", "words"),
     [
-        (('"workload.concurrency" = [4, 8, 16, 32]', '"workload.concurency" = [4, 8]'),
-         ["workload.concurency", "unknown config key"]),
-        (('"workload.concurrency" = [4, 8, 16, 32]', '"workload.concurrency" = []'),
-         ["workload.concurrency", "empty axis"]),
-        (('"workload.concurrency" = [4, 8, 16, 32]', '"workload.concurrency" = [4, "lots"]'),
-         ["workload.concurrency", "expected int"]),
-        (('"workload.concurrency" = [4, 8, 16, 32]', '"workload.concurrency" = [4, -8]'),
-         ["workload.concurrency", "≥ 1"]),
+        (
+            ('"workload.concurrency" = [4, 8, 16, 32]', '"workload.concurency" = [4, 8]'),
+            ["workload.concurency", "unknown config key"],
+        ),
+        (
+            ('"workload.concurrency" = [4, 8, 16, 32]', '"workload.concurrency" = []'),
+            ["workload.concurrency", "empty axis"],
+        ),
+        (
+            ('"workload.concurrency" = [4, 8, 16, 32]', '"workload.concurrency" = [4, "lots"]'),
+            ["workload.concurrency", "expected int"],
+        ),
+        (
+            ('"workload.concurrency" = [4, 8, 16, 32]', '"workload.concurrency" = [4, -8]'),
+            ["workload.concurrency", "≥ 1"],
+        ),
         (('name = "small"', 'name = "small"\nrepeat = 3'), ["repeat", "unknown sweep key"]),
         (('baseline = "MTP-1"', 'baseline = "MTP-1"\nsloo = [1]'), ["sloo", "unknown analysis key"]),
         (('"policy.k" = ["none", 1, "none"]', '"policy.k" = ["none", 1]'), ["differ in length"]),
         (('kind = "closed"', 'kind = "closed"\nspeed = 3'), ["workload.speed", "unknown config key"]),
-        (('seed = [0, 1]', 'seed = [0, 1'), ["not valid TOML"]),
+        (("seed = [0, 1]", "seed = [0, 1"), ["not valid TOML"]),
         (('"drafter.gamma" = [0, 1, 7]', '"drafter.gamma" = [0, 1.5, 7]'), ["drafter.gamma", "expected int"]),
-        (('[base]', 'set = ["server.cost=h300-nope"]\n[base]'), ["server.cost", "unknown cost table"]),
+        (("[base]", 'set = ["server.cost=h300-nope"]\n[base]'), ["server.cost", "unknown cost table"]),
     ],
 )
 def test_bad_sweep_file_one_line_exit_2_nothing_touched(tmp_path, edit, words):
@@ -119,8 +133,14 @@ def test_folder_holding_another_sweep_or_other_files_is_refused_untouched(sweep_
 
 
 def test_bad_flags_one_line_exit_2(sweep_file, tmp_path):
-    for args in (["--jobs", "0"], ["--backend", "slurm"], ["--address", "x:1"], ["--model", "nope:X"],
-                 ["--resume", "--force"], ["--bogus"]):
+    for args in (
+        ["--jobs", "0"],
+        ["--backend", "slurm"],
+        ["--address", "x:1"],
+        ["--model", "nope:X"],
+        ["--resume", "--force"],
+        ["--bogus"],
+    ):
         res = specbed("sweep", str(sweep_file), "--out", str(tmp_path / "o"), *args)
         assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, (args, res.stderr)
         assert not (tmp_path / "o").exists()

@@ -225,3 +225,13 @@ def test_policy_metadata():
     assert S.make_policy("dspark_global", delay=1).lossless
     assert S.policy_params("fixed") == ("k",)
     assert set(S.POLICIES) == {"ar", "fixed", "threshold", "dspark", "dspark_global", "goodput", "lookahead"}
+
+
+@pytest.mark.parametrize("name", S.POLICIES)
+@pytest.mark.parametrize("shape", [(1, 5), (4, 1), (3, 4)])
+def test_inputs_never_mutated(name, shape):
+    conf = np.asfortranarray(np.linspace(0.3, 0.9, np.prod(shape)).reshape(shape))
+    for arr in (conf, np.ascontiguousarray(conf)):
+        before = arr.copy()
+        call(name, arr, STEEP, stale=arr if S.make_policy(name).uses_stale else None)
+        assert np.array_equal(arr, before)
