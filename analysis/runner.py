@@ -19,8 +19,10 @@ May import: the standard library, `specsched.errors`, `analysis.sweepfile`, `ana
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import socket
 import threading
 import time
 import traceback
@@ -105,9 +107,23 @@ def run_sweep(
     if jobs < 1:
         raise InputError(f"must be ≥ 1, got {jobs}", field="--jobs")
     cells = expand(sweep, model)
-    if backend == "ray":
-        _import_ray()  # fail on a missing dependency before the folder is touched
-    out = Path(out)
+    # Ray: import and connect before the folder is touched (a missing package or a bad address is bad input).
+    with _ray_session(jobs, address) if backend == "ray" else contextlib.nullcontext():
+        return _execute(sweep, cells, Path(out), model, jobs, backend, resume, force, progress, start)
+
+
+def _execute(
+    sweep: Sweep,
+    cells: list[Cell],
+    out: Path,
+    model,
+    jobs: int,
+    backend: str,
+    resume: bool,
+    force: bool,
+    progress: bool,
+    start: float,
+) -> SweepRun:
     manifest = manifest_of(sweep, cells, model)
     store.prepare(out, manifest, resume=resume, force=force)
     done = store.finished_keys(out)
@@ -127,7 +143,7 @@ def run_sweep(
     try:
         if todo:
             if backend == "ray":
-                _run_ray(todo, model, jobs, address, on_done, on_error)
+                _run_ray(todo, model, on_done, on_error)
             elif jobs == 1 or len(todo) == 1:
                 _run_serial(todo, model, on_done, on_error)
             else:
@@ -254,39 +270,62 @@ def _import_ray():
     return ray
 
 
-def _run_ray(
-    todo: list[Cell], model, jobs: int, address: str | None, on_done: Done, on_error: Failed
-) -> None:
-    ray = _import_ray()
-    started = False
-    if not ray.is_initialized():
-        kwargs = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR"}
-        try:
-            if address is None:
-                ray.init(num_cpus=jobs, **kwargs)
-            else:
-                ray.init(address=address, **kwargs)
-        except Exception as err:  # ConnectionError, RuntimeError, ...: one line for the user
-            raise InputError(
-                f"cannot start or reach Ray: {' '.join(str(err).split())[:300]}",
-                field="--address" if address else "--backend",
-            ) from None
-        started = True
+def _probe(address: str) -> None:
+    """Fail fast (5 s) on a Ray address nothing listens on; ray.init itself retries for minutes."""
+    if address in ("auto", "local"):
+        return
+    hostport = address.removeprefix("ray://")
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise InputError(
+            f"expected host:port, ray://host:port, auto or local; got {address!r}", field="--address"
+        )
     try:
-        task = ray.remote(num_cpus=1, max_retries=MAX_ATTEMPTS - 1)(run_cell)
-        model_ref = ray.put(model)
-        pending = {task.remote(model_ref, cell.config): cell for cell in todo}
-        refs = list(pending)
-        while refs:
-            ready, refs = ray.wait(refs, num_returns=1)
-            for ref in ready:
-                cell = pending.pop(ref)
-                try:
-                    summary, wall = ray.get(ref)
-                except Exception as err:  # RayTaskError wraps the cell's exception; WorkerCrashedError etc.
-                    on_error(cell, f"{type(err).__name__}: {err}\n")
-                else:
-                    on_done(cell, summary, wall)
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as err:
+        raise InputError(f"cannot reach Ray at {address}: {err.strerror or err}", field="--address") from None
+
+
+@contextlib.contextmanager
+def _ray_session(jobs: int, address: str | None):
+    """Ray connected for the block: a cluster at `address`, or a local instance with `jobs` CPUs on this
+    machine (shut down afterwards). An already initialized Ray is used as is."""
+    ray = _import_ray()
+    if ray.is_initialized():
+        yield ray
+        return
+    if address is not None:
+        _probe(address)
+    kwargs = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR"}
+    try:
+        if address is None:
+            ray.init(num_cpus=jobs, **kwargs)
+        else:
+            ray.init(address=address, **kwargs)
+    except Exception as err:  # ConnectionError, RuntimeError, ...: one line for the user
+        raise InputError(
+            f"cannot start or reach Ray: {' '.join(str(err).split())[:300]}",
+            field="--address" if address else "--backend",
+        ) from None
+    try:
+        yield ray
     finally:
-        if started:
-            ray.shutdown()
+        ray.shutdown()
+
+
+def _run_ray(todo: list[Cell], model, on_done: Done, on_error: Failed) -> None:
+    ray = _import_ray()
+    task = ray.remote(num_cpus=1, max_retries=MAX_ATTEMPTS - 1)(run_cell)
+    model_ref = ray.put(model)
+    pending = {task.remote(model_ref, cell.config): cell for cell in todo}
+    refs = list(pending)
+    while refs:
+        ready, refs = ray.wait(refs, num_returns=1)
+        for ref in ready:
+            cell = pending.pop(ref)
+            try:
+                summary, wall = ray.get(ref)
+            except Exception as err:  # RayTaskError wraps the cell's exception; WorkerCrashedError etc.
+                on_error(cell, f"{type(err).__name__}: {err}\n")
+            else:
+                on_done(cell, summary, wall)

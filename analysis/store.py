@@ -13,7 +13,7 @@ fsync, `os.replace`), so a sweep killed at any instant (`kill -9`) leaves only c
 
 Temp files are named `.tmp-*`; they are never read and are removed on the next run.
 
-May import: the standard library.
+May import: the standard library, `specsched.errors`.
 """
 
 from __future__ import annotations

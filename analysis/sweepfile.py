@@ -30,6 +30,7 @@ Sweep file (TOML; unknown top-level keys are errors):
     load = ["workload.concurrency"]      # axes that trace a frontier (default: rate, concurrency, ...)
     facet = ["server.cost"]              # axes that split panels (default: every other non-series axis)
 
+TOML puts every key after a [table] header into that table: write name, base and set first.
 Order: zip groups first (outermost), then axes, in file order; the last axis varies fastest. A cell's
 series is its zip label when given, else the model's label of its config (e.g. "fixed(k=1)/mtp"). Cells
 with identical resolved configs share one key and are run once.

@@ -1,0 +1,106 @@
+"""Crossover: throughput vs concurrency for no speculation, fixed k = 7 and DSpark (dspark.md §6 T5).
+
+The vLLM DeepSeek-V4 report (ROCm, K = 7, ShareGPT, 512 output tokens) shows fixed K = 7 beating no
+speculation at low load and falling below it at high load (256 concurrent), while adaptive verification stays
+above both. Here: the DSpark drafter (γ = 7) with `fixed` k = 7 and with `dspark` (Algorithm 1), and `ar`
+without a drafter, on the V4-Flash-like table, closed-loop concurrency 4–512 on a decode instance
+(`common.production_base`). summary.json: throughput per GPU per policy and concurrency, the first
+concurrency where fixed k = 7 falls below `ar`, DSpark's ratio to the better of the two, and T5's numbers.
+
+    python -m paper_figs.crossover [--tiny] [--out DIR] [--jobs N]
+
+May import: matplotlib, the standard library, `paper_figs.common`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from paper_figs.common import parse_args, production_base, run_sweep_text, write_summary
+
+NAME = "crossover"
+METRIC = "throughput_tok_s_per_gpu"
+PAPER_T5 = {
+    "no spec": {"4": 382, "64": 4095, "128": 6341, "256": 8879},
+    "fixed k=7": {"4": 970, "64": 6712, "128": 8779, "256": 7852},
+    "DSpark": {"4": 902, "64": 7144, "128": 10356, "256": 13325},
+}
+LOADS = {
+    False: ([4, 16, 32, 64, 128, 192, 256, 384, 512], [240, 240, 240, 256, 384, 576, 768, 1152, 1536]),
+    True: ([4, 64, 256], [32, 128, 512]),
+}
+
+
+def sweep_text(tiny: bool) -> str:
+    conc, reqs = LOADS[tiny]
+    head = 'name = "crossover"\nset = ["server.cost=h200-v4flash"]\n'
+    return (
+        head
+        + production_base(tiny)
+        + f"""
+[[zip]]
+label = ["no spec", "fixed k=7", "DSpark"]
+"drafter.name" = ["none", "dspark", "dspark"]
+"drafter.gamma" = [0, 7, 7]
+"policy.name" = ["ar", "fixed", "dspark"]
+"policy.k" = ["none", 7, "none"]
+
+[[zip]]
+"workload.concurrency" = {conc}
+"workload.num_requests" = {reqs}
+"""
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(NAME, argv, __doc__.splitlines()[0])
+    rows, _ = run_sweep_text(sweep_text(args.tiny), args.out, args)
+    tput: dict = {}
+    for row in rows:
+        tput.setdefault(row["series"], {})[str(row["config"]["workload"]["concurrency"])] = row["summary"][
+            METRIC
+        ]
+    loads = sorted(tput["no spec"], key=int)
+    below = [c for c in loads if tput["fixed k=7"][c] < tput["no spec"][c]]
+    ratio = {c: tput["DSpark"][c] / max(tput["no spec"][c], tput["fixed k=7"][c]) for c in loads}
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for series, per in tput.items():
+        ax.plot([int(c) for c in loads], [per[c] for c in loads], "o-", label=f"{series} (sim)")
+    for series, per in PAPER_T5.items():
+        ax.plot(
+            [int(c) for c in per], list(per.values()), "x:", alpha=0.6, label=f"{series} (vLLM T5, tok/s)"
+        )
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("concurrent requests")
+    ax.set_ylabel("output tok/s per GPU")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    ax.set_title("Crossover — fixed k=7 vs no speculation vs DSpark (V4-Flash-like)")
+    fig.tight_layout()
+    fig.savefig(args.out / f"{NAME}.png", dpi=120)
+    plt.close(fig)
+    write_summary(
+        args.out,
+        {
+            "metric": METRIC,
+            "throughput": tput,
+            "fixed_below_ar_from": int(below[0]) if below else None,
+            "dspark_over_best_of_ar_fixed": ratio,
+            "paper_t5": PAPER_T5,
+        },
+    )
+    print(f"{'concurrency':>11} " + " ".join(f"{s:>10}" for s in tput) + "  DSpark/best")
+    for c in loads:
+        print(f"{c:>11} " + " ".join(f"{tput[s][c]:>10,.0f}" for s in tput) + f"  {ratio[c]:.3f}")
+    print(f"fixed k=7 below no-spec from concurrency: {below[0] if below else 'never'}")
+    print(f"wrote {args.out / (NAME + '.png')} and {args.out / 'summary.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
