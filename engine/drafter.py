@@ -16,10 +16,10 @@ after it, would let the admission of d_k depend on d_k -- the lookahead bias of 
 
 ModelDrafter's confidence is the draft distribution's max probability at position k, a function of the
 prefix only; with `calibration_bins` > 0 it is mapped through an online histogram calibration (acceptance
-frequency of past verified positions per max-probability bin, shrunk towards the raw value), which uses
-only outcomes of earlier steps and so stays non-anticipating. Its cache rolls back by keeping the longest common prefix of what it has cached and the
-request's committed tokens; tokens it has not seen (the bonus, or the last accepted draft) are fed, ragged,
-in the first draft forward of the next step.
+frequency of past verified positions per max-probability bin, shrunk towards the overall rate), which uses
+only outcomes of earlier steps and so stays non-anticipating. Its cache rolls back by keeping the longest
+common prefix of what it has cached and the request's committed tokens; tokens it has not seen (the bonus,
+or the last accepted draft) are fed, ragged, in the first draft forward of the next step.
 
 May import: torch, stdlib, engine.model, engine.sampling.
 """
@@ -103,9 +103,12 @@ class ModelDrafter:
                 np.add.at(self._hits, b[: int(n)], 1.0)
 
     def _calibrated(self, raw: np.ndarray) -> np.ndarray:
-        """(hits + 4·raw) / (tries + 4) per bin: the raw value until the bin has evidence."""
+        """(hits + 4·g) / (tries + 4) per bin, g = the overall acceptance so far (1/2 before any
+        evidence): bins without evidence borrow the global rate, so low raw confidences still get verified
+        and learned."""
+        g = (self._hits.sum() + 1.0) / (self._tries.sum() + 2.0)
         b = self._bin(raw)
-        return np.clip((self._hits[b] + 4.0 * raw) / (self._tries[b] + 4.0), 0.0, 1.0)
+        return np.clip((self._hits[b] + 4.0 * g) / (self._tries[b] + 4.0), 0.0, 1.0)
 
     def _rollback(self, req) -> tuple[int, list[int]]:
         """The request's cache length after rolling back to the common prefix of what is cached and its
@@ -135,7 +138,9 @@ class ModelDrafter:
         rolled = [self._rollback(req) for req in reqs]
         feeds = [f for _, f in rolled]
         slots = torch.tensor([self._slot[req.rid] for req in reqs], dtype=torch.int64, device=self.device)
-        self.cache.lengths[slots] = torch.tensor([c for c, _ in rolled], dtype=torch.int64, device=self.device)
+        self.cache.lengths[slots] = torch.tensor(
+            [c for c, _ in rolled], dtype=torch.int64, device=self.device
+        )
         params = [req.params for req in reqs]
         tokens, n_valid = pad_batch(feeds, self.device)
         ar = torch.arange(r, device=self.device)

@@ -65,7 +65,7 @@ class ToyModel:
 
 @dataclass(frozen=True)
 class Derived:
-    """A model derived row-wise from another: `fn(base(ctx))` (e.g. a sampling transform, a disjoint draft)."""
+    """A model derived row-wise from another: `fn(base(ctx))` (a sampling transform, a disjoint draft)."""
 
     base: Callable[[Sequence[int]], Row]
     fn: Callable[[Row], Row]
@@ -186,7 +186,8 @@ def emitted_law(
                 for _, qw in combo:
                     w *= qw
                 rows = np.array(
-                    [[conf(ctxs[r] + d[:k]) for k in range(gamma)] for r, d in zip(active, ds)], dtype=np.float64
+                    [[conf(ctxs[r] + d[:k]) for k in range(gamma)] for r, d in zip(active, ds)],
+                    dtype=np.float64,
                 ).reshape(len(active), gamma)
                 stale = None
                 if delay:

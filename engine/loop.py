@@ -28,6 +28,7 @@ May import: torch, numpy, stdlib, specsched, engine.*.
 from __future__ import annotations
 
 import time
+import warnings
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -91,7 +92,8 @@ class _Running:
 class EngineConfig:
     """gamma: drafts per request per step; policy/policy_params: a specsched policy; cost: a specsched
     CostTable or cost spec (built-in name or CSV path); mode: "standard" (rejection sampling) or "coupled";
-    backend: verifier backend; max_batch_tokens: cap on Σ(1 + ℓ); stale_prior: stale conf of young requests;
+    backend: rejection-sampling backend (coupled mode verifies by sampler-match in torch);
+    max_batch_tokens: cap on Σ(1 + ℓ); stale_prior: stale conf of young requests;
     max_running: requests decoded together (cache slots)."""
 
     gamma: int = 4
@@ -138,6 +140,7 @@ class EngineStats:
 
     @property
     def acceptance(self) -> float:
+        """accepted / verified drafts (drafts after a rejection count as not accepted)."""
         return self.accepted / self.verified_drafts if self.verified_drafts else float("nan")
 
 
@@ -147,6 +150,13 @@ class Engine:
     def __init__(self, target: TinyLM, drafter: Drafter | None, config: EngineConfig, *, max_len: int = 512):
         self.target, self.drafter, self.config = target, drafter, config
         self.policy = specsched.make_policy(config.policy, **dict(config.policy_params))
+        if not self.policy.lossless and config.mode == "standard":
+            warnings.warn(
+                f"policy {self.policy!r} is not lossless: standard-mode output will not follow the target "
+                "distribution (coupled mode still reproduces plain decoding)",
+                specsched.LosslessnessWarning,
+                stacklevel=2,
+            )
         cost = config.cost
         self.cost = cost if isinstance(cost, specsched.CostTable) else specsched.load_cost(cost)
         self.max_len = max_len
@@ -163,7 +173,9 @@ class Engine:
             raise ValueError("generate: request ids must be unique")
         for r in requests:
             if len(r.prompt) + r.max_new_tokens + self.config.gamma + 1 > self.max_len:
-                raise ValueError(f"Request {r.rid}: prompt + max_new_tokens + gamma exceeds max_len {self.max_len}")
+                raise ValueError(
+                    f"Request {r.rid}: prompt + max_new_tokens + gamma exceeds max_len {self.max_len}"
+                )
         self.stats = EngineStats()
         started = time.perf_counter()
         waiting, running, done = deque(requests), [], {}
@@ -232,7 +244,9 @@ class Engine:
             )  # [R, γ+1, V]: the target's noise at absolute positions t0 .. t0+γ, shared with the draft
             e_draft = e_pos[:, :gamma]
         else:
-            e_draft = keyed_exponentials(seeds[:, None], rids[:, None], t0[:, None], SALT_DRAFT + offs[:gamma], vocab)
+            e_draft = keyed_exponentials(
+                seeds[:, None], rids[:, None], t0[:, None], SALT_DRAFT + offs[:gamma], vocab
+            )
         prop = self.drafter.propose(running, gamma, e_draft)
         conf = prop.conf.to(torch.float64).cpu().numpy()
         stale = None
@@ -241,7 +255,9 @@ class Engine:
         lengths = self.policy(conf, self.cost, stale=stale, max_batch_tokens=cfg.max_batch_tokens)
         if self.policy.uses_stale:
             for i, x in enumerate(running):
-                self._history.setdefault(x.rid, deque(maxlen=max(self.policy.delay, 1))).append(conf[i].copy())
+                self._history.setdefault(x.rid, deque(maxlen=max(self.policy.delay, 1))).append(
+                    conf[i].copy()
+                )
         cap = np.array([x.remaining - 1 for x in running], dtype=np.int64)  # value-blind: counts only
         lengths = torch.as_tensor(np.clip(lengths, 0, np.maximum(cap, 0)), dtype=torch.int64)
         feeds, committed = self._feeds(running)
@@ -258,7 +274,13 @@ class Engine:
             u = keyed_uniforms(seeds, rids, t0, SALT_ACCEPT, gamma)
             e_res = keyed_exponentials(seeds, rids, t0, SALT_SAMPLE, vocab)
             tokens, n_emit = rejection_sample(
-                prop.tokens, prop.probs, target_probs, lengths, uniforms=u, exponentials=e_res, backend=cfg.backend
+                prop.tokens,
+                prop.probs,
+                target_probs,
+                lengths,
+                uniforms=u,
+                exponentials=e_res,
+                backend=cfg.backend,
             )
         emitted = n_emit.tolist()
         observe = getattr(self.drafter, "observe", None)

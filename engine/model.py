@@ -46,7 +46,9 @@ class ModelConfig:
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"ModelConfig field '{name}': must be >= 1, got {getattr(self, name)}")
         if self.d_model % self.n_heads:
-            raise ValueError(f"ModelConfig field 'n_heads': {self.n_heads} does not divide d_model={self.d_model}")
+            raise ValueError(
+                f"ModelConfig field 'n_heads': {self.n_heads} does not divide d_model={self.d_model}"
+            )
         if self.d_ff < 0 or self.seed < 0:
             raise ValueError("ModelConfig fields 'd_ff' and 'seed': must be >= 0")
         if self.dtype not in DTYPES:

@@ -52,7 +52,9 @@ def _param_columns(params, rows: int, ndim: int, device) -> tuple[torch.Tensor, 
     if isinstance(params, SamplingParams):
         params = [params] * rows
     if len(params) != rows:
-        raise ValueError(f"params: expected 1 or {rows} SamplingParams (one per leading row), got {len(params)}")
+        raise ValueError(
+            f"params: expected 1 or {rows} SamplingParams (one per leading row), got {len(params)}"
+        )
     shape = (rows,) + (1,) * (ndim - 1)
     temp = torch.tensor([float(p.temperature) for p in params], dtype=torch.float64, device=device)
     top_k = torch.tensor([int(p.top_k) for p in params], dtype=torch.int64, device=device)
@@ -60,7 +62,9 @@ def _param_columns(params, rows: int, ndim: int, device) -> tuple[torch.Tensor, 
     return temp.view(shape), top_k.view(shape), top_p.view(shape)
 
 
-def probs_from_logits(logits: torch.Tensor, params: SamplingParams | Sequence[SamplingParams]) -> torch.Tensor:
+def probs_from_logits(
+    logits: torch.Tensor, params: SamplingParams | Sequence[SamplingParams]
+) -> torch.Tensor:
     """Probability vectors from `logits: float[R, ..., V]`; `params` is one SamplingParams or one per row R.
 
     Returns the same shape and dtype. Greedy rows are one-hot. NaN logits give NaN rows (rejected later by
@@ -91,11 +95,15 @@ def probs_from_logits(logits: torch.Tensor, params: SamplingParams | Sequence[Sa
     return torch.where(greedy, one_hot, probs)
 
 
-def check_prob_rows(probs: torch.Tensor, name: str, rows: torch.Tensor | None = None, tol: float = 1e-3) -> None:
+def check_prob_rows(
+    probs: torch.Tensor, name: str, rows: torch.Tensor | None = None, tol: float = 1e-3
+) -> None:
     """Raise ValueError naming `name` and the first bad row unless every selected row of `probs: [..., V]` is
     a probability vector (finite, >= 0, sum within `tol` of 1). `rows`: bool mask over the leading dims."""
     flat = probs.reshape(-1, probs.shape[-1])
-    sel = torch.ones(flat.shape[0], dtype=torch.bool, device=probs.device) if rows is None else rows.reshape(-1)
+    sel = (
+        torch.ones(flat.shape[0], dtype=torch.bool, device=probs.device) if rows is None else rows.reshape(-1)
+    )
     finite = torch.isfinite(flat).all(-1)
     nonneg = (flat >= 0).all(-1)
     total = torch.where(finite, flat.sum(-1, dtype=torch.float64), 0.0)
@@ -110,7 +118,9 @@ def check_prob_rows(probs: torch.Tensor, name: str, rows: torch.Tensor | None = 
         if hit.numel():
             i = int(hit[0, 0])
             index = tuple(int(j) for j in torch.unravel_index(torch.tensor(i), probs.shape[:-1]))
-            raise ValueError(f"{name}: row {index} {what} (sum={float(total[i]):.6g}); rows must be probabilities")
+            raise ValueError(
+                f"{name}: row {index} {what} (sum={float(total[i]):.6g}); rows must be probabilities"
+            )
 
 
 def race(weights: torch.Tensor, exponentials: torch.Tensor) -> torch.Tensor:

@@ -76,7 +76,9 @@ def chi2_positions(
     z = torch.randn(gamma + 1, vocab, generator=gen, dtype=torch.float64, device=device) * scale
     p = torch.softmax(z, -1).float()
     q = torch.softmax(-z[:gamma], -1).float()
-    e_draft = torch.empty(trials, gamma, vocab, dtype=torch.float64, device=device).exponential_(generator=gen)
+    e_draft = torch.empty(trials, gamma, vocab, dtype=torch.float64, device=device).exponential_(
+        generator=gen
+    )
     drafts = race(q.expand(trials, gamma, vocab), e_draft)
     lengths = torch.randint(0, gamma + 1, (trials,), generator=gen, device=device)
     noise = {}
@@ -101,3 +103,61 @@ def chi2_positions(
         stat, df = merged_chi2(counts, p[k].double().cpu().numpy() * n)
         out.append(PositionResult(k, n, stat, df))
     return out
+
+
+def joint_step_chi2(
+    seed: int, *, vocab: int = 3, gamma: int = 2, trials: int = 200_000, backend: str = "torch"
+):
+    """(χ², df): the joint law of everything one verify step emits (accepted prefix + residual/bonus) in
+    `trials` runs of the real verifier against the exact law (engine.exact.step_law on the very same float
+    rows, read as Fractions). Rows depend on the draft prefix (target row k and draft row k are picked by
+    d_<k), so a wrong bonus row or a row offset shows up here, not only in the exact tests."""
+    import itertools
+    from fractions import Fraction
+
+    from engine.exact import step_law
+
+    gen = torch.Generator().manual_seed(seed)
+    n_prefix = sum(vocab**k for k in range(gamma + 1))
+    table_p = torch.softmax(torch.randn(n_prefix, vocab, generator=gen, dtype=torch.float64) * 1.5, -1)
+    table_q = torch.softmax(torch.randn(n_prefix, vocab, generator=gen, dtype=torch.float64) * 1.5, -1)
+
+    def index(prefix) -> int:  # position of a draft prefix in the tables (all prefixes, by length)
+        return sum(vocab**k for k in range(len(prefix))) + sum(
+            t * vocab ** (len(prefix) - 1 - i) for i, t in enumerate(prefix)
+        )
+
+    drafts = torch.zeros(trials, gamma, dtype=torch.int64)
+    rows = torch.zeros(trials, dtype=torch.int64)
+    q = torch.zeros(trials, gamma, vocab, dtype=torch.float64)
+    p = torch.zeros(trials, gamma + 1, vocab, dtype=torch.float64)
+    offset = 0
+    for k in range(gamma + 1):  # row index of the prefix d_<k: offset_k + base-V number of d_<k
+        p[:, k] = table_p[offset + rows]
+        if k < gamma:
+            q[:, k] = table_q[offset + rows]
+            e = torch.empty(trials, vocab, dtype=torch.float64).exponential_(generator=gen)
+            drafts[:, k] = race(q[:, k], e)
+            rows = rows * vocab + drafts[:, k]
+        offset += vocab**k
+    lengths = torch.full((trials,), gamma, dtype=torch.int64)
+    tokens, n_emit = rejection_sample(drafts, q, p, lengths, generator=gen, backend=backend)
+    outcomes = [o for n in range(1, gamma + 2) for o in itertools.product(range(vocab), repeat=n)]
+    code = {o: i for i, o in enumerate(outcomes)}
+    observed = np.zeros(len(outcomes))
+    for row, n in zip(tokens.tolist(), n_emit.tolist()):
+        observed[code[tuple(row[:n])]] += 1
+    exact = dict.fromkeys(outcomes, Fraction(0))
+    tp = [[Fraction(x) for x in r] for r in table_p.tolist()]
+    tq = [[Fraction(x) for x in r] for r in table_q.tolist()]
+    for d in itertools.product(range(vocab), repeat=gamma):
+        weight = Fraction(1)
+        for k in range(gamma):
+            weight *= tq[index(d[:k])][d[k]]
+        law = step_law(
+            [tp[index(d[:k])] for k in range(gamma + 1)], [tq[index(d[:k])] for k in range(gamma)], d, gamma
+        )
+        for emitted, pr in law.items():
+            exact[emitted] += weight * pr
+    expected = np.array([float(exact[o]) for o in outcomes]) * trials
+    return merged_chi2(observed, expected)

@@ -12,20 +12,20 @@ May import: torch, numpy, stdlib, specsched, engine.*.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
-import specsched
 import torch
 
+import specsched
 from engine.controls import EXACT_CONTROLS, SHARED_DRAFT_NOISE
 from engine.exact import (
     DRAFT_KINDS,
     ToyCase,
-    ToyConf,
     ToyModel,
     build_case,
     case_gap,
@@ -33,7 +33,7 @@ from engine.exact import (
     policy_plan,
 )
 from engine.sampling import SamplingParams
-from engine.stats import chi2_positions, chi2_threshold
+from engine.stats import chi2_positions, chi2_threshold, joint_step_chi2
 
 CONF_VALUES = (0.0, 0.2, 0.5, 0.8, 0.95, 1.0)
 
@@ -113,8 +113,10 @@ def _exact_rows(rng: np.random.Generator, n: int) -> Iterator[Row]:
     plain = [random_case(rng) for _ in range(n)]
     trans = [random_case(rng, transforms=True) for _ in range(n)]
     cost0 = specsched.builtin_cost("h200-dense8b")
-    plans = [policy_plan(specsched.make_policy(p, **kw), cost0) for p, kw in
-             [("fixed", {"k": 3}), ("threshold", {"threshold": 0.5}), ("fixed", {"k": 1})]]  # fmt: skip
+    plans = [
+        policy_plan(specsched.make_policy(p, **kw), cost0)
+        for p, kw in [("fixed", {"k": 3}), ("threshold", {"threshold": 0.5}), ("fixed", {"k": 1})]
+    ]
     gaps = [case_gap(c, plans[i % len(plans)]) for i, c in enumerate(plain)]
     yield Row("exact law = target law (Fraction enumeration)", n, max(gaps) == 0, f"max TV {max(gaps):.3g}")
     gaps = [case_gap(c, plans[i % len(plans)]) for i, c in enumerate(trans)]
@@ -144,11 +146,27 @@ def _chi2_rows(backend: str, trials: int, seeds: tuple[int, ...]) -> Iterator[Ro
         for res in chi2_positions(seed, trials=trials, backend=backend):
             worst = max(worst, res.chi2 / chi2_threshold(res.df))
             n += 1
-    yield Row(f"χ² per position (V=16, {trials // 1000}k trials, adversarial) [{backend}]", n, worst <= 1,
-              f"max χ²/threshold {worst:.2f}")  # fmt: skip
+    yield Row(
+        f"χ² per position (V=16, {trials // 1000}k trials, adversarial) [{backend}]",
+        n,
+        worst <= 1,
+        f"max χ²/threshold {worst:.2f}",
+    )
+    worst = max(
+        stat / chi2_threshold(df)
+        for stat, df in (joint_step_chi2(s, trials=trials, backend=backend) for s in seeds[:2])
+    )
+    yield Row(
+        f"χ² joint law of a verify step = exact step law (V=3, γ=2) [{backend}]",
+        min(len(seeds), 2),
+        worst <= 1,
+        f"max χ²/threshold {worst:.2f}",
+    )
     res = chi2_positions(seeds[0], trials=trials, backend=backend, control=SHARED_DRAFT_NOISE)
     ratio = max(r.chi2 / chi2_threshold(r.df) for r in res)
-    yield Row("control caught: shared draft/residual noise (χ²)", len(res), ratio > 1, f"χ²/threshold {ratio:.1f}")
+    yield Row(
+        "control caught: shared draft/residual noise (χ²)", len(res), ratio > 1, f"χ²/threshold {ratio:.1f}"
+    )
 
 
 def _device_backend(backend: str) -> tuple[str, str]:
@@ -159,18 +177,35 @@ def _device_backend(backend: str) -> tuple[str, str]:
     return "cpu", "torch"
 
 
-def run_suite(backend: str = "torch", *, quick: bool = False, seed: int = 20240611) -> list[Row]:
-    """Every property; `quick` shrinks the case counts (for the test of the CLI itself)."""
+def run_suite(
+    backend: str = "torch", *, quick: bool = False, seed: int = 20240611, progress: bool = False
+) -> list[Row]:
+    """Every property; `quick` shrinks the case counts (for the test of the CLI itself). `progress`: one
+    line per section on stderr with the elapsed time and an ETA."""
     from engine.suite_engine import engine_rows, error_rows, parity_rows
 
     rng = np.random.default_rng(np.random.SeedSequence(seed))
-    rows = list(_exact_rows(rng, 8 if quick else 40))
     device, chi_backend = _device_backend(backend)
+    sections = [("exact enumeration", lambda: _exact_rows(rng, 8 if quick else 40))]
     if backend == "triton":
-        rows += parity_rows(rng, device, 4 if quick else 24)
-    rows += _chi2_rows(chi_backend, 20_000 if quick else 200_000, (0,) if quick else (0, 1, 2))
-    rows += engine_rows(backend, quick=quick)
-    rows += error_rows(backend)
+        sections.append(("triton parity", lambda: parity_rows(rng, device, 4 if quick else 24)))
+    trials, seeds = (20_000, (0,)) if quick else (200_000, (0, 1, 2))
+    sections += [
+        ("χ² sampling", lambda: _chi2_rows(chi_backend, trials, seeds)),
+        ("decode loop", lambda: engine_rows(backend, quick=quick)),
+        ("bad rows", lambda: error_rows(backend)),
+    ]
+    rows: list[Row] = []
+    started = time.perf_counter()
+    for i, (name, section) in enumerate(sections):
+        rows += section()
+        if progress:
+            spent = time.perf_counter() - started
+            eta = spent / (i + 1) * (len(sections) - i - 1)
+            print(
+                f"[verify] {i + 1}/{len(sections)} {name} done ({spent:.0f} s, ETA {eta:.0f} s)",
+                file=sys.stderr,
+            )
     return rows
 
 
@@ -186,5 +221,5 @@ def format_table(rows: list[Row], seconds: float) -> str:
 
 def main_table(backend: str, quick: bool) -> tuple[str, bool]:
     started = time.perf_counter()
-    rows = run_suite(backend, quick=quick)
+    rows = run_suite(backend, quick=quick, progress=True)
     return format_table(rows, time.perf_counter() - started), all(r.ok for r in rows)

@@ -22,8 +22,16 @@ from engine.verify import rejection_sample
 ODD_VOCABS = (1, 2, 3, 5, 7, 13, 33, 100)
 
 
-def random_verify_inputs(gen: torch.Generator, r: int, gamma: int, vocab: int, *, dtype=torch.float32,
-                         device="cpu", sparsity: float = 0.3) -> dict[str, torch.Tensor]:  # fmt: skip
+def random_verify_inputs(
+    gen: torch.Generator,
+    r: int,
+    gamma: int,
+    vocab: int,
+    *,
+    dtype=torch.float32,
+    device="cpu",
+    sparsity: float = 0.3,
+) -> dict[str, torch.Tensor]:
     """Valid rejection_sample inputs with zeros in the rows, drafts sampled from q, ragged lengths that
     include 0 and γ, and injected noise (uniforms, exponentials)."""
 
@@ -44,8 +52,14 @@ def random_verify_inputs(gen: torch.Generator, r: int, gamma: int, vocab: int, *
     lengths[-1] = gamma
     u = torch.rand(r, gamma, generator=gen, dtype=torch.float64)
     e = torch.empty(r, vocab, dtype=torch.float64).exponential_(generator=gen)
-    out = {"draft_tokens": drafts, "draft_probs": q, "target_probs": p, "lengths": lengths,
-           "uniforms": u, "exponentials": e}  # fmt: skip
+    out = {
+        "draft_tokens": drafts,
+        "draft_probs": q,
+        "target_probs": p,
+        "lengths": lengths,
+        "uniforms": u,
+        "exponentials": e,
+    }
     return {k: v.to(device) for k, v in out.items()}
 
 
@@ -63,23 +77,32 @@ def parity_rows(rng: np.random.Generator, device: str, n: int) -> Iterator[tuple
         a = rejection_sample(**inputs, backend="torch")
         b = rejection_sample(**inputs, backend="triton")
         same += bool(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]))
-    yield Row(f"triton == torch bit for bit (injected noise, {device})", n, same == n, f"{same}/{n} identical")
+    yield Row(
+        f"triton == torch bit for bit (injected noise, {device})", n, same == n, f"{same}/{n} identical"
+    )
 
 
 def tiny_models(seed: int = 0, *, dtype: str = "float64") -> tuple[TinyLM, TinyLM, TinyLM]:
     """(target, truncated 1-layer draft, independent smaller draft) -- small enough for tests."""
-    cfg = ModelConfig(vocab_size=48, d_model=32, n_layers=2, n_heads=2, max_len=96, seed=seed, dtype=dtype,
-                      init_scale=0.5)  # fmt: skip
+    cfg = ModelConfig(
+        vocab_size=48, d_model=32, n_layers=2, n_heads=2, max_len=96, seed=seed, dtype=dtype, init_scale=0.5
+    )
     target = TinyLM(cfg)
-    other = TinyLM(ModelConfig(vocab_size=48, d_model=16, n_layers=1, n_heads=2, max_len=96, seed=seed + 1,
-                               dtype=dtype))  # fmt: skip
+    other = TinyLM(
+        ModelConfig(vocab_size=48, d_model=16, n_layers=1, n_heads=2, max_len=96, seed=seed + 1, dtype=dtype)
+    )
     return target, target.truncated(1), other
 
 
 def mixed_requests(n: int, *, seed: int = 3, new_tokens: int = 12) -> list[Request]:
     """Requests with mixed prompts, lengths and sampling params (greedy, temperature, top-k, top-p)."""
-    params = [SamplingParams(), SamplingParams(0.0), SamplingParams(0.7, top_k=8), SamplingParams(1.3, top_p=0.8),
-              SamplingParams(1.0, top_k=5, top_p=0.9)]  # fmt: skip
+    params = [
+        SamplingParams(),
+        SamplingParams(0.0),
+        SamplingParams(0.7, top_k=8),
+        SamplingParams(1.3, top_p=0.8),
+        SamplingParams(1.0, top_k=5, top_p=0.9),
+    ]
     return [
         Request(i, tuple(range(1 + i % 3, 4 + i % 5)), new_tokens - (i % 4), params[i % len(params)], seed)
         for i in range(n)
@@ -87,8 +110,9 @@ def mixed_requests(n: int, *, seed: int = 3, new_tokens: int = 12) -> list[Reque
 
 
 def make_engine(target, draft, *, policy="dspark", mode="standard", backend="torch", max_running=8, **pp):
-    config = EngineConfig(gamma=4, policy=policy, policy_params=pp, mode=mode, backend=backend,
-                          max_running=max_running)  # fmt: skip
+    config = EngineConfig(
+        gamma=4, policy=policy, policy_params=pp, mode=mode, backend=backend, max_running=max_running
+    )
     drafter = ModelDrafter(draft, slots=max_running, max_len=96) if draft is not None else None
     return Engine(target, drafter, config, max_len=96)
 
@@ -99,8 +123,13 @@ def engine_rows(backend: str, *, quick: bool = False) -> Iterator[tuple]:
     target, trunc, other = tiny_models()
     reqs = mixed_requests(4 if quick else 6)
     plain = make_engine(target, None).generate(reqs, speculative=False)
-    policies = [("dspark", {}), ("dspark_global", {"delay": 2}), ("fixed", {"k": 3}), ("threshold", {}),
-                ("lookahead", {})]  # fmt: skip
+    policies = [
+        ("dspark", {}),
+        ("dspark_global", {"delay": 2}),
+        ("fixed", {"k": 3}),
+        ("threshold", {}),
+        ("lookahead", {}),
+    ]
     n = same = 0
     for draft in (trunc, other):
         for name, pp in policies[: 2 if quick else None]:
@@ -108,8 +137,12 @@ def engine_rows(backend: str, *, quick: bool = False) -> Iterator[tuple]:
                 out = make_engine(target, draft, policy=name, mode="coupled", max_running=max_running, **pp)
                 n += 1
                 same += out.generate(reqs) == plain
-    yield Row("coupled speculative == plain decoding (policies x drafts x batching)", n, same == n,
-              f"{same}/{n} identical")  # fmt: skip
+    yield Row(
+        "coupled speculative == plain decoding (policies x drafts x batching)",
+        n,
+        same == n,
+        f"{same}/{n} identical",
+    )
     n = same = 0
     for mode, name, pp in (("standard", "fixed", {"k": 3}), ("coupled", "dspark", {})):
         batched = make_engine(target, trunc, policy=name, mode=mode, backend=backend, **pp).generate(reqs)
@@ -140,5 +173,9 @@ def error_rows(backend: str) -> Iterator[tuple]:
         tokens, _ = rejection_sample(**inputs, backend=backend, check=False)
         in_range += bool(((tokens == -1) | ((tokens >= 0) & (tokens < 7))).all())
     ok = errors == n and in_range == n
-    yield Row(f"NaN/zero rows: clear ValueError; ids in range unchecked [{backend}]", n, ok,
-              f"{errors} errors, {in_range} in range")  # fmt: skip
+    yield Row(
+        f"NaN/zero rows: clear ValueError; ids in range unchecked [{backend}]",
+        n,
+        ok,
+        f"{errors} errors, {in_range} in range",
+    )

@@ -53,7 +53,8 @@ def residual_weights(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
 def residual(p, q):
     """The residual distribution norm(max(p - q, 0)); falls back to norm(p) when it has no mass.
 
-    `p, q`: equal-length sequences of numbers (exact for Fractions) or float tensors [..., V] (float64 out)."""
+    `p, q`: equal-length sequences of numbers (exact for Fractions) or float tensors [..., V] (float64
+    out)."""
     if isinstance(p, torch.Tensor):
         w = residual_weights(p, q)
         mass = w.sum(-1, keepdim=True)
@@ -70,22 +71,34 @@ def residual(p, q):
 
 def _check_inputs(draft_tokens, draft_probs, target_probs, lengths) -> tuple[int, int, int]:
     if draft_tokens.dtype != torch.int64 or draft_tokens.ndim != 2:
-        raise ValueError(f"draft_tokens: need int64 [R, gamma], got {draft_tokens.dtype} {tuple(draft_tokens.shape)}")
+        raise ValueError(
+            f"draft_tokens: need int64 [R, gamma], got {draft_tokens.dtype} {tuple(draft_tokens.shape)}"
+        )
     r, gamma = draft_tokens.shape
     if target_probs.ndim != 3 or target_probs.shape[:2] != (r, gamma + 1) or target_probs.shape[2] < 1:
-        raise ValueError(f"target_probs: need [R={r}, gamma+1={gamma + 1}, V], got {tuple(target_probs.shape)}")
+        raise ValueError(
+            f"target_probs: need [R={r}, gamma+1={gamma + 1}, V], got {tuple(target_probs.shape)}"
+        )
     vocab = target_probs.shape[2]
     if draft_probs.shape != (r, gamma, vocab):
-        raise ValueError(f"draft_probs: need [R={r}, gamma={gamma}, V={vocab}], got {tuple(draft_probs.shape)}")
+        raise ValueError(
+            f"draft_probs: need [R={r}, gamma={gamma}, V={vocab}], got {tuple(draft_probs.shape)}"
+        )
     if not (draft_probs.is_floating_point() and target_probs.is_floating_point()):
-        raise ValueError(f"draft_probs/target_probs: need float tensors, got {draft_probs.dtype}/{target_probs.dtype}")
+        raise ValueError(
+            f"draft_probs/target_probs: need float tensors, got {draft_probs.dtype}/{target_probs.dtype}"
+        )
     if lengths.dtype != torch.int64 or lengths.shape != (r,):
         raise ValueError(f"lengths: need int64 [R={r}], got {lengths.dtype} {tuple(lengths.shape)}")
     devices = {t.device for t in (draft_tokens, draft_probs, target_probs, lengths)}
     if len(devices) != 1:
-        raise ValueError(f"rejection_sample: all tensors must be on one device, got {sorted(map(str, devices))}")
+        raise ValueError(
+            f"rejection_sample: all tensors must be on one device, got {sorted(map(str, devices))}"
+        )
     if r and (int(lengths.min()) < 0 or int(lengths.max()) > gamma):
-        raise ValueError(f"lengths: must lie in [0, gamma={gamma}], got min {int(lengths.min())} max {int(lengths.max())}")
+        raise ValueError(
+            f"lengths: must lie in [0, gamma={gamma}], got min {int(lengths.min())} max {int(lengths.max())}"
+        )
     return r, gamma, vocab
 
 
@@ -105,18 +118,26 @@ def _check_rows(draft_tokens, draft_probs, target_probs, lengths) -> None:
     if bool(bad.any()):
         i, j = (int(x) for x in torch.nonzero(bad)[0])
         raise ValueError(
-            f"draft_probs: draft token {int(draft_tokens[i, j])} at ({i}, {j}) has probability 0 under the draft "
-            "distribution; draft_probs must be the distribution the token was sampled from"
+            f"draft_probs: draft token {int(draft_tokens[i, j])} at ({i}, {j}) has probability 0 under the "
+            "draft distribution; draft_probs must be the distribution the token was sampled from"
         )
 
 
 def _check_noise(uniforms, exponentials, r, gamma, vocab, device) -> None:
     if uniforms.dtype != torch.float64 or uniforms.shape != (r, gamma) or uniforms.device != device:
-        raise ValueError(f"uniforms: need float64 [R={r}, gamma={gamma}] on {device}, got "
-                         f"{uniforms.dtype} {tuple(uniforms.shape)} on {uniforms.device}")
-    if exponentials.dtype != torch.float64 or exponentials.shape != (r, vocab) or exponentials.device != device:
-        raise ValueError(f"exponentials: need float64 [R={r}, V={vocab}] on {device}, got "
-                         f"{exponentials.dtype} {tuple(exponentials.shape)} on {exponentials.device}")
+        raise ValueError(
+            f"uniforms: need float64 [R={r}, gamma={gamma}] on {device}, got "
+            f"{uniforms.dtype} {tuple(uniforms.shape)} on {uniforms.device}"
+        )
+    if (
+        exponentials.dtype != torch.float64
+        or exponentials.shape != (r, vocab)
+        or exponentials.device != device
+    ):
+        raise ValueError(
+            f"exponentials: need float64 [R={r}, V={vocab}] on {device}, got "
+            f"{exponentials.dtype} {tuple(exponentials.shape)} on {exponentials.device}"
+        )
     if uniforms.numel() and not bool(((uniforms >= 0) & (uniforms < 1)).all()):
         raise ValueError("uniforms: acceptance uniforms must lie in [0, 1)")
     if exponentials.numel() and not bool((exponentials >= 0).all()):
@@ -150,14 +171,18 @@ def rejection_sample(
     if uniforms is None:
         uniforms = torch.rand((r, gamma), dtype=torch.float64, device=device, generator=generator)
     if exponentials is None:
-        exponentials = torch.empty((r, vocab), dtype=torch.float64, device=device).exponential_(generator=generator)
+        exponentials = torch.empty((r, vocab), dtype=torch.float64, device=device).exponential_(
+            generator=generator
+        )
     _check_noise(uniforms, exponentials, r, gamma, vocab, device)
     if check:
         _check_rows(draft_tokens, draft_probs, target_probs, lengths)
     if backend == "triton":
         from engine.verify_triton import rejection_sample_triton
 
-        return rejection_sample_triton(draft_tokens, draft_probs, target_probs, lengths, uniforms, exponentials)
+        return rejection_sample_triton(
+            draft_tokens, draft_probs, target_probs, lengths, uniforms, exponentials
+        )
     return _reference(draft_tokens, draft_probs, target_probs, lengths, uniforms, exponentials)
 
 
@@ -205,11 +230,14 @@ def match_verify(
     noise `exponentials: float64 [R, γ+1, V]`; drafts are kept while they equal the target's token.
 
     The emitted tokens are then exactly the target's samples, i.e. what plain decoding with the same keyed
-    noise emits, whatever the drafts and lengths. Returns (tokens [R, γ+1] padded with -1, num_emitted [R])."""
+    noise emits, whatever the drafts and lengths. Returns (tokens [R, γ+1] padded with -1,
+    num_emitted [R])."""
     r, gamma = draft_tokens.shape
     if target_probs.shape[:2] != (r, gamma + 1) or exponentials.shape != target_probs.shape:
-        raise ValueError(f"match_verify: target_probs {tuple(target_probs.shape)} and exponentials "
-                         f"{tuple(exponentials.shape)} must both be [R={r}, gamma+1={gamma + 1}, V]")
+        raise ValueError(
+            f"match_verify: target_probs {tuple(target_probs.shape)} and exponentials "
+            f"{tuple(exponentials.shape)} must both be [R={r}, gamma+1={gamma + 1}, V]"
+        )
     k = torch.arange(gamma + 1, device=target_probs.device)
     if check:
         check_prob_rows(target_probs, "target_probs", k[None, :] <= lengths[:, None])
@@ -218,4 +246,3 @@ def match_verify(
     n_acc = torch.cumprod((live & (draft_tokens == target[:, :gamma])).to(torch.int64), dim=1).sum(dim=1)
     tokens = torch.where(k[None, :] <= n_acc[:, None], target, -1)
     return tokens, n_acc + 1
-

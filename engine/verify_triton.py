@@ -40,7 +40,7 @@ def _import_triton(device: torch.device):
         os.environ["TRITON_INTERPRET"] = "1"
     try:
         import triton
-        import triton.language  # noqa: F401
+        import triton.language
     except ImportError as err:
         raise TritonUnavailableError(
             f"backend='triton' needs the triton package (Linux only): {err}; use backend='torch'"

@@ -1,9 +1,9 @@
 """Hypothesis strategies shared by the engine tests (toy exact cases, cost tables, sampling params)."""
 
 import numpy as np
-import specsched
 from hypothesis import strategies as st
 
+import specsched
 from engine.exact import DRAFT_KINDS, build_case
 from engine.sampling import SamplingParams
 from engine.suite import CONF_VALUES

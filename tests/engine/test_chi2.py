@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from engine.controls import SHARED_DRAFT_NOISE
-from engine.stats import chi2_positions, chi2_threshold, merged_chi2
+from engine.stats import chi2_positions, chi2_threshold, joint_step_chi2, merged_chi2
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -12,7 +12,9 @@ def test_each_position_follows_the_target(seed):
     results = chi2_positions(seed, vocab=16, gamma=3, trials=200_000)
     assert results[0].reached == 200_000
     for res in results:
-        assert res.ok, f"position {res.position}: χ²={res.chi2:.1f} > {chi2_threshold(res.df):.1f} (df={res.df})"
+        assert res.ok, (
+            f"position {res.position}: χ²={res.chi2:.1f} > {chi2_threshold(res.df):.1f} (df={res.df})"
+        )
 
 
 def test_shared_draft_noise_is_caught():
@@ -25,3 +27,9 @@ def test_merged_chi2_merges_small_bins():
     assert df == 1 and stat == 0.0  # the two small bins merge (expected 3 < 5) into the smallest big one
     stat, df = merged_chi2(np.array([40, 60, 3, 3]), np.array([50.0, 50.0, 3.0, 3.0]))
     assert df == 2 and stat == pytest.approx(4.0)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_joint_law_of_one_verify_step_matches_the_exact_step_law(seed):
+    stat, df = joint_step_chi2(seed, vocab=3, gamma=2, trials=200_000)
+    assert stat <= chi2_threshold(df), (stat, df)

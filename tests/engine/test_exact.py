@@ -4,10 +4,10 @@ scheduler policies (the firewall); biased schedulers and the negative controls a
 from fractions import Fraction
 
 import pytest
-import specsched
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import specsched
 from engine.controls import EXACT_CONTROLS
 from engine.exact import (
     ToyModel,
@@ -29,21 +29,32 @@ def _plan(name, **params):
     return policy_plan(specsched.make_policy(name, **params), FLAT)
 
 
-@settings(max_examples=60)
-@given(toy_cases(), st.sampled_from([("fixed", {"k": 3}), ("fixed", {"k": 1}), ("threshold", {}), ("ar", {})]))
+@settings(max_examples=200)
+@given(
+    toy_cases(), st.sampled_from([("fixed", {"k": 3}), ("fixed", {"k": 1}), ("threshold", {}), ("ar", {})])
+)
 def test_emitted_law_is_the_target_law(case, policy):
     assert case_gap(case, _plan(policy[0], **policy[1])) == 0
 
 
-@settings(max_examples=60)
+@settings(max_examples=200)
 @given(toy_cases(transforms=True), st.sampled_from([("fixed", {"k": 3}), ("threshold", {"threshold": 0.8})]))
 def test_exact_after_temperature_top_k_top_p(case, policy):
     assert case_gap(case, _plan(policy[0], **policy[1])) == 0
 
 
-@settings(max_examples=60)
-@given(st.data(), st.sampled_from([("dspark", {}), ("dspark_global", {"delay": 1}), ("dspark_global", {"delay": 2}),
-                                   ("goodput", {"delay": 2})]))  # fmt: skip
+@settings(max_examples=200)
+@given(
+    st.data(),
+    st.sampled_from(
+        [
+            ("dspark", {}),
+            ("dspark_global", {"delay": 1}),
+            ("dspark_global", {"delay": 2}),
+            ("goodput", {"delay": 2}),
+        ]
+    ),
+)
 def test_firewall_scheduled_lengths_stay_exact(data, policy_spec):
     case = data.draw(toy_cases(transforms=data.draw(st.booleans())))
     policy = specsched.make_policy(policy_spec[0], **policy_spec[1])
@@ -52,8 +63,11 @@ def test_firewall_scheduled_lengths_stay_exact(data, policy_spec):
     assert case_gap(case, policy_plan(policy, cost), delay=policy.delay, prior=prior) == 0
 
 
-@settings(max_examples=15)
-@given(st.data(), st.sampled_from([("dspark", {}), ("dspark_global", {"delay": 1}), ("dspark_global", {"delay": 2})]))
+@settings(max_examples=40)
+@given(
+    st.data(),
+    st.sampled_from([("dspark", {}), ("dspark_global", {"delay": 1}), ("dspark_global", {"delay": 2})]),
+)
 def test_firewall_two_requests_stay_independent_and_exact(data, policy_spec):
     """Global policies couple requests' lengths; the joint law must still be the product of target laws."""
     a = data.draw(toy_cases(max_vocab=2, max_gamma=2, max_length=2))
@@ -61,8 +75,16 @@ def test_firewall_two_requests_stay_independent_and_exact(data, policy_spec):
     gamma, length = min(a.gamma, b.gamma), min(a.length, b.length)
     policy = specsched.make_policy(policy_spec[0], **policy_spec[1])
     plan = policy_plan(policy, data.draw(cost_tables(gamma, requests=2)))
-    law = emitted_law([a.target, b.target], [a.draft, b.draft], a.conf, plan, length=length, gamma=gamma,
-                      prompts=[(0,), (1,)], delay=policy.delay)  # fmt: skip
+    law = emitted_law(
+        [a.target, b.target],
+        [a.draft, b.draft],
+        a.conf,
+        plan,
+        length=length,
+        gamma=gamma,
+        prompts=[(0,), (1,)],
+        delay=policy.delay,
+    )
     assert law == target_law([a.target, b.target], length=length, prompts=[(0,), (1,)])
 
 
@@ -75,8 +97,14 @@ def test_appendix_a_lookahead_and_peeking_are_biased():
 
 CONTROL_CASES = [
     build_case([[2, 2, 1]], "independent", [[0, 1, 4]], [0.5], gamma=1, length=2),
-    build_case([[3, 1, 0], [1, 2, 2], [0, 1, 4], [2, 2, 1]], "independent", [[1, 1, 1], [4, 1, 0]], [0.9],
-               gamma=2, length=3),  # fmt: skip
+    build_case(
+        [[3, 1, 0], [1, 2, 2], [0, 1, 4], [2, 2, 1]],
+        "independent",
+        [[1, 1, 1], [4, 1, 0]],
+        [0.9],
+        gamma=2,
+        length=3,
+    ),
     build_case([[1, 3], [3, 1]], "reversed", [[1, 1]], [0.5], gamma=2, length=3),
 ]
 

@@ -56,7 +56,8 @@ def test_per_row_params_and_greedy_ties():
 
 
 @pytest.mark.parametrize(
-    "kwargs, field", [({"temperature": -1}, "temperature"), ({"top_k": -2}, "top_k"), ({"top_p": 0.0}, "top_p")]
+    "kwargs, field",
+    [({"temperature": -1}, "temperature"), ({"top_k": -2}, "top_k"), ({"top_p": 0.0}, "top_p")],
 )
 def test_sampling_params_validation_names_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):

@@ -62,9 +62,14 @@ def test_parity_when_the_residual_has_no_mass():
     backends fall back to racing over p."""
     q = torch.tensor([[[0.2, 0.3, 0.5]]], dtype=torch.float64)
     p = torch.cat([q * 0.9995, q], dim=1)
-    x = {"draft_tokens": torch.tensor([[2]]), "draft_probs": q, "target_probs": p, "lengths": torch.tensor([1]),
-         "uniforms": torch.tensor([[0.9999]], dtype=torch.float64),
-         "exponentials": torch.tensor([[1.0, 0.1, 1.0]], dtype=torch.float64)}  # fmt: skip
+    x = {
+        "draft_tokens": torch.tensor([[2]]),
+        "draft_probs": q,
+        "target_probs": p,
+        "lengths": torch.tensor([1]),
+        "uniforms": torch.tensor([[0.9999]], dtype=torch.float64),
+        "exponentials": torch.tensor([[1.0, 0.1, 1.0]], dtype=torch.float64),
+    }
     tokens, n = _same({k: v.to(DEVICE) for k, v in x.items()})
     assert tokens.tolist() == [[1, -1]] and n.tolist() == [1]
 

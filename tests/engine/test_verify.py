@@ -40,8 +40,10 @@ def test_acceptance_boundary_and_zero_uniform():
     d = torch.tensor([[0]])
     e = torch.ones(1, 2, dtype=torch.float64)
     ratio = 0.25 / 0.5
-    below = torch.tensor([[torch.nextafter(torch.tensor(ratio, dtype=torch.float64), torch.tensor(0.0)).item()]],
-                         dtype=torch.float64)  # fmt: skip
+    below = torch.tensor(
+        [[torch.nextafter(torch.tensor(ratio, dtype=torch.float64), torch.tensor(0.0)).item()]],
+        dtype=torch.float64,
+    )
     at = torch.tensor([[ratio]], dtype=torch.float64)
     assert int(rejection_sample(d, q, p, torch.tensor([1]), uniforms=below, exponentials=e)[1][0]) == 2
     assert int(rejection_sample(d, q, p, torch.tensor([1]), uniforms=at, exponentials=e)[1][0]) == 1
@@ -76,7 +78,9 @@ def test_ragged_zero_length_draws_bonus_from_row_zero():
     assert tokens.tolist() == [[1, -1]] and n.tolist() == [1]
 
 
-@given(st.lists(st.integers(0, 20), min_size=2, max_size=6), st.lists(st.integers(0, 20), min_size=2, max_size=6))
+@given(
+    st.lists(st.integers(0, 20), min_size=2, max_size=6), st.lists(st.integers(0, 20), min_size=2, max_size=6)
+)
 def test_tensor_rules_agree_with_exact_rules(pw, qw):
     n = min(len(pw), len(qw))
     pw, qw = pw[:n], qw[:n]

@@ -1,0 +1,178 @@
+"""DFlash-style parallel block drafter and DSpark (the same backbone + Markov head + confidence head).
+
+Role: the network and its training loss. A block anchored at position a (the last committed token, whose
+target features do not exist yet) is [x_a, MASK × (γ−1)] at positions a..a+γ−1; slot j predicts token
+x_{a+j+1}. Context = RMSNorm(fc[H(l1); …; H(ln)]) of the target's block outputs at positions < a, injected
+as keys/values into every draft layer ("KV injection"); the block attends bidirectionally to itself. The
+target's token/position embeddings and output head are frozen (engine.lm.layers.Frozen); the mask
+embedding, fc, the layers, the final norm and the heads are trained.
+
+DSpark (dspark.md §1.2–1.3, §2): p_k = softmax(U_k + B_k) with the Markov bias B_k = W2·W1[x_{k−1}]
+("vanilla") or W2·(σ(G[h_k; W1[x_{k−1}]]) ⊙ W1[x_{k−1}]) ("gated"), x_{k−1} the previous block token (the
+anchor for k = 1; teacher-forced data tokens in training, the sampled drafts at inference). W2 starts at
+zero, so an untrained head leaves the backbone unchanged. Confidence c_k = σ(wᵀ[h_k; W1[x_{k−1}]] + b),
+trained toward c*_k = clamp(1 − ½‖p_d − p_t‖₁, 0, 1) (detached). Loss 0.1·CE + 0.9·L1 + 1.0·BCE, each a
+mean weighted by exp(−k/decay) over the valid positions of each block. DFlash: no Markov or confidence
+head; trained with the same distillation loss minus BCE (0.1·CE + 0.9·L1), so the comparison isolates the
+Markov head (the paper's DFlash uses CE on target-regenerated data, which is the same signal).
+
+May import: torch, stdlib, engine.model, engine.lm.layers.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from engine.lm.layers import (
+    DraftConfig,
+    DraftLayer,
+    Frozen,
+    init_linear,
+    position_weights,
+    rms_norm,
+    weighted_mean,
+)
+from engine.model import ModelConfig
+
+
+class ParallelDrafter(nn.Module):
+    """DFlash (markov="none") or DSpark backbone with heads. See the module docstring."""
+
+    def __init__(
+        self, cfg: DraftConfig, tcfg: ModelConfig, target_weights: dict, gen: torch.Generator
+    ) -> None:
+        super().__init__()
+        if cfg.kind not in ("dflash", "dspark"):
+            raise ValueError(f"ParallelDrafter: kind must be dflash or dspark, got {cfg.kind!r}")
+        if max(cfg.feature_layers) >= tcfg.n_layers:
+            raise ValueError(f"DraftConfig field 'feature_layers': target has {tcfg.n_layers} layers")
+        self.cfg, self.tcfg = cfg, tcfg
+        d, v, r = tcfg.d_model, tcfg.vocab_size, cfg.rank
+        self.frozen = Frozen(target_weights)
+        self.mask_emb = nn.Parameter(torch.randn(d, generator=gen) * 0.02)
+        self.fc = init_linear(gen, d * len(cfg.feature_layers), d)
+        self.ctx_norm = nn.Parameter(torch.ones(d))
+        scale = 1.0 / (2 * cfg.layers) ** 0.5
+        self.blocks = nn.ModuleList(
+            DraftLayer(d, tcfg.n_heads, cfg.d_ff or 2 * d, gen, scale) for _ in range(cfg.layers)
+        )
+        self.norm_w = nn.Parameter(target_weights["lnf.w"].detach().float().clone())
+        self.norm_b = nn.Parameter(target_weights["lnf.b"].detach().float().clone())
+        self.has_markov = cfg.markov != "none"
+        if self.has_markov:
+            self.w1 = nn.Parameter(torch.randn(v, r, generator=gen) * 0.1)
+            self.w2 = nn.Parameter(torch.zeros(r, v))
+            if cfg.markov == "gated":
+                self.gate = init_linear(gen, d + r, r)
+                self.gate_b = nn.Parameter(torch.zeros(r))
+            self.conf_w = nn.Parameter(torch.zeros(d + r))
+            self.conf_b = nn.Parameter(torch.zeros(()))
+
+    # -- pieces shared by training and inference ------------------------------------------------------------
+
+    def context(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Context states [..., d] from target block outputs `hidden: [..., L_target, d]`."""
+        feats = hidden[..., list(self.cfg.feature_layers), :].flatten(-2)
+        return rms_norm(feats @ self.fc, self.ctx_norm)
+
+    def block_input(self, anchor: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """[N, γ, d] block inputs: token embedding of `anchor: int64[N]` then mask embeddings, plus the
+        frozen position embeddings of `positions: int64[N, γ]`."""
+        gamma = positions.shape[-1]
+        first = self.frozen.tok[anchor][:, None, :]
+        rest = self.mask_emb.expand(anchor.shape[0], gamma - 1, -1)
+        pos = self.frozen.pos[positions.clamp(max=self.tcfg.max_len - 1)]
+        return torch.cat([first, rest], dim=1) + pos
+
+    def final(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(h = the drafter's final norm of x, backbone logits U = h @ frozen head)."""
+        h = F.layer_norm(x, (x.shape[-1],), self.norm_w, self.norm_b)
+        return h, h @ self.frozen.head
+
+    def markov(self, h: torch.Tensor, prev: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(bias B [..., V], confidence logit [...]) for hidden `h: [..., d]` and previous tokens `prev`."""
+        e = self.w1[prev]
+        he = torch.cat([h, e], dim=-1)
+        if self.cfg.markov == "gated":
+            e = torch.sigmoid(he @ self.gate + self.gate_b) * e
+        return e @ self.w2, he @ self.conf_w + self.conf_b
+
+    # -- training --------------------------------------------------------------------------------------------
+
+    def loss(self, tokens: torch.Tensor, probs: torch.Tensor, hidden: torch.Tensor, gen: torch.Generator):
+        """(loss, metrics) on a batch: tokens int64[B, T], target probs float[B, T, V] (row t predicts
+        x_{t+1}), target block outputs float[B, T, L, d]; `cfg.anchors` random anchors per sequence."""
+        cfg = self.cfg
+        b, t = tokens.shape
+        gamma, a_n = cfg.gamma, cfg.anchors
+        anchors = torch.randint(1, t - 1, (b, a_n), generator=gen)  # a in [1, T−2]: context non-empty
+        pos = anchors[..., None] + torch.arange(gamma)  # [B, A, γ]
+        valid = pos <= t - 2  # label x_{pos+1} and target row pos exist
+        pos_c = pos.clamp(max=t - 2)
+        flat = pos_c.reshape(b, -1)
+        x = self.block_input(tokens.gather(1, anchors).reshape(-1), pos.reshape(-1, gamma)).view(
+            b, a_n * gamma, -1
+        )
+        ctx = self.context(hidden)
+        key_t = torch.arange(t)
+        ctx_mask = key_t[None, None, :] < anchors.repeat_interleave(gamma, dim=1)[:, :, None]  # [B, Aγ, T]
+        same = torch.arange(a_n).repeat_interleave(gamma)
+        blk_mask = (same[:, None] == same[None, :]).expand(b, -1, -1)
+        mask = torch.cat([ctx_mask, blk_mask], dim=2)[:, None]
+        for blk in self.blocks:
+            ck, cv = blk.project_kv(ctx)
+            x = blk(x, ck, cv, mask)
+        h, logits = self.final(x.view(b, a_n, gamma, -1))
+        prev = tokens.gather(1, flat).view(b, a_n, gamma)  # x_{a+j}: anchor at j = 0
+        labels = tokens.gather(1, flat + 1).view(b, a_n, gamma)
+        p_t = probs.gather(1, flat[..., None].expand(-1, -1, probs.shape[-1])).view(b, a_n, gamma, -1)
+        conf_logit = None
+        if self.has_markov:
+            bias, conf_logit = self.markov(h, prev)
+            logits = logits + bias
+        logp = torch.log_softmax(logits, dim=-1)
+        ce = -logp.gather(-1, labels[..., None]).squeeze(-1)
+        l1 = (logp.exp() - p_t).abs().sum(-1)
+        w = position_weights(gamma, cfg.decay)
+        loss = 0.1 * weighted_mean(ce, w, valid) + 0.9 * weighted_mean(l1, w, valid)
+        accept = (1 - 0.5 * l1).clamp(0, 1).detach()
+        metrics = {"ce": weighted_mean(ce, w, valid).item(), "accept": accept[valid].mean().item()}
+        if conf_logit is not None:
+            bce = F.binary_cross_entropy_with_logits(conf_logit, accept, reduction="none")
+            loss = loss + weighted_mean(bce, w, valid)
+            metrics["bce"] = weighted_mean(bce, w, valid).item()
+        return loss, metrics
+
+    # -- inference -------------------------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def context_kv(self, hidden: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Per draft layer (k, v) float[N, H, Dh] of N context positions (`hidden: [N, L_target, d]`)."""
+        ctx = self.context(hidden)[None]
+        out = []
+        for blk in self.blocks:
+            k, v = blk.project_kv(ctx)
+            out.append((k[0].transpose(0, 1), v[0].transpose(0, 1)))
+        return out
+
+    @torch.no_grad()
+    def draft_hidden(self, anchor, anchor_pos, ctx_k, ctx_v, ctx_len, gamma: int):
+        """(h [R, γ, d], U [R, γ, V]) of one block pass. anchor/anchor_pos/ctx_len: int64[R]; ctx_k/ctx_v:
+        per layer float[R, H, K, Dh] (entries at index >= ctx_len[r] are ignored)."""
+        r = anchor.shape[0]
+        pos = anchor_pos[:, None] + torch.arange(gamma, device=anchor.device)
+        x = self.block_input(anchor, pos)
+        k_len = ctx_k[0].shape[2]
+        ctx_vis = torch.arange(k_len, device=anchor.device)[None, :] < ctx_len[:, None]  # [R, K]
+        mask = torch.cat(
+            [
+                ctx_vis[:, None, :].expand(r, gamma, k_len),
+                torch.ones(r, gamma, gamma, dtype=torch.bool, device=anchor.device),
+            ],
+            dim=2,
+        )[:, None]
+        for blk, ck, cv in zip(self.blocks, ctx_k, ctx_v):
+            x = blk(x, ck, cv, mask)
+        return self.final(x)

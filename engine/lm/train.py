@@ -1,0 +1,404 @@
+"""Train the target and the drafters, calibrate DSpark's confidence head, write the checkpoints.
+
+Role: `python -m engine.lm.train --out engine/checkpoints` (also `specbed engine train`). Seeded and
+deterministic (explicit torch.Generators spawned from one numpy SeedSequence;
+`torch.use_deterministic_algorithms(True)`; a fixed thread count): the same config on the same machine
+gives the same checkpoints. Progress with an ETA goes to stderr.
+
+Phases: (1) the byte-level target (AdamW, warm-up + cosine, next-byte cross-entropy on the three domains,
+equal mix); rounded through float16 and saved. (2) every drafter on the same batches, jointly (one frozen
+target forward per batch feeds all of them): EAGLE (engine.lm.eagle), DFlash / DSpark
+(engine.lm.parallel). (3) STS: each DSpark drafter decodes held-out (val split) prompts of every domain in
+the real engine with all γ drafts verified; per-position temperatures are fit on its raw confidences
+(specsched.calibration.fit_sts) and stored in its checkpoint.
+
+Config: `TrainConfig` (frozen dataclass); `--preset full|tiny`, `--config FILE.toml` and `--set key=value`
+override it; the resolved config is saved as `train_config.toml` beside the checkpoints.
+
+May import: numpy, torch, stdlib, tomllib, specsched, engine.* (engine.measure for the STS rollouts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import re
+import sys
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from engine.lm import checkpoint as ckpt
+from engine.lm.data import DOMAINS, Corpus, DataConfig
+from engine.lm.drafters import runtime_drafter
+from engine.lm.layers import DraftConfig
+from engine.lm.target import TargetLM, target_outputs
+from engine.model import ModelConfig
+from specsched.errors import InputError
+
+_NAME = re.compile(r"^(eagle|dflash|dspark)(\d+)$")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Sizes, steps and rates of one training run (see module docstring). drafters: names kind+layers."""
+
+    seed: int = 0
+    d_model: int = 128
+    n_layers: int = 4
+    n_heads: int = 4
+    context: int = 192
+    target_steps: int = 1400
+    target_batch: int = 16
+    target_lr: float = 3e-3
+    drafter_steps: int = 1000
+    drafter_batch: int = 8
+    drafter_lr: float = 2e-3
+    drafters: tuple[str, ...] = ("eagle1", "dflash2", "dspark2", "dflash4")
+    gamma: int = 7
+    rank: int = 64
+    anchors: int = 24
+    ttt: int = 1
+    sts_prompts: int = 32
+    sts_prompt_len: int = 48
+    sts_new_tokens: int = 96
+    threads: int = 1
+    data: DataConfig = field(default_factory=DataConfig)
+
+    def __post_init__(self) -> None:
+        for name in (
+            "d_model",
+            "n_layers",
+            "n_heads",
+            "context",
+            "target_steps",
+            "target_batch",
+            "drafter_steps",
+            "drafter_batch",
+            "gamma",
+            "rank",
+            "anchors",
+            "sts_prompts",
+            "sts_new_tokens",
+            "threads",
+        ):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"TrainConfig field '{name}': must be >= 1, got {getattr(self, name)}")
+        if self.context < 16 or self.sts_prompt_len + self.sts_new_tokens + self.gamma + 1 > self.context:
+            raise ValueError(
+                "TrainConfig field 'context': must be >= 16 and hold sts_prompt_len + "
+                "sts_new_tokens + gamma + 1"
+            )
+        for name in self.drafters:
+            if not _NAME.match(name):
+                raise ValueError(
+                    f"TrainConfig field 'drafters': bad name {name!r} (eagle1, dflash2, dspark2, ...)"
+                )
+        if not (self.target_lr > 0 and self.drafter_lr > 0):
+            raise ValueError("TrainConfig fields 'target_lr', 'drafter_lr': must be > 0")
+
+    def model_config(self) -> ModelConfig:
+        return ModelConfig(
+            vocab_size=256,
+            d_model=self.d_model,
+            n_layers=self.n_layers,
+            n_heads=self.n_heads,
+            max_len=self.context,
+            seed=self.seed,
+        )
+
+    def draft_config(self, name: str) -> DraftConfig:
+        kind, layers = _NAME.match(name).groups()
+        feats = tuple(range(max(self.n_layers - 1, 1)))[-3:]  # up to 3 blocks, never the last (paper)
+        return DraftConfig(
+            kind=kind,
+            layers=int(layers),
+            gamma=self.gamma,
+            feature_layers=feats,
+            markov="vanilla" if kind == "dspark" else "none",
+            rank=self.rank,
+            anchors=self.anchors,
+            ttt=self.ttt,
+            seed=self.seed,
+        )
+
+
+PRESETS = {
+    "full": TrainConfig(),
+    "tiny": TrainConfig(
+        d_model=32,
+        n_layers=2,
+        n_heads=2,
+        context=48,
+        target_steps=12,
+        target_batch=4,
+        drafter_steps=6,
+        drafter_batch=2,
+        drafters=("eagle1", "dflash1", "dspark1"),
+        anchors=4,
+        ttt=1,
+        sts_prompts=2,
+        sts_prompt_len=16,
+        sts_new_tokens=16,
+        threads=1,
+        data=DataConfig(code_bytes=60_000, prose_bytes=60_000, math_bytes=60_000),
+    ),
+}
+
+
+def resolve(preset: str = "full", config_file: str | None = None, sets: list[str] = ()) -> TrainConfig:
+    """PRESETS[preset], then the [train] / [data] keys of a TOML file, then `key=value` overrides."""
+    if preset not in PRESETS:
+        raise InputError(f"unknown preset {preset!r} (choose from {', '.join(PRESETS)})", field="preset")
+    base = dataclasses.asdict(PRESETS[preset])
+    if config_file:
+        try:
+            doc = tomllib.loads(Path(config_file).read_text())
+        except (OSError, tomllib.TOMLDecodeError) as err:
+            raise InputError(f"cannot read config: {err}", file=config_file) from None
+        base.update(doc.get("train", {}))
+        base["data"] = {**base["data"], **doc.get("data", {})}
+    for item in sets:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise InputError(f"expected key=value, got {item!r}", field="--set")
+        target, name = (base["data"], key[5:]) if key.startswith("data.") else (base, key)
+        if name not in target:
+            raise InputError("unknown key", field=key)
+        try:
+            target[name] = tomllib.loads(f"v = {value}")["v"]
+        except tomllib.TOMLDecodeError:
+            target[name] = value
+    base["drafters"] = (
+        tuple(base["drafters"].split(",")) if isinstance(base["drafters"], str) else tuple(base["drafters"])
+    )
+    try:
+        return TrainConfig(**{**base, "data": DataConfig(**base["data"])})
+    except TypeError as err:
+        raise InputError(str(err), field="config") from None
+
+
+def dump_toml(cfg: TrainConfig) -> str:
+    def fmt(v):
+        return (
+            "[" + ", ".join(fmt(x) for x in v) + "]"
+            if isinstance(v, tuple | list)
+            else (f'"{v}"' if isinstance(v, str) else repr(v))
+        )
+
+    d = dataclasses.asdict(cfg)
+    data = d.pop("data")
+    lines = ["[train]"] + [f"{k} = {fmt(v)}" for k, v in d.items()] + ["", "[data]"]
+    return "\n".join(lines + [f"{k} = {fmt(v)}" for k, v in data.items()]) + "\n"
+
+
+class Progress:
+    """Prints `phase done/total, note, s/step, ETA` to stderr at most every `every` seconds."""
+
+    def __init__(self, phase: str, total: int, quiet: bool = False, every: float = 10.0) -> None:
+        self.phase, self.total, self.quiet, self.every = phase, total, quiet, every
+        self.start = self.last = time.perf_counter()
+
+    def update(self, done: int, note: str = "") -> None:
+        now = time.perf_counter()
+        if self.quiet or (now - self.last < self.every and done < self.total):
+            return
+        self.last = now
+        per = (now - self.start) / max(done, 1)
+        print(
+            f"[train] {self.phase} {done}/{self.total} {note} | {per:.2f} s/step"
+            f" | elapsed {now - self.start:.0f}s | ETA {per * (self.total - done):.0f}s",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def _generators(seed: int, n: int) -> list[torch.Generator]:
+    states = np.random.SeedSequence(seed).generate_state(n, dtype=np.uint64)
+    return [torch.Generator().manual_seed(int(s) & ((1 << 63) - 1)) for s in states]
+
+
+def _lr(step: int, total: int, peak: float) -> float:
+    warm = max(1, total // 20)
+    if step < warm:
+        return peak * (step + 1) / warm
+    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * (step - warm) / max(total - warm, 1))))
+
+
+def _optimizer(params, lr: float) -> torch.optim.Optimizer:
+    params = [p for p in params if p.requires_grad]
+    decay = [p for p in params if p.ndim >= 2]
+    rest = [p for p in params if p.ndim < 2]
+    return torch.optim.AdamW(
+        [{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
+        lr=lr,
+        betas=(0.9, 0.95),
+    )
+
+
+def train_target(cfg: TrainConfig, corpus: Corpus, gens, quiet=False) -> tuple[dict, dict]:
+    """Float32 weights (rounded through float16) and metrics of a freshly trained target."""
+    model = TargetLM(cfg.model_config(), gens[0])
+    opt = _optimizer(model.parameters(), cfg.target_lr)
+    prog = Progress("target", cfg.target_steps, quiet)
+    losses = []
+    for step in range(cfg.target_steps):
+        for g in opt.param_groups:
+            g["lr"] = _lr(step, cfg.target_steps, cfg.target_lr)
+        batch = corpus.batch("train", cfg.target_batch, cfg.context + 1, gens[1])
+        logits, _ = model(batch[:, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        losses.append(loss.item())
+        prog.update(step + 1, f"loss {np.mean(losses[-20:]):.3f} nats/byte")
+    weights = ckpt.rounded(model.weights())
+    val = {}
+    with torch.no_grad():
+        for dom in DOMAINS:
+            batch = corpus.batch("val", 8, cfg.context + 1, gens[2], domain=dom)
+            probs, _ = target_outputs(weights, cfg.model_config(), batch[:, :-1])
+            nll = -torch.log(probs.gather(-1, batch[:, 1:, None]).clamp_min(1e-12)).mean()
+            val[dom] = float(nll) / math.log(2)
+    return weights, {"train_loss_last": float(np.mean(losses[-20:])), "val_bits_per_byte": val}
+
+
+def train_drafters(cfg: TrainConfig, corpus: Corpus, weights: dict, gens, quiet=False) -> tuple[dict, dict]:
+    """{name: trained net (rounded through float16)}, {name: metrics}; all trained on the same batches."""
+    mcfg = cfg.model_config()
+    nets = {
+        name: ckpt.build_drafter(cfg.draft_config(name), mcfg, weights, gens[3 + i])
+        for i, name in enumerate(cfg.drafters)
+    }
+    opts = {name: _optimizer(net.parameters(), cfg.drafter_lr) for name, net in nets.items()}
+    hist: dict[str, list[dict]] = {name: [] for name in nets}
+    prog = Progress("drafters", cfg.drafter_steps, quiet)
+    for step in range(cfg.drafter_steps):
+        batch = corpus.batch("train", cfg.drafter_batch, cfg.context, gens[1])
+        probs, hidden = target_outputs(weights, mcfg, batch)
+        for name, net in nets.items():
+            for g in opts[name].param_groups:
+                g["lr"] = _lr(step, cfg.drafter_steps, cfg.drafter_lr)
+            loss, metrics = net.loss(batch, probs, hidden, gens[2])
+            opts[name].zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+            opts[name].step()
+            hist[name].append({"loss": loss.item(), **metrics})
+        prog.update(
+            step + 1, " ".join(f"{n}:{np.mean([h['accept'] for h in hist[n][-20:]]):.3f}" for n in nets)
+        )
+    out_metrics = {}
+    for name, net in nets.items():
+        net.load_state_dict(ckpt.rounded(net.state_dict()))
+        last = hist[name][-20:]
+        out_metrics[name] = {k: float(np.mean([h[k] for h in last])) for k in last[0]}
+    return nets, out_metrics
+
+
+def calibrate(cfg: TrainConfig, corpus: Corpus, weights: dict, net) -> tuple[list[float], dict]:
+    """STS temperatures of a DSpark net from engine rollouts on val prompts (all γ verified)."""
+    from engine.loop import EngineConfig
+    from engine.measure.rollout import run_rollout
+    from engine.measure.stats import confidence_quality, fit_temperatures, full_conf, requests_for
+
+    confs, accs = [], []
+    n = cfg.sts_prompts
+    ecfg = EngineConfig(gamma=cfg.gamma, policy="fixed", policy_params={"k": cfg.gamma}, max_running=n)
+    for i, dom in enumerate(DOMAINS):
+        target = ckpt.Bundle(Path("."), cfg.model_config(), weights, {}).feature_target()
+        drafter = runtime_drafter(net, target, slots=n, max_len=cfg.context)
+        reqs = requests_for(
+            corpus, dom, n, cfg.sts_prompt_len, cfg.sts_new_tokens, seed=cfg.seed + 100 + i, split="val"
+        )
+        ro, _ = run_rollout(target, drafter, ecfg, reqs, max_len=cfg.context)
+        c, a = full_conf(ro)
+        confs.append(c)
+        accs.append(a)
+    conf, acc = np.concatenate(confs), np.concatenate(accs)
+    temps = fit_temperatures(conf, acc)
+    q = confidence_quality(conf, acc, temps)
+    return [float(t) for t in temps], {
+        "samples": int(acc.size),
+        "ece_raw_fit": q["ece_raw_mean"],
+        "ece_calibrated_fit": q["ece_calibrated_mean"],
+    }
+
+
+def run(cfg: TrainConfig, out: Path, quiet: bool = False) -> dict:
+    """Train everything and write `out/target.pt`, `out/<drafter>.pt`, `out/train_config.toml`. Runs with
+    `cfg.threads` torch threads and deterministic algorithms, restoring both settings afterwards."""
+    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    torch.set_num_threads(cfg.threads)
+    torch.use_deterministic_algorithms(True)
+    try:
+        return _run(cfg, out, quiet)
+    finally:
+        torch.set_num_threads(threads)
+        torch.use_deterministic_algorithms(deterministic)
+
+
+def _run(cfg: TrainConfig, out: Path, quiet: bool) -> dict:
+    t0 = time.perf_counter()
+    corpus = Corpus.build(cfg.data)
+    gens = _generators(cfg.seed, 3 + len(cfg.drafters))
+    weights, tmeta = train_target(cfg, corpus, gens, quiet)
+    t_target = time.perf_counter() - t0
+    meta = {
+        "train": tmeta,
+        "wall_s": t_target,
+        "corpus_bytes": corpus.sizes(),
+        "data": dataclasses.asdict(cfg.data),
+        "train_config": dump_toml(cfg),
+    }
+    digest = ckpt.save_target(out / "target.pt", cfg.model_config(), weights, meta)
+    nets, dmeta = train_drafters(cfg, corpus, weights, gens, quiet)
+    summary = {"target": {**tmeta, "digest": digest, "wall_s": t_target}}
+    for name, net in nets.items():
+        temps, cal = (None, {})
+        if net.cfg.kind == "dspark":
+            temps, cal = calibrate(cfg, corpus, weights, net)
+        ckpt.save_drafter(out / f"{name}.pt", net, digest, {"train": dmeta[name], "sts": cal}, temps)
+        summary[name] = {**dmeta[name], **cal, "temps": temps}
+    (out / "train_config.toml").write_text(dump_toml(cfg))
+    summary["wall_s"] = time.perf_counter() - t0
+    summary["sizes_bytes"] = {p.name: p.stat().st_size for p in sorted(out.glob("*.pt"))}
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m engine.lm.train", description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default=str(ckpt.DEFAULT_DIR), help="checkpoint directory")
+    parser.add_argument("--preset", default="full", choices=sorted(PRESETS))
+    parser.add_argument("--config", help="TOML file with [train] / [data] tables")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    cfg = resolve(args.preset, args.config, args.set)
+    summary = run(cfg, Path(args.out), args.quiet)
+    t = summary["target"]
+    print(
+        f"target: val bits/byte {', '.join(f'{k} {v:.3f}' for k, v in t['val_bits_per_byte'].items())}"
+        f" (train {t['wall_s']:.0f}s)"
+    )
+    for name in cfg.drafters:
+        s = summary[name]
+        extra = f", STS ECE {s['ece_raw_fit']:.4f} -> {s['ece_calibrated_fit']:.4f}" if s.get("temps") else ""
+        print(f"{name}: train accept {s['accept']:.3f}{extra}")
+    print(
+        f"wall {summary['wall_s']:.0f}s; sizes "
+        + ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in summary["sizes_bytes"].items())
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

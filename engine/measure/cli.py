@@ -1,0 +1,185 @@
+"""`specbed engine train | eval | profile | curves` (argv[0] is the sub-subcommand).
+
+Role: the command line of the engine's measurements. Bad input (missing or corrupt checkpoints, bad
+options) raises specsched.errors.InputError / ValueError, which specbed.cli turns into one line + exit 2.
+- train:   python -m engine.lm.train (same options).
+- eval:    τ table (Table 1 layout), per-position acceptance (Fig. 2 layout), depth ablation, ECE/AUC
+           before/after STS; writes results.json, report.txt and reliability PNGs to --out-dir.
+- profile: verify-step latency vs verify tokens on this device -> --out cost.csv (tokens,seconds).
+- curves:  per-position acceptance curves + confidence stats -> --out curves.json (sim.curves format).
+Long work prints progress to stderr.
+
+May import: stdlib, torch, numpy, specsched, engine.* (lazily; never sim).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+USAGE = "usage: specbed engine {train|eval|profile|curves} [options]   (--help after each for options)"
+
+
+def _progress(quiet: bool):
+    start = time.perf_counter()
+
+    def report(msg: str) -> None:
+        if not quiet:
+            print(f"  [{time.perf_counter() - start:6.1f}s] {msg}", file=sys.stderr, flush=True)
+
+    return report
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--checkpoints", default=None, help="checkpoint directory (default: engine/checkpoints)"
+    )
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda once the engine has a device option")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+def _setup(args):
+    import torch
+
+    from engine.lm.checkpoint import corpus_for, load_bundle
+
+    if args.threads < 1:
+        raise ValueError(f"--threads: must be >= 1, got {args.threads}")
+    torch.set_num_threads(args.threads)
+    from engine.measure.rollout import check_device
+
+    check_device(args.device)
+    names = getattr(args, "drafters", None)
+    bundle = load_bundle(args.checkpoints, names.split(",") if names else None)
+    return bundle, corpus_for(bundle)
+
+
+def _eval_config(args):
+    from engine.measure.evaluate import EvalConfig
+
+    return EvalConfig(
+        prompts=args.prompts,
+        prompt_len=args.prompt_len,
+        new_tokens=args.new_tokens,
+        gamma=args.gamma,
+        temperature=args.temperature,
+        seed=args.seed,
+        device=args.device,
+    )
+
+
+def _eval_args(parser: argparse.ArgumentParser, prompts: int) -> None:
+    parser.add_argument("--prompts", type=int, default=prompts, help="prompts per domain")
+    parser.add_argument("--prompt-len", type=int, default=48)
+    parser.add_argument("--new-tokens", type=int, default=96)
+    parser.add_argument("--gamma", type=int, default=7)
+    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--drafters", default=None, help="comma-separated drafter names (default: all)")
+
+
+def _eval(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="specbed engine eval", description="tau, acceptance, calibration")
+    _common(parser)
+    _eval_args(parser, 32)
+    parser.add_argument("--out-dir", default="results/engine_eval")
+    args = parser.parse_args(argv)
+    from pathlib import Path
+
+    from engine.measure.evaluate import evaluate, format_report, write_outputs
+
+    bundle, corpus = _setup(args)
+    res = evaluate(bundle, corpus, _eval_config(args), progress=_progress(args.quiet))
+    print(format_report(res))
+    files = write_outputs(res, Path(args.out_dir))
+    print("wrote " + ", ".join(str(f) for f in files))
+    return 0
+
+
+def _profile(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="specbed engine profile", description="verify latency vs tokens")
+    _common(parser)
+    parser.add_argument("--out", required=True, help="cost table CSV to write (tokens,seconds)")
+    parser.add_argument("--requests", default="8", help="comma-separated batch sizes R (default 8)")
+    parser.add_argument("--gamma", type=int, default=7)
+    parser.add_argument("--drafter", default="dspark2")
+    parser.add_argument("--prompt-len", type=int, default=48)
+    parser.add_argument("--new-tokens", type=int, default=48)
+    args = parser.parse_args(argv)
+    from engine.measure.profile import ProfileConfig, profile
+
+    try:
+        rs = tuple(int(x) for x in args.requests.split(","))
+    except ValueError:
+        raise ValueError(f"--requests: expected comma-separated integers, got {args.requests!r}") from None
+    args.drafters = args.drafter
+    bundle, corpus = _setup(args)
+    pcfg = ProfileConfig(
+        requests=rs,
+        gamma=args.gamma,
+        drafter=args.drafter,
+        prompt_len=args.prompt_len,
+        new_tokens=args.new_tokens,
+        device=args.device,
+    )
+    prof = profile(bundle, corpus, pcfg, progress=_progress(args.quiet))
+    prof.write(args.out)
+    print(prof.to_csv(), end="")
+    print(f"wrote {args.out}")
+    return 0
+
+
+def _curves(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="specbed engine curves", description="acceptance curves for sim")
+    _common(parser)
+    _eval_args(parser, 24)
+    parser.add_argument("--out", required=True, help="curves JSON to write")
+    parser.add_argument(
+        "--map",
+        default=None,
+        help="sim=engine drafter pairs (default eagle3=eagle1,dflash=dflash2,dspark=dspark2)",
+    )
+    args = parser.parse_args(argv)
+    from engine.measure.curves import curves_document, parse_map, write_curves
+    from engine.measure.evaluate import evaluate
+
+    mapping = parse_map(args.map)
+    args.drafters = ",".join(sorted(set(mapping.values())))
+    bundle, corpus = _setup(args)
+    res = evaluate(bundle, corpus, _eval_config(args), progress=_progress(args.quiet))
+    doc = curves_document(
+        res,
+        mapping,
+        f"measured by specbed engine curves (gamma {args.gamma}, temperature "
+        f"{args.temperature}, {args.prompts} prompts/domain, {bundle.directory})",
+    )
+    write_curves(doc, args.out)
+    for sim_name, per in doc["curves"].items():
+        print(
+            f"{sim_name:<7}"
+            + "  ".join(f"{dom} " + " ".join(f"{v:.3f}" for v in c) for dom, c in per.items())
+        )
+    print(f"wrote {args.out}")
+    return 0
+
+
+def _train(argv: list[str]) -> int:
+    from engine.lm.train import main as train_main
+
+    return train_main(argv)
+
+
+COMMANDS = {"train": _train, "eval": _eval, "profile": _profile, "curves": _curves}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        return 0
+    if argv[0] not in COMMANDS:
+        print(f"specbed engine: error: unknown subcommand {argv[0]!r} ({USAGE})", file=sys.stderr)
+        return 2
+    return COMMANDS[argv[0]](argv[1:])

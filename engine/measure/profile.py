@@ -1,0 +1,163 @@
+"""`specbed engine profile`: verify-step latency vs total verify tokens B, measured in the real engine.
+
+Role: the engine's own cost table. For each batch size R (`requests`) and each verify length ℓ = 0..γ, the
+engine decodes R mixed-domain requests with policy fixed k = ℓ; every step where all R requests verified
+exactly ℓ drafts (first steps excluded: they prefill) is timed, and the step's verify half — everything but
+the drafter's propose: target forward over B = R·(1 + ℓ) tokens, sampling, rejection sampling, commit and
+the Python around them — is its wall time minus the timed propose. The median over those steps is the
+latency at B. Points measured at several R with the same B are averaged. The drafter's own seconds per
+step (median, by R) are returned too: the simulator prices drafting from them (specbed.fidelity).
+
+Output CSV: `tokens,seconds` (specsched.CostTable.from_csv), preceded by `#` comment lines naming the
+device, torch version, drafter and the draft seconds.
+
+May import: numpy, torch, stdlib, specsched, engine.* (never sim).
+"""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from engine.lm.checkpoint import Bundle
+from engine.lm.data import DOMAINS, Corpus
+from engine.lm.drafters import runtime_drafter
+from engine.measure.rollout import engine_config, run_rollout
+from engine.measure.stats import requests_for
+from specsched import CostTable
+
+
+@dataclass(frozen=True)
+class ProfileConfig:
+    """requests: batch sizes R to profile; gamma: largest ℓ; prompt/new tokens of each request (bytes);
+    drafter: which trained drafter drafts; seed: prompts and noise."""
+
+    requests: tuple[int, ...] = (8,)
+    gamma: int = 7
+    prompt_len: int = 48
+    new_tokens: int = 48
+    drafter: str = "dspark2"
+    seed: int = 11
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        if not self.requests or min(self.requests) < 1:
+            raise ValueError(f"ProfileConfig field 'requests': positive batch sizes, got {self.requests}")
+        if self.gamma < 0 or self.prompt_len < 2 or self.new_tokens < 4:
+            raise ValueError("ProfileConfig fields: gamma >= 0, prompt_len >= 2, new_tokens >= 4")
+
+
+@dataclass
+class Profile:
+    """tokens int64[n] (strictly increasing), seconds float64[n], draft_s {R: seconds}, samples per point."""
+
+    tokens: np.ndarray
+    seconds: np.ndarray
+    draft_s: dict[int, float]
+    samples: list[int] = field(default_factory=list)
+    note: str = ""
+
+    def table(self, layers: int = 1, name: str = "engine") -> CostTable:
+        return CostTable.from_points(self.tokens, self.seconds, mode="linear", layers=layers, name=name)
+
+    def to_csv(self) -> str:
+        head = [
+            f"# specbed engine profile: {self.note}",
+            "# draft_seconds_by_R: " + ", ".join(f"{r}={s:.6g}" for r, s in sorted(self.draft_s.items())),
+            "tokens,seconds",
+        ]
+        return "\n".join(head + [f"{int(t)},{s:.6g}" for t, s in zip(self.tokens, self.seconds)]) + "\n"
+
+    def write(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_csv())
+
+
+def _device_name(device: str) -> str:
+    if device.startswith("cuda"):
+        return torch.cuda.get_device_name(torch.device(device))
+    return platform.processor() or platform.machine()
+
+
+def mixed_requests(
+    corpus: Corpus, n: int, prompt_len: int, new_tokens: int, seed: int, rid0: int = 0, split: str = "test"
+):
+    """n requests cycling through the domains (code, prose, math, code, ...)."""
+    per = {
+        d: requests_for(corpus, d, -(-n // len(DOMAINS)), prompt_len, new_tokens, seed=seed + i, split=split)
+        for i, d in enumerate(DOMAINS)
+    }
+    out = []
+    for i in range(n):
+        r = per[DOMAINS[i % len(DOMAINS)]][i // len(DOMAINS)]
+        out.append(type(r)(rid0 + i, r.prompt, r.max_new_tokens, r.params, seed=r.seed))
+    return out
+
+
+def warm_up(
+    bundle: Bundle, corpus: Corpus, drafter: str, r: int, gamma: int, prompt_len: int, device: str = "cpu"
+) -> None:
+    """One short discarded rollout: the first torch calls of a process are slow (allocator, dispatch)."""
+    max_len = bundle.config.max_len
+    target = bundle.feature_target(device)
+    d = runtime_drafter(
+        bundle.net(drafter), target, slots=r, max_len=max_len, temps=bundle.drafters[drafter][1]
+    )
+    reqs = mixed_requests(corpus, r, prompt_len, 8, seed=99)
+    ecfg = engine_config(device, gamma=gamma, policy="fixed", policy_params={"k": gamma}, max_running=r)
+    run_rollout(target, d, ecfg, reqs, max_len=max_len)
+
+
+def profile(bundle: Bundle, corpus: Corpus, cfg: ProfileConfig, progress=None) -> Profile:
+    """Measure the verify latency at B = R·(1 + ℓ) for every R in cfg.requests and ℓ = 0..γ."""
+    net = bundle.net(cfg.drafter)
+    temps = bundle.drafters[cfg.drafter][1]
+    max_len = bundle.config.max_len
+    if cfg.prompt_len + cfg.new_tokens + cfg.gamma + 1 > max_len:
+        raise ValueError(f"profile: prompt_len + new_tokens + gamma + 1 exceeds the context {max_len}")
+    points: dict[int, list[float]] = {}
+    counts: dict[int, int] = {}
+    draft: dict[int, list[float]] = {}
+    warm_up(bundle, corpus, cfg.drafter, max(cfg.requests), cfg.gamma, cfg.prompt_len, cfg.device)
+    for r in cfg.requests:
+        reqs = mixed_requests(corpus, r, cfg.prompt_len, cfg.new_tokens, cfg.seed)
+        for k in range(cfg.gamma + 1):
+            ecfg = engine_config(
+                cfg.device, gamma=cfg.gamma, policy="fixed", policy_params={"k": k}, max_running=r
+            )
+            target = bundle.feature_target(cfg.device)
+            drafter = runtime_drafter(net, target, slots=r, max_len=max_len, temps=temps)
+            ro, _ = run_rollout(target, drafter, ecfg, reqs, max_len=max_len)
+            st, rs = ro.steps, ro.request_steps
+            ok = (st["requests"] == r).copy()
+            bad = (rs["length"] != k) | rs["first"]
+            ok[np.unique(rs["step"][bad])] = False
+            if not ok.any():
+                raise ValueError(f"profile: no clean step at R={r}, l={k} (raise new_tokens)")
+            verify = st["end_s"][ok] - st["start_s"][ok] - st["draft_s"][ok]
+            b = r * (1 + k)
+            points.setdefault(b, []).append(float(np.median(verify)))
+            counts[b] = counts.get(b, 0) + int(ok.sum())
+            draft.setdefault(r, []).extend(st["draft_s"][ok].tolist())
+            if progress:
+                progress(
+                    f"R={r} l={k}: B={b} verify {np.median(verify) * 1e3:.2f} ms, "
+                    f"draft {np.median(st['draft_s'][ok]) * 1e3:.2f} ms ({int(ok.sum())} steps)"
+                )
+    tokens = np.array(sorted(points), dtype=np.int64)
+    seconds = np.array([float(np.mean(points[b])) for b in tokens])
+    note = (
+        f"device {cfg.device} ({_device_name(cfg.device)}), torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads, drafter {cfg.drafter}, R in {list(cfg.requests)}, "
+        f"gamma {cfg.gamma}"
+    )
+    return Profile(
+        tokens,
+        seconds,
+        {r: float(np.median(v)) for r, v in draft.items()},
+        [counts[int(b)] for b in tokens],
+        note,
+    )
