@@ -19,7 +19,8 @@ One engine step of a replica, at time t (`Replica._plan`, then `yield timeout`, 
 3. Prefill: the token budget left after verify tokens (verify first, as vLLM) goes to running requests
    still prefilling, in admission order, then to waiting requests admitted FIFO while `max_num_seqs`,
    the budget and free KV allow (no admission in a step that preempted). Chunks are limited by free KV.
-4. Time: step = draft_s(R) + cost.latency(prefill tokens + Σ (1 + ℓ_r)) (see `sim.drafter`).
+4. Time: step = draft_s(R) + cost.request_seconds · (running requests) + cost.latency(prefill tokens
+   + Σ (1 + ℓ_r)) (see `sim.drafter` and `specsched.CostTable`).
 5. At t + step: each decoding request emits min(accepted + 1, tokens still owed); a request whose
    prefill completes emits its first token (TTFT); requests that reached their output length leave.
 
@@ -178,7 +179,8 @@ class Replica:
                 break
             # Only prefilling requests whose next chunk does not fit in KV: free some and plan again.
             self._preempt_newest(now)
-        seconds = float(eng.draft_s[r] + eng.latency[verify + prefill])
+        # Attention reads every running request's KV once per step, prefilling ones included.
+        seconds = float(eng.draft_s[r] + eng.cost.request_seconds * self.n + eng.latency[verify + prefill])
         self.plan = (di, r, lengths, accepted, pf, chunks, prefill, now, seconds, verify)
         return seconds
 

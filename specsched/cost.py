@@ -44,6 +44,10 @@ class CostTable:
             γ, so this does not depend on the verify lengths chosen; it still moves the optimum of Θ.
         layers: target layers, to price draft layers: `layer_seconds(B) = latency(B) / layers`.
         name: label for reports.
+        request_seconds: cost per running request per step (seconds), independent of B: reading its KV cache
+            in attention. A whole step over R requests and B tokens takes
+            `draft_seconds + request_seconds·R + latency(B)`. 0 for measured profiles (their KV cost is
+            folded into the points).
     """
 
     tokens: np.ndarray
@@ -52,6 +56,7 @@ class CostTable:
     draft_seconds: float = 0.0
     layers: int = 1
     name: str = ""
+    request_seconds: float = 0.0
     _dense: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -89,6 +94,8 @@ class CostTable:
             raise ValueError(f"cost table: mode must be 'step' or 'linear', got {self.mode!r}")
         if not (math.isfinite(self.draft_seconds) and self.draft_seconds >= 0):
             raise ValueError(f"cost table: draft_seconds must be ≥ 0, got {self.draft_seconds!r}")
+        if not (math.isfinite(self.request_seconds) and self.request_seconds >= 0):
+            raise ValueError(f"cost table: request_seconds must be ≥ 0, got {self.request_seconds!r}")
         if int(self.layers) != self.layers or self.layers < 1:
             raise ValueError(f"cost table: layers must be a positive integer, got {self.layers!r}")
         tokens.setflags(write=False)
@@ -98,6 +105,7 @@ class CostTable:
         object.__setattr__(self, "seconds", seconds)
         object.__setattr__(self, "draft_seconds", float(self.draft_seconds))
         object.__setattr__(self, "layers", int(self.layers))
+        object.__setattr__(self, "request_seconds", float(self.request_seconds))
         dense = self._evaluate(np.arange(max(_DENSE_MIN, 2 * int(tokens[-1])) + 1, dtype=np.int64))
         dense.setflags(write=False)
         object.__setattr__(self, "_dense", dense)
@@ -114,11 +122,11 @@ class CostTable:
         draft_seconds: float = 0.0,
         layers: int = 1,
         name: str = "",
+        request_seconds: float = 0.0,
     ) -> CostTable:
         """A table from measured (tokens, seconds) points, sorted by tokens."""
-        return cls(
-            np.asarray(tokens), np.asarray(seconds, dtype=np.float64), mode, draft_seconds, layers, name
-        )
+        secs = np.asarray(seconds, dtype=np.float64)
+        return cls(np.asarray(tokens), secs, mode, draft_seconds, layers, name, request_seconds)
 
     @classmethod
     def from_csv(cls, path: str | Path, *, mode: Mode = "step", layers: int = 1) -> CostTable:
@@ -204,9 +212,10 @@ class CostTable:
     ) -> CostTable:
         """A table synthesized from a roofline when no profile exists (see `specsched.hardware.step_seconds`).
 
-        `knobs` are the roofline's parallelism, efficiency and workload assumptions (ep, eta_bw, eta_f, c0,
-        context_tokens,
-        tokens_per_request, link_bw, link_latency, bytes_per_param); every one is documented there.
+        The KV-cache reads of attention become `request_seconds` (they scale with running requests, not
+        with B). `knobs` are the roofline's parallelism, efficiency and workload assumptions (ep, eta_bw,
+        eta_f, c0, context_tokens,
+        link_bw, link_latency, bytes_per_param); every one is documented there.
         Evaluated at every integer B in 1..8192 ("linear" mode); beyond that the compute-bound regime is
         linear, which is exactly what the table extrapolates.
         """
@@ -214,15 +223,18 @@ class CostTable:
         dev = hardware.get_gpu(gpu)
         b = np.arange(1, 8193, dtype=np.float64)
         secs = hardware.step_seconds(shape, dev, b, tp=tp, **knobs)
+        per_request = hardware.request_seconds(shape, dev, tp=tp, **knobs)
         label = name or f"roofline:{shape.name}@{dev.name}x{tp}"
-        return cls.from_points(b.astype(np.int64), secs, mode="linear", layers=shape.layers, name=label)
+        return cls.from_points(
+            b.astype(np.int64), secs, mode="linear", layers=shape.layers, name=label, request_seconds=per_request
+        )
 
     def with_draft(self, seconds: float) -> CostTable:
         """This table with another per-step draft cost (cheap: shares the arrays, skips re-validation)."""
         if not (math.isfinite(seconds) and seconds >= 0):
             raise ValueError(f"draft_seconds must be ≥ 0, got {seconds!r}")
         new = object.__new__(CostTable)
-        for f in ("tokens", "seconds", "mode", "layers", "name", "_dense"):
+        for f in ("tokens", "seconds", "mode", "layers", "name", "request_seconds", "_dense"):
             object.__setattr__(new, f, getattr(self, f))
         object.__setattr__(new, "draft_seconds", float(seconds))
         return new
@@ -263,13 +275,14 @@ class CostTable:
             return self._dense[lo : hi + 1]
         return self._evaluate(np.arange(lo, hi + 1, dtype=np.int64))
 
-    def step_seconds(self, b):
-        """draft_seconds + latency(b): wall time of a whole engine step (seconds)."""
-        return self.draft_seconds + self.latency(b)
+    def step_seconds(self, b, requests: int = 0):
+        """Wall time of a whole engine step over `requests` running requests and `b` tokens (seconds):
+        draft_seconds + request_seconds·requests + latency(b)."""
+        return self.draft_seconds + self.request_seconds * requests + self.latency(b)
 
-    def sps(self, b):
-        """Engine steps per second at `b` verify tokens, draft included: 1 / step_seconds(b)."""
-        return 1.0 / self.step_seconds(b)
+    def sps(self, b, requests: int = 0):
+        """Engine steps per second: 1 / step_seconds(b, requests)."""
+        return 1.0 / self.step_seconds(b, requests)
 
     def layer_seconds(self, b):
         """One target-sized layer over `b` tokens (seconds), to price draft-model layers."""

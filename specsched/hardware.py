@@ -5,16 +5,17 @@ Role: synthesize a verify-step latency curve when no measured profile exists. Us
 
 Per device, one step over B query tokens costs
 
-    t(B) = layers·c0 + max( (W(B) + KV(B)) / (η_bw·BW),  2·P_active·B / (η_f·F) ) + t_comm(B)
+    t(B, R) = layers·c0 + max( W(B) / (η_bw·BW),  2·P_active·B / (η_f·F) ) + t_comm(B)  +  R·KV / (η_bw·BW)
 
 Assumptions, all first-order and stated so a user can disagree with them:
 - W(B): weight bytes read once per step. Dense models read every weight. MoE models read the dense part
   (attention, shared experts, embeddings) plus only the routed experts that some token in the batch uses;
   with uniform routing the expected number of distinct experts touched per MoE layer is
   E·(1 − (1 − k/E)^B) (cost-model-notes.md). Real routing is skewed, so this over-counts a little at small B.
-- KV(B): each running request's KV cache is read once per step, however many of its tokens are verified.
-  A cost table is a function of B alone, so the number of requests is taken as B / tokens_per_request and
-  each holds `context_tokens` tokens of context.
+- KV: each of the R running requests' KV cache (`context_tokens` of context) is read once per step by the
+  attention kernels, however many of its tokens are verified. Attention runs as its own kernels, between
+  the weight GEMMs, so its time adds to theirs rather than hiding under the max; it is returned apart
+  (`request_seconds`, per request) because it scales with R, not with B.
 - Compute: 2 FLOPs per active parameter per token; attention FLOPs are neglected (small next to the
   linear layers at these contexts). Models stored in FP8 (bytes_per_param ≤ 1) run FP8 GEMMs at twice the
   bf16 dense peak (H100/H200: 1,979 vs 989 TFLOP/s).
@@ -191,19 +192,14 @@ def step_seconds(
     eta_f: float = 0.6,
     c0: float = 40e-6,
     context_tokens: float = 1024.0,
-    tokens_per_request: float = 4.0,
     link_bw: float = 450e9,
     link_latency: float = 8e-6,
     bytes_per_param: float | None = None,
 ) -> np.ndarray:
-    """float64 seconds of one verify step at `b` query tokens (array) on one `tp`-GPU replica."""
-    checks = {
-        "tp": tp,
-        "eta_bw": eta_bw,
-        "eta_f": eta_f,
-        "tokens_per_request": tokens_per_request,
-        "link_bw": link_bw,
-    }
+    """float64 seconds of the token-dependent part of one step at `b` query tokens (array) on one GPU of a
+    `tp`-GPU replica (or one data-parallel rank with `ep`-way expert parallelism): everything but the
+    per-request KV reads (`request_seconds`)."""
+    checks = {"tp": tp, "ep": ep, "eta_bw": eta_bw, "eta_f": eta_f, "link_bw": link_bw}
     for key, val in checks.items():
         if not val > 0:
             raise ValueError(f"roofline: {key} must be > 0, got {val!r}")
@@ -222,8 +218,7 @@ def step_seconds(
         expert_part = params_read - model.dense_params
         params_read = model.dense_params + expert_part / ep
     weight_bytes = params_read * bpp / tp
-    kv_bytes = (b / tokens_per_request) * context_tokens * model.kv_bytes_per_token / tp
-    t_mem = (weight_bytes + kv_bytes) / (eta_bw * gpu.hbm_bw)
+    t_mem = weight_bytes / (eta_bw * gpu.hbm_bw)
     peak = gpu.flops * (2.0 if bpp <= 1.0 else 1.0)
     t_cmp = 2.0 * model.active_params * b / tp / (eta_f * peak)
     t_comm = 0.0
@@ -232,3 +227,18 @@ def step_seconds(
     if ep > 1:
         t_comm = t_comm + 2 * model.moe_layers * (link_latency + b * model.top_k * model.d_model / link_bw)
     return model.layers * c0 + np.maximum(t_mem, t_cmp) + t_comm
+
+
+def request_seconds(
+    model: ModelShape,
+    gpu: GPU,
+    *,
+    tp: int = 1,
+    eta_bw: float = 0.9,
+    context_tokens: float = 1024.0,
+    **_other_knobs,
+) -> float:
+    """Seconds per running request per step: reading `context_tokens` of its KV cache once (per GPU)."""
+    if not (tp > 0 and 0 < eta_bw <= 1 and context_tokens >= 0):
+        raise ValueError(f"roofline: bad tp={tp!r}, eta_bw={eta_bw!r} or context_tokens={context_tokens!r}")
+    return float(context_tokens * model.kv_bytes_per_token / tp / (eta_bw * gpu.hbm_bw))

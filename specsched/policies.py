@@ -6,7 +6,8 @@ A policy is a pure function
 
 - conf: float64[R, γ]; conf[r, k] = estimated probability that draft position k+1 of request r is
   accepted given that positions 1..k were. Survival a[r, j] = Π_{i≤j} conf[r, i].
-- cost: `specsched.CostTable` (its draft_seconds is part of every step's time).
+- cost: `specsched.CostTable`; a step over R requests and B tokens takes
+  cost.step_seconds(B, R) = draft_seconds + request_seconds·R + latency(B), and sps = 1 / that.
 - stale: float64[R, γ], the same requests' confidences from `delay` steps earlier, for policies that
   size the batch from lagged data (`Policy.uses_stale`).
 - max_batch_tokens: cap on B = Σ_r (1 + ℓ_r) (None = no cap).
@@ -109,7 +110,8 @@ def _theta(R: int, a: np.ndarray, cost: CostTable) -> np.ndarray:
     tau[0] = R
     tau[1:] = a
     np.cumsum(tau, out=tau)
-    return tau * (1.0 / (cost.draft_seconds + cost.latency_range(R, R + a.size)))
+    fixed = cost.draft_seconds + cost.request_seconds * R
+    return tau * (1.0 / (fixed + cost.latency_range(R, R + a.size)))
 
 
 def _lengths(req: np.ndarray, n: int, R: int) -> np.ndarray:
@@ -200,7 +202,7 @@ def _goodput(conf, cost, stale, budget, *, delay):
     # E_r(k) = 1 + α + … + α^k under i.i.d. acceptance at the request's mean rate.
     expected = np.cumsum(alpha[:, None] ** np.arange(kmax + 1)[None, :], axis=1).sum(axis=0)
     sizes = R * (1 + np.arange(kmax + 1))
-    theta = expected / cost.step_seconds(sizes)
+    theta = expected / cost.step_seconds(sizes, R)
     return np.full(R, int(np.argmax(theta)), dtype=np.int64)
 
 

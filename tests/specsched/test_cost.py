@@ -104,7 +104,10 @@ def test_h200_faster_only_below_knee():
 def test_kv_reads_and_moe_expert_growth():
     base = S.CostTable.roofline("dense-8b", "h100", context_tokens=0)
     kv = S.CostTable.roofline("dense-8b", "h100", context_tokens=4096)
-    assert kv.latency(64) > base.latency(64)
+    # KV reads scale with running requests, not with verify tokens: a per-request term.
+    assert kv.latency(64) == base.latency(64) and base.request_seconds == 0
+    assert kv.request_seconds == pytest.approx(4096 * 131072 / (0.9 * 3.35e12))
+    assert kv.step_seconds(64, requests=16) == pytest.approx(kv.latency(64) + 16 * kv.request_seconds)
     moe = S.CostTable.roofline("moe-284b-a13b", "h200", tp=8)
     # Routed experts are read as more tokens touch them, well before the compute knee.
     assert moe.latency(64) > 2 * moe.latency(1)

@@ -124,6 +124,14 @@ def test_flat_cost_verifies_everything_positive(conf):
     assert np.array_equal(lengths, (a > 0).sum(axis=1))
 
 
+def test_request_cost_makes_verification_relatively_cheaper():
+    """A per-request cost (KV reads) is paid whatever ℓ is, so it favours longer verification."""
+    conf = np.full((8, 7), 0.7)
+    plain = S.make_policy("dspark")(conf, STEEP).sum()
+    kv = S.CostTable.from_points(STEEP.tokens, STEEP.seconds, mode="linear", request_seconds=0.05)
+    assert S.make_policy("dspark")(conf, kv).sum() > plain
+
+
 def test_steep_cost_verifies_fewer():
     conf = np.full((8, 7), 0.8)
     flat = S.make_policy("dspark")(conf, FLAT).sum()
