@@ -14,8 +14,7 @@ One engine step of a replica, at time t (`Replica._plan`, then `yield timeout`, 
    model.estimate(true), lengths = policy(conf, cost.with_draft(draft_s), stale=..., max_batch_tokens),
    accepted = model.sample_accepted(true, lengths). For policies with `uses_stale` the server keeps each
    request's confidences of its last `delay` decode steps and passes those from `delay` steps earlier;
-   a request younger than that passes its OLDEST recorded confidences (its first decode step's, i.e. the
-   current ones on that first step).
+   a request younger than that passes its domain's population curve (a constant, so still lossless).
 3. Prefill: the token budget left after verify tokens (verify first, as vLLM) goes to running requests
    still prefilling, in admission order, then to waiting requests admitted FIFO while `max_num_seqs`,
    the budget and free KV allow (no admission in a step that preempted). Chunks are limited by free KV.
@@ -185,13 +184,22 @@ class Replica:
         return seconds
 
     def _stale(self, di, conf: np.ndarray) -> np.ndarray:
-        """Record `conf` for the decoding slots `di`; return their confidences from `delay` steps earlier."""
+        """Record `conf` for the decoding slots `di`; return their confidences from `delay` steps earlier.
+
+        A request younger than `delay` decode steps has no such row: it passes its domain's population
+        curve (`model.curves`, a constant known before any token is drafted), never its current row —
+        sizing the batch from current confidences is exactly the lookahead bias the delay exists to avoid.
+        """
         d = self.delay
         if isinstance(di, slice):
             di = np.arange(di.start, di.stop)
         age = self.dsteps[di]  # decode steps since admission
         self.hist[di, age % (d + 1)] = conf
-        return self.hist[di, (age - np.minimum(age, d)) % (d + 1)]
+        stale = self.hist[di, (age - d) % (d + 1)]
+        young = age < d
+        if young.any():
+            stale[young] = self.eng.model.curves[self.dom[di[young]]]
+        return stale
 
     def _make_room(self) -> bool:
         """Preempt newest requests until held KV plus decode reservations fit; True if any was preempted."""
