@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import sim.curves
 import specsched
 from sim.config import DrafterConfig
 from sim.drafter import draft_seconds_table
@@ -54,10 +55,11 @@ class Recording:
 
 
 def test_stale_confidences_are_delay_steps_old(monkeypatch):
-    """One request at a time: stale at its k-th decode step is conf at step max(0, k − delay)."""
+    """One request at a time: stale at its k-th decode step is conf at step k − delay; before that, the
+    domain's population curve (a constant), never the current confidences."""
     policy = Recording(delay=2)
     monkeypatch.setattr(specsched, "make_policy", lambda name, **params: policy)
-    run(
+    res = run(
         "workload.kind=closed",
         "workload.concurrency=1",
         "workload.num_requests=3",
@@ -65,9 +67,14 @@ def test_stale_confidences_are_delay_steps_old(monkeypatch):
         "server.max_num_batched_tokens=4096",
     )
     assert len(policy.calls) == 3 * 9  # ℓ = 0: 9 decode steps after the prefill's first token
-    for i, (_, stale, _, budget) in enumerate(policy.calls):
+    curves = sim.curves.curve_matrix(None, res.config.drafter.name, res.config.drafter.gamma)
+    for i, (conf, stale, _, budget) in enumerate(policy.calls):
         first = (i // 9) * 9
-        np.testing.assert_array_equal(stale, policy.calls[max(first, i - 2)][0])
+        if i - 2 >= first:
+            np.testing.assert_array_equal(stale, policy.calls[i - 2][0])
+        else:
+            assert any(np.array_equal(stale[0], row) for row in curves)
+            assert not np.array_equal(stale, conf)
         assert budget == 4096
 
 
