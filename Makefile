@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test bench lint venv clean
+.PHONY: demo test bench figures train lint venv clean
 
 venv: $(STAMP)
 
@@ -26,6 +26,11 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m bench
+
+# Regenerate the paper's figures at full size (paper_figs/REPRODUCTION.md compares them with the paper).
+figures: $(STAMP)
+	for f in fig2_acceptance table1_tau fig7_pareto fig8_budget crossover; do \
+		$(PY) -m paper_figs.$$f --out results/paper_figs/$$f || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
