@@ -8,7 +8,7 @@ from __future__ import annotations
 
 
 def dspark_loop(conf: list[list[float]], sps) -> list[int]:
-    """conf: R lists of γ conditional confidences; sps: callable B -> steps per second."""
+    """conf: R lists of γ conditional confidences; sps: callable B -> steps per second (for these R)."""
     R = len(conf)
     cands = []
     for r, row in enumerate(conf):

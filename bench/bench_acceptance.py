@@ -6,26 +6,14 @@ engine step); constructor ≲ 50 ms. Figures only: nothing here asserts on time.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
+from bench.timing import per_call_us
 from sim.acceptance import AcceptanceConfig, AcceptanceModel
 from sim.curves import curve_matrix
 
 SIZES = (16, 128, 1024)
 GAMMA = 7
-
-
-def _time(fn, min_seconds: float = 0.2) -> float:
-    fn()
-    n, start = 0, time.perf_counter()
-    while True:
-        fn()
-        n += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_seconds and n >= 5:
-            return elapsed / n * 1e6
 
 
 def main() -> None:
@@ -34,9 +22,9 @@ def main() -> None:
     curves = curve_matrix(None, "dspark", GAMMA)
     cfg = AcceptanceConfig()
     model = AcceptanceModel(curves, cfg, build)  # first build pays one-off imports and caches
-    ctor = _time(lambda: AcceptanceModel(curves, cfg, build), min_seconds=0.5) / 1e3
-    ctor_nosts = _time(lambda: AcceptanceModel(curves, AcceptanceConfig(sts=False), build), 0.5) / 1e3
-    report = _time(lambda: AcceptanceModel(curves, cfg, build).report, min_seconds=0.5) / 1e3 - ctor
+    ctor = per_call_us(lambda: AcceptanceModel(curves, cfg, build), min_seconds=0.5) / 1e3
+    ctor_nosts = per_call_us(lambda: AcceptanceModel(curves, AcceptanceConfig(sts=False), build), 0.5) / 1e3
+    report = per_call_us(lambda: AcceptanceModel(curves, cfg, build).report, min_seconds=0.5) / 1e3 - ctor
     print(f"constructor (dspark, γ={GAMMA}, defaults): {ctor:.1f} ms with STS, {ctor_nosts:.1f} ms without;")
     print(f"report (lazy, first access): {report:.1f} ms")
     print(f"µs per call, γ = {GAMMA}")
@@ -46,7 +34,7 @@ def main() -> None:
         lat = model.request_latent(r, truth)
         p = model.true_probs(dom, lat, truth)
         lengths = np.full(r, GAMMA)
-        t1 = _time(lambda dom=dom, lat=lat: model.true_probs(dom, lat, truth))
-        t2 = _time(lambda p=p: model.estimate(p, est))
-        t3 = _time(lambda p=p, lengths=lengths: model.sample_accepted(p, lengths, outcome))
+        t1 = per_call_us(lambda dom=dom, lat=lat: model.true_probs(dom, lat, truth))
+        t2 = per_call_us(lambda p=p: model.estimate(p, est))
+        t3 = per_call_us(lambda p=p, lengths=lengths: model.sample_accepted(p, lengths, outcome))
         print(f"{r:>6} {t1:11.1f} {t2:11.1f} {t3:11.1f} {t1 + t2 + t3:11.1f}")

@@ -5,27 +5,21 @@ Goal (issue 2): `dspark` ≤ 50 µs at R = 256 and ≥ 20× faster than the loop
 
 from __future__ import annotations
 
-import time
+import functools
 import warnings
 
 import numpy as np
 
 import specsched as S
 from bench.algorithm1_loop import dspark_loop
+from bench.timing import per_call_us
 
 SIZES = (1, 16, 64, 256, 1024)
 GAMMA = 7
 
 
-def _time(fn, min_seconds: float = 0.2) -> float:
-    fn()
-    n, start = 0, time.perf_counter()
-    while True:
-        fn()
-        n += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_seconds and n >= 5:
-            return elapsed / n * 1e6
+def _sps(cost: S.CostTable, requests: int, b: int) -> float:
+    return cost.sps(b, requests)
 
 
 def main() -> None:
@@ -41,10 +35,11 @@ def main() -> None:
             kw = {"stale": stale} if pol.uses_stale else {}
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                row[name] = _time(lambda pol=pol, kw=kw, conf=conf: pol(conf, cost, **kw))
+                row[name] = per_call_us(lambda pol=pol, kw=kw, conf=conf: pol(conf, cost, **kw))
         conf_list = conf.tolist()
-        row["loop"] = _time(lambda conf_list=conf_list: dspark_loop(conf_list, cost.sps), min_seconds=0.3)
-        assert dspark_loop(conf_list, cost.sps) == S.make_policy("dspark")(conf, cost).tolist()
+        sps = functools.partial(_sps, cost, R)
+        row["loop"] = per_call_us(lambda conf_list=conf_list, sps=sps: dspark_loop(conf_list, sps), 0.3)
+        assert dspark_loop(conf_list, sps) == S.make_policy("dspark")(conf, cost).tolist()
         rows.append(row)
     cols = [*S.POLICIES, "loop"]
     print("µs per plan call (γ = 7, h200-v4flash cost table, Beta(8,2) confidences)")
