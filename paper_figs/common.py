@@ -144,9 +144,10 @@ def production_base(tiny: bool) -> str:
     """[base] of the serving figures: a decode instance of a prefill/decode-disaggregated deployment.
 
     DeepSeek serves V4 with prefill and decode on separate GPUs, so the paper's per-GPU numbers are decode
-    GPUs'. The simulator has no disaggregation; 16-token prompts make prefill negligible instead (the cost
-    tables already price each request's KV as a fixed 2048-token context). Closed loop, no think time,
-    chat/math/code in equal shares, 512-token answers (128 in tiny mode), room for 1024 running requests.
+    GPUs'. The simulator has no disaggregation; 16-token prompts make prefill negligible instead (the V4-like
+    cost tables already charge every running request a fixed 4096-token KV read per step,
+    `CostTable.request_seconds`). Closed loop, no think time, chat/math/code in equal shares, 512-token
+    answers (128 in tiny mode), room for 1024 running requests.
     """
     return f"""
 [base]

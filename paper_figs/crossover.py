@@ -2,10 +2,13 @@
 
 The vLLM DeepSeek-V4 report (ROCm, K = 7, ShareGPT, 512 output tokens) shows fixed K = 7 beating no
 speculation at low load and falling below it at high load (256 concurrent), while adaptive verification stays
-above both. Here: the DSpark drafter (γ = 7) with `fixed` k = 7 and with `dspark` (Algorithm 1), and `ar`
-without a drafter, on the V4-Flash-like table, closed-loop concurrency 4–512 on a decode instance
-(`common.production_base`). summary.json: throughput per GPU per policy and concurrency, the first
-concurrency where fixed k = 7 falls below `ar`, DSpark's ratio to the better of the two, and T5's numbers.
+above both. It runs V4's own drafter (three MTP stages, dspark.md §4.4) with K = 7 drafts, so here the
+drafter is DSpark's with 3 draft layers and γ = 7 — "DSpark-7": verified all the way (`fixed` k = 7) or by
+Algorithm 1 (`dspark`) — beside `ar` without a drafter and, for reference, the paper's production DSpark-5
+(γ = 5, 3 layers, Algorithm 1), on the V4-Flash-like table, closed-loop concurrency 4–512 on a decode instance
+(`common.production_base`). summary.json: throughput per GPU per series and concurrency, the first
+concurrency where fixed k = 7 falls below `ar`, each DSpark series' ratio to the better of those two, and
+T5's numbers.
 
     python -m paper_figs.crossover [--tiny] [--out DIR] [--jobs N]
 
@@ -28,11 +31,11 @@ METRIC = "throughput_tok_s_per_gpu"
 PAPER_T5 = {
     "no spec": {"4": 382, "64": 4095, "128": 6341, "256": 8879},
     "fixed k=7": {"4": 970, "64": 6712, "128": 8779, "256": 7852},
-    "DSpark": {"4": 902, "64": 7144, "128": 10356, "256": 13325},
+    "adaptive": {"4": 902, "64": 7144, "128": 10356, "256": 13325},
 }
 LOADS = {
     False: ([4, 16, 32, 64, 128, 192, 256, 384, 512], [240, 240, 240, 256, 384, 576, 768, 1152, 1536]),
-    True: ([4, 64, 256], [32, 128, 512]),
+    True: ([4, 64, 256], [32, 256, 1024]),
 }
 
 
@@ -44,11 +47,12 @@ def sweep_text(tiny: bool) -> str:
         + production_base(tiny)
         + f"""
 [[zip]]
-label = ["no spec", "fixed k=7", "DSpark"]
-"drafter.name" = ["none", "dspark", "dspark"]
-"drafter.gamma" = [0, 7, 7]
-"policy.name" = ["ar", "fixed", "dspark"]
-"policy.k" = ["none", 7, "none"]
+label = ["no spec", "fixed k=7", "DSpark-7", "DSpark-5"]
+"drafter.name" = ["none", "dspark", "dspark", "dspark"]
+"drafter.gamma" = [0, 7, 7, 5]
+"drafter.layers" = ["none", 3, 3, 3]
+"policy.name" = ["ar", "fixed", "dspark", "dspark"]
+"policy.k" = ["none", 7, "none", "none"]
 
 [[zip]]
 "workload.concurrency" = {conc}
@@ -67,7 +71,10 @@ def main(argv: list[str] | None = None) -> int:
         ]
     loads = sorted(tput["no spec"], key=int)
     below = [c for c in loads if tput["fixed k=7"][c] < tput["no spec"][c]]
-    ratio = {c: tput["DSpark"][c] / max(tput["no spec"][c], tput["fixed k=7"][c]) for c in loads}
+    adaptive = ("DSpark-7", "DSpark-5")
+    ratio = {
+        s: {c: tput[s][c] / max(tput["no spec"][c], tput["fixed k=7"][c]) for c in loads} for s in adaptive
+    }
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for series, per in tput.items():
         ax.plot([int(c) for c in loads], [per[c] for c in loads], "o-", label=f"{series} (sim)")
@@ -94,9 +101,14 @@ def main(argv: list[str] | None = None) -> int:
             "paper_t5": PAPER_T5,
         },
     )
-    print(f"{'concurrency':>11} " + " ".join(f"{s:>10}" for s in tput) + "  DSpark/best")
+    print(
+        f"{'concurrency':>11} "
+        + " ".join(f"{s:>10}" for s in tput)
+        + "".join(f"  {s}/best" for s in adaptive)
+    )
     for c in loads:
-        print(f"{c:>11} " + " ".join(f"{tput[s][c]:>10,.0f}" for s in tput) + f"  {ratio[c]:.3f}")
+        cells = " ".join(f"{tput[s][c]:>10,.0f}" for s in tput)
+        print(f"{c:>11} {cells}" + "".join(f"  {ratio[s][c]:>{len(s) + 5}.3f}" for s in adaptive))
     print(f"fixed k=7 below no-spec from concurrency: {below[0] if below else 'never'}")
     print(f"wrote {args.out / (NAME + '.png')} and {args.out / 'summary.json'}")
     return 0
