@@ -226,7 +226,12 @@ class CostTable:
         per_request = hardware.request_seconds(shape, dev, tp=tp, **knobs)
         label = name or f"roofline:{shape.name}@{dev.name}x{tp}"
         return cls.from_points(
-            b.astype(np.int64), secs, mode="linear", layers=shape.layers, name=label, request_seconds=per_request
+            b.astype(np.int64),
+            secs,
+            mode="linear",
+            layers=shape.layers,
+            name=label,
+            request_seconds=per_request,
         )
 
     def with_draft(self, seconds: float) -> CostTable:

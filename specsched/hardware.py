@@ -27,7 +27,8 @@ Assumptions, all first-order and stated so a user can disagree with them:
   (DeepSeek-style serving): each GPU serves its own batch of B tokens, the routed experts are spread over
   `ep` GPUs, so a GPU reads 1/ep of the expert weights and — with balanced routing — does the expert FLOPs
   of B tokens; dispatch and combine add two all-to-alls per MoE layer of B·top_k·d_model bytes (FP8).
-  A table with ep > 1 is therefore per GPU: B is one GPU's verify tokens.
+  A table with ep > 1 is therefore per GPU: B is one GPU's verify tokens. With `overlap_comm`, the
+  bandwidth part of the collectives overlaps the kernels (two micro-batches) and only their latency adds.
 - Bytes per parameter: 2 (bf16) for the dense built-ins, 1 (FP8) for the MoE built-ins.
 
 May import: numpy and the standard library.
@@ -195,6 +196,7 @@ def step_seconds(
     link_bw: float = 450e9,
     link_latency: float = 8e-6,
     bytes_per_param: float | None = None,
+    overlap_comm: bool = False,
 ) -> np.ndarray:
     """float64 seconds of the token-dependent part of one step at `b` query tokens (array) on one GPU of a
     `tp`-GPU replica (or one data-parallel rank with `ep`-way expert parallelism): everything but the
@@ -221,12 +223,19 @@ def step_seconds(
     t_mem = weight_bytes / (eta_bw * gpu.hbm_bw)
     peak = gpu.flops * (2.0 if bpp <= 1.0 else 1.0)
     t_cmp = 2.0 * model.active_params * b / tp / (eta_f * peak)
-    t_comm = 0.0
+    # Collective time: a latency per collective (never hidden) and a bandwidth part.
+    t_lat, t_bw = 0.0, 0.0
     if tp > 1:
-        t_comm = t_comm + 2 * model.layers * (link_latency + b * model.d_model * 2 / link_bw)
+        t_lat = t_lat + 2 * model.layers * link_latency
+        t_bw = t_bw + 2 * model.layers * b * model.d_model * 2 / link_bw
     if ep > 1:
-        t_comm = t_comm + 2 * model.moe_layers * (link_latency + b * model.top_k * model.d_model / link_bw)
-    return model.layers * c0 + np.maximum(t_mem, t_cmp) + t_comm
+        t_lat = t_lat + 2 * model.moe_layers * link_latency
+        t_bw = t_bw + 2 * model.moe_layers * b * model.top_k * model.d_model / link_bw
+    if overlap_comm:
+        # Two-micro-batch overlap (DeepSeek's decode): one half-batch's all-to-all runs under the other's
+        # compute, so the transfer costs only where it exceeds the kernels' time.
+        return model.layers * c0 + np.maximum(np.maximum(t_mem, t_cmp), t_bw) + t_lat
+    return model.layers * c0 + np.maximum(t_mem, t_cmp) + t_bw + t_lat
 
 
 def request_seconds(
