@@ -140,15 +140,19 @@ def compare(actual, golden, *, rel: float, abs_: float, path: str = "") -> list[
     return problems
 
 
-def production_base(tiny: bool) -> str:
+def production_base(
+    tiny: bool, *, max_num_seqs: int = 1024, max_num_batched_tokens: int | None = None
+) -> str:
     """[base] of the serving figures: a decode instance of a prefill/decode-disaggregated deployment.
 
     DeepSeek serves V4 with prefill and decode on separate GPUs, so the paper's per-GPU numbers are decode
     GPUs'. The simulator has no disaggregation; 16-token prompts make prefill negligible instead (the V4-like
     cost tables already charge every running request a fixed 4096-token KV read per step,
     `CostTable.request_seconds`). Closed loop, no think time, chat/math/code in equal shares, 512-token
-    answers (128 in tiny mode), room for 1024 running requests.
+    answers (128 in tiny mode), room for `max_num_seqs` running requests and (when given)
+    `max_num_batched_tokens` verify tokens per step (else the simulator's default, 8192).
     """
+    budget = "" if max_num_batched_tokens is None else f"max_num_batched_tokens = {max_num_batched_tokens}\n"
     return f"""
 [base]
 seed = 0
@@ -158,5 +162,5 @@ domain = "mix"
 input_tokens = 16
 output_tokens = {128 if tiny else 512}
 [base.server]
-max_num_seqs = 1024
-"""
+max_num_seqs = {max_num_seqs}
+{budget}"""

@@ -5,10 +5,17 @@ speculation at low load and falling below it at high load (256 concurrent), whil
 above both. It runs V4's own drafter (three MTP stages, dspark.md §4.4) with K = 7 drafts, so here the
 drafter is DSpark's with 3 draft layers and γ = 7 — "DSpark-7": verified all the way (`fixed` k = 7) or by
 Algorithm 1 (`dspark`) — beside `ar` without a drafter and, for reference, the paper's production DSpark-5
-(γ = 5, 3 layers, Algorithm 1), on the V4-Flash-like table, closed-loop concurrency 4–512 on a decode instance
-(`common.production_base`). summary.json: throughput per GPU per series and concurrency, the first
-concurrency where fixed k = 7 falls below `ar`, each DSpark series' ratio to the better of those two, and
-T5's numbers.
+(γ = 5, 3 layers, Algorithm 1), on the V4-Flash-like table, closed-loop concurrency 4–2048 on a decode
+instance (`common.production_base`). The load runs past 512 because, with the EP all-to-all overlapped with
+compute, a verify token costs only ~33 µs on that table and fixed k = 7 stays above no speculation until
+~768–1024 requests (paper_figs/REPRODUCTION.md); full mode therefore raises the server's limits to 2048
+running requests and 16384 verify tokens per step (8 per request at 2048). Past ~1,200 requests the
+table's assumed 4096-token context per request (~101 MB of KV each, beside ~15 GB of weights) would no
+longer fit in an H200's 141 GB (the simulated requests' own ≤ 528-token contexts do): read those loads as
+the trend, not as a deployable batch.
+Tiny mode keeps 4 / 64 / 256 and the default limits. summary.json: throughput per GPU per series and
+concurrency, the first concurrency where fixed k = 7 falls below `ar`, each DSpark series' ratio to the
+better of those two, and T5's numbers.
 
     python -m paper_figs.crossover [--tiny] [--out DIR] [--jobs N]
 
@@ -33,10 +40,15 @@ PAPER_T5 = {
     "fixed k=7": {"4": 970, "64": 6712, "128": 8779, "256": 7852},
     "adaptive": {"4": 902, "64": 7144, "128": 10356, "256": 13325},
 }
-LOADS = {
-    False: ([4, 16, 32, 64, 128, 192, 256, 384, 512], [240, 240, 240, 256, 384, 576, 768, 1152, 1536]),
+LOADS = {  # closed-loop concurrency and requests per cell (≥ 3 generations of users from 64 up)
+    False: (
+        [4, 16, 32, 64, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048],
+        [240, 240, 240, 256, 384, 576, 768, 1152, 1536, 2304, 3072, 4608, 6144],
+    ),
     True: ([4, 64, 256], [32, 256, 1024]),
 }
+#: full mode's server limits: every request at the top load verifies its 8 tokens (fixed k = 7)
+FULL_LIMITS = {"max_num_seqs": 2048, "max_num_batched_tokens": 2048 * 8}
 
 
 def sweep_text(tiny: bool) -> str:
@@ -44,7 +56,7 @@ def sweep_text(tiny: bool) -> str:
     head = 'name = "crossover"\nset = ["server.cost=h200-v4flash"]\n'
     return (
         head
-        + production_base(tiny)
+        + (production_base(tiny) if tiny else production_base(tiny, **FULL_LIMITS))
         + f"""
 [[zip]]
 label = ["no spec", "fixed k=7", "DSpark-7", "DSpark-5"]

@@ -5,8 +5,10 @@ variant with two-step-stale capacity, `dspark_global` delay 2) against MTP-1 (th
 draft, verify budget 2), the same DSpark drafter with a fixed k = 3, and EAGLE-3 / DFlash verifying all 7
 drafts; closed-loop load swept over concurrency on a decode instance (`common.production_base`). Gains
 are read along each Pareto frontier (`analysis.pareto`) at the paper's SLAs — 80 and 120 tok/s/user on
-V4-Flash, 35 and 50 on V4-Pro — and at two faster SLOs that MTP-1 still reaches (200, 250; 100, 150).
-summary.json: the gains table, every frontier, and the paper's numbers (dspark.md §4.4) beside ours.
+V4-Flash, 35 and 50 on V4-Pro — and at two faster SLOs (200, 250; 100, 150). On the current tables MTP-1's
+frontier ends below those (≈143 and ≈59 tok/s/user at 8 requests), so there the table gives only each
+longer-drafting policy's throughput, with no gain against MTP-1. summary.json: the gains table, every
+frontier, and the paper's numbers (dspark.md §4.4) beside ours.
 
     python -m paper_figs.fig7_pareto [--tiny] [--out DIR] [--jobs N]
 

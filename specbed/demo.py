@@ -58,7 +58,7 @@ label = ["no spec", "MTP-1", "DFlash k=7", "EAGLE-3 k=7", "DSpark-5", "DSpark-5 
 
 [analysis]
 baseline = "MTP-1"
-slo = [80, 120, 200, 250]  # per-user tok/s; the paper's V4-Flash SLAs are 80 and 120; MTP-1 tops out ≈ 256
+slo = [80, 120, 200, 250]  # per-user tok/s; the paper's V4-Flash SLAs are 80 and 120; MTP-1 tops out ≈ 143
 """
 
 
