@@ -9,6 +9,8 @@ the engine's cache slot `req.slot`), keep their own per-request caches of what t
 - A request's FIRST step has no target features yet (its prompt is prefilled by that step's verify
   forward): the block attends to no context (parallel) / the head gets a zero feature (EAGLE). The drafts
   are poor but still exact samples of the returned q, so verification stays lossless.
+- The parallel block always has the size it was trained with (cfg.gamma; attention inside the block is
+  bidirectional, so its outputs depend on the block size); a smaller γ uses its first γ slots.
 - Sampling: q_k = engine.sampling.probs_from_logits(logits_k, the request's params), token = race(q_k,
   exponentials[:, k]); DSpark's logits_k = U_k + B(x_{k−1}) left to right with the sampled x_{k−1}.
 - Confidence conf[r, k] depends only on tokens before position k: DSpark's head σ(z_k / T_k) with its STS
@@ -121,7 +123,7 @@ class ParallelBlockDrafter(_Base):
             ctx_len.append(stop)
             anchor.append(tokens[-1])
         if feats:
-            kv = self.net.context_kv(torch.cat(feats).float())
+            kv = self.net.context_kv(torch.cat(feats).float(), torch.tensor([w[1] for w in where]))
             s_idx = torch.tensor([w[0] for w in where])
             p_idx = torch.tensor([w[1] for w in where])
             for i, (k, vv) in enumerate(kv):
@@ -133,7 +135,9 @@ class ParallelBlockDrafter(_Base):
         ck = [self.ck[i, own_t, :, :k_len] for i in range(self.ck.shape[0])]
         cv = [self.cv[i, own_t, :, :k_len] for i in range(self.cv.shape[0])]
         anchor_pos = torch.tensor([len(q.tokens) - 1 for q in reqs])
-        h, u = self.net.draft_hidden(anchor_t, anchor_pos, ck, cv, ctx_t, gamma)
+        # The block is bidirectional, so its outputs depend on its size: always run the trained size.
+        block = max(gamma, self.net.cfg.gamma)
+        h, u = self.net.draft_hidden(anchor_t, anchor_pos, ck, cv, ctx_t, block)
         params = [q.params for q in reqs]
         prev = anchor_t
         raw = torch.zeros((r, gamma), dtype=torch.float64)
@@ -207,8 +211,8 @@ class EagleHeadDrafter(_Base):
             ],
             dim=2,
         )[:, None]
-        out = net.layer(u, ck, cv, mask)
-        new_k, new_v = net.keys(u)  # [R, H, W, Dh]
+        out = net.attend(u, ck, cv, mask, pos)
+        new_k, new_v = net.keys(u, pos)  # [R, H, W, Dh]
         for i, (_, t, _, seen) in enumerate(rows):
             if seen:
                 n = len(t)
@@ -229,14 +233,15 @@ class EagleHeadDrafter(_Base):
             toks[:, k] = race(q, exponentials[:, k])
             if k + 1 == gamma:
                 break
-            u_k = net.pair_input(cur, toks[:, k : k + 1], (anchor_pos + 1 + k)[:, None])
+            pos_k = (anchor_pos + 1 + k)[:, None]
+            u_k = net.pair_input(cur, toks[:, k : k + 1], pos_k)
             ck = torch.cat([base_k, *chain_k], dim=2)
             cv = torch.cat([base_v, *chain_v], dim=2)
             vis = torch.cat([base_vis, torch.ones(r, len(chain_k) + 1, dtype=torch.bool)], dim=1)[
                 :, None, None, :
             ]
-            cur = net.layer(u_k, ck, cv, vis)
-            kk, vv = net.keys(u_k)
+            cur = net.attend(u_k, ck, cv, vis, pos_k)
+            kk, vv = net.keys(u_k, pos_k)
             chain_k.append(kk)
             chain_v.append(vv)
         self.last_raw_conf = conf.clone()

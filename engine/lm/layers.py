@@ -29,7 +29,8 @@ class DraftConfig:
     size it is trained for. feature_layers: target blocks (0-based outputs) feeding the parallel context.
     markov: "none" | "vanilla" (B = W2·W1[x]) | "gated"; rank: r of W1 (V×r) and W2 (r×V). d_ff: MLP width
     (0 = 2·d). ttt: EAGLE's training-time-test depth (extra unrolled chained passes). decay: position
-    weights exp(−k/decay) of the losses. anchors: block anchors per training sequence."""
+    weights exp(−k/decay) of the losses. anchors: block anchors per training sequence. rope: rotary
+    position embedding of queries and keys in the draft layers (as the Qwen3 layers the paper copies)."""
 
     kind: str = "dspark"
     layers: int = 2
@@ -41,6 +42,7 @@ class DraftConfig:
     ttt: int = 2
     decay: float = 4.0
     anchors: int = 24
+    rope: bool = True
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -76,10 +78,21 @@ def init_linear(gen: torch.Generator, fan_in: int, fan_out: int, scale: float = 
     return nn.Parameter(torch.randn(fan_in, fan_out, generator=gen) * (scale / math.sqrt(fan_in)))
 
 
+def rope(x: torch.Tensor, pos: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
+    """Rotary embedding of `x: [B, H, N, Dh]` at absolute positions `pos: int64[B, N]` (half-split pairs)."""
+    half = x.shape[-1] // 2
+    freq = base ** (-torch.arange(half, dtype=torch.float32, device=x.device) / half)
+    ang = pos[:, None, :, None].to(torch.float32) * freq  # [B, 1, N, half]
+    cos, sin = torch.cos(ang), torch.sin(ang)
+    a, b = x[..., :half], x[..., half:]
+    return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
+
+
 class DraftLayer(nn.Module):
-    """Pre-norm attention + GELU MLP. `forward(x[B, Q, d], ctx_k, ctx_v, mask)`: queries are x's rows;
-    keys/values = [ctx_k/ctx_v (B, H, K, Dh) ; projections of x]; mask: bool [B, 1, Q, K + Q] (True = may
-    attend)."""
+    """Pre-norm attention + GELU MLP. `forward(x[B, Q, d], ctx_k, ctx_v, mask, pos=None)`: queries are x's
+    rows; keys/values = [ctx_k/ctx_v (B, H, K, Dh) ; projections of x]; mask: bool [B, 1, Q, K + Q] (True =
+    may attend). With `pos: int64[B, Q]` the queries and x's own keys are rotated (RoPE) at those positions;
+    injected context keys must then come rotated at theirs (`project_kv(states, pos)`)."""
 
     def __init__(self, d: int, heads: int, d_ff: int, gen: torch.Generator, out_scale: float) -> None:
         super().__init__()
@@ -92,17 +105,20 @@ class DraftLayer(nn.Module):
         self.fc1 = init_linear(gen, d, d_ff)
         self.fc2 = init_linear(gen, d_ff, d, out_scale)
 
-    def project_kv(self, states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Keys and values (B, H, N, Dh) of already-normalized `states: [B, N, d]`."""
+    def project_kv(self, states: torch.Tensor, pos: torch.Tensor | None = None):
+        """Keys and values (B, H, N, Dh) of already-normalized `states: [B, N, d]` (keys rotated at `pos`)."""
         b, n, _ = states.shape
         k, v = (states @ self.kv).view(b, n, 2, self.heads, self.dh).unbind(2)
-        return k.transpose(1, 2), v.transpose(1, 2)
+        k, v = k.transpose(1, 2), v.transpose(1, 2)
+        return (k if pos is None else rope(k, pos)), v
 
-    def forward(self, x, ctx_k, ctx_v, mask) -> torch.Tensor:
+    def forward(self, x, ctx_k, ctx_v, mask, pos: torch.Tensor | None = None) -> torch.Tensor:
         b, q_len, d = x.shape
         h = F.layer_norm(x, (d,), self.ln1_w, self.ln1_b)
         q = (h @ self.q).view(b, q_len, self.heads, self.dh).transpose(1, 2)
-        k, v = self.project_kv(h)
+        if pos is not None:
+            q = rope(q, pos)
+        k, v = self.project_kv(h, pos)
         keys, values = torch.cat([ctx_k, k], dim=2), torch.cat([ctx_v, v], dim=2)
         out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)  # every row sees its own key
         x = x + out.transpose(1, 2).reshape(b, q_len, d) @ self.o

@@ -101,6 +101,27 @@ class ParallelDrafter(nn.Module):
 
     # -- training --------------------------------------------------------------------------------------------
 
+    def blocks_forward(self, tokens: torch.Tensor, hidden: torch.Tensor, anchors: torch.Tensor):
+        """Training-mode backbone: (h [B, A, γ, d], U [B, A, γ, V]) of the blocks anchored at
+        `anchors: int64[B, A]`, all in one pass (each block sees the context before its anchor and itself)."""
+        b, t = tokens.shape
+        gamma, a_n = self.cfg.gamma, anchors.shape[1]
+        pos = anchors[..., None] + torch.arange(gamma)  # [B, A, γ]
+        x = self.block_input(tokens.gather(1, anchors).reshape(-1), pos.reshape(-1, gamma))
+        x = x.view(b, a_n * gamma, -1)
+        ctx = self.context(hidden)
+        key_t = torch.arange(t)
+        ctx_mask = key_t[None, None, :] < anchors.repeat_interleave(gamma, dim=1)[:, :, None]  # [B, Aγ, T]
+        same = torch.arange(a_n).repeat_interleave(gamma)
+        blk_mask = (same[:, None] == same[None, :]).expand(b, -1, -1)
+        mask = torch.cat([ctx_mask, blk_mask], dim=2)[:, None]
+        ctx_pos = torch.arange(t).expand(b, -1) if self.cfg.rope else None
+        blk_pos = pos.reshape(b, -1) if self.cfg.rope else None
+        for blk in self.blocks:
+            ck, cv = blk.project_kv(ctx, ctx_pos)
+            x = blk(x, ck, cv, mask, blk_pos)
+        return self.final(x.view(b, a_n, gamma, -1))
+
     def loss(self, tokens: torch.Tensor, probs: torch.Tensor, hidden: torch.Tensor, gen: torch.Generator):
         """(loss, metrics) on a batch: tokens int64[B, T], target probs float[B, T, V] (row t predicts
         x_{t+1}), target block outputs float[B, T, L, d]; `cfg.anchors` random anchors per sequence."""
@@ -110,21 +131,8 @@ class ParallelDrafter(nn.Module):
         anchors = torch.randint(1, t - 1, (b, a_n), generator=gen)  # a in [1, T−2]: context non-empty
         pos = anchors[..., None] + torch.arange(gamma)  # [B, A, γ]
         valid = pos <= t - 2  # label x_{pos+1} and target row pos exist
-        pos_c = pos.clamp(max=t - 2)
-        flat = pos_c.reshape(b, -1)
-        x = self.block_input(tokens.gather(1, anchors).reshape(-1), pos.reshape(-1, gamma)).view(
-            b, a_n * gamma, -1
-        )
-        ctx = self.context(hidden)
-        key_t = torch.arange(t)
-        ctx_mask = key_t[None, None, :] < anchors.repeat_interleave(gamma, dim=1)[:, :, None]  # [B, Aγ, T]
-        same = torch.arange(a_n).repeat_interleave(gamma)
-        blk_mask = (same[:, None] == same[None, :]).expand(b, -1, -1)
-        mask = torch.cat([ctx_mask, blk_mask], dim=2)[:, None]
-        for blk in self.blocks:
-            ck, cv = blk.project_kv(ctx)
-            x = blk(x, ck, cv, mask)
-        h, logits = self.final(x.view(b, a_n, gamma, -1))
+        flat = pos.clamp(max=t - 2).reshape(b, -1)
+        h, logits = self.blocks_forward(tokens, hidden, anchors)
         prev = tokens.gather(1, flat).view(b, a_n, gamma)  # x_{a+j}: anchor at j = 0
         labels = tokens.gather(1, flat + 1).view(b, a_n, gamma)
         p_t = probs.gather(1, flat[..., None].expand(-1, -1, probs.shape[-1])).view(b, a_n, gamma, -1)
@@ -148,12 +156,14 @@ class ParallelDrafter(nn.Module):
     # -- inference -------------------------------------------------------------------------------------------
 
     @torch.no_grad()
-    def context_kv(self, hidden: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """Per draft layer (k, v) float[N, H, Dh] of N context positions (`hidden: [N, L_target, d]`)."""
+    def context_kv(self, hidden: torch.Tensor, pos: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Per draft layer (k, v) float[N, H, Dh] of N context positions (`hidden: [N, L_target, d]` at
+        absolute positions `pos: int64[N]`; keys rotated there when cfg.rope)."""
         ctx = self.context(hidden)[None]
+        rot = pos[None] if self.cfg.rope else None
         out = []
         for blk in self.blocks:
-            k, v = blk.project_kv(ctx)
+            k, v = blk.project_kv(ctx, rot)
             out.append((k[0].transpose(0, 1), v[0].transpose(0, 1)))
         return out
 
@@ -173,6 +183,7 @@ class ParallelDrafter(nn.Module):
             ],
             dim=2,
         )[:, None]
+        rot = pos if self.cfg.rope else None
         for blk, ck, cv in zip(self.blocks, ctx_k, ctx_v):
-            x = blk(x, ck, cv, mask)
+            x = blk(x, ck, cv, mask, rot)
         return self.final(x)

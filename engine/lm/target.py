@@ -8,8 +8,9 @@ at every position it computes, in `features: float[slots, max_len, n_layers, d]`
 KV cache (slot, absolute position). A position's features are final once it is committed, exactly like its
 keys and values; the drafters only ever read committed positions (< the request's length − 1).
 
-`FeatureTarget.forward` repeats TinyLM.forward op for op (same shapes, same order: identical logits, checked
-by a test) because TinyLM does not return hidden states; see the report's request to the engine owner.
+`FeatureTarget.forward` re-implements TinyLM.forward (same math; logits equal up to float rounding, checked
+by a test) because TinyLM does not return hidden states (see the report's request to the engine owner), and
+packs the valid tokens of a ragged batch instead of padding every row to the longest one.
 
 May import: torch, stdlib, engine.model.
 """
@@ -121,7 +122,10 @@ class FeatureTarget(TinyLM):
     def forward(
         self, tokens: torch.Tensor, n_valid: torch.Tensor, slots: torch.Tensor, cache: KVCache
     ) -> torch.Tensor:
-        """TinyLM.forward (same contract, same logits), recording block outputs of the valid tokens."""
+        """TinyLM.forward's contract and math (logits equal up to float rounding), computed on the valid
+        tokens only: the projections and MLPs run on the packed [N_valid, d] rows, as varlen engines do, so
+        a step costs what its Σ(1 + ℓ_r) tokens cost, not R × the longest row (attention stays padded:
+        cheap at these sizes). Padding rows of the returned logits are 0. Records block outputs."""
         c = self.config
         feats = self._buffer(cache)
         r, s = tokens.shape
@@ -131,29 +135,33 @@ class FeatureTarget(TinyLM):
         offs = torch.arange(s, device=tokens.device)
         pos = start[:, None] + offs[None, :]
         valid = offs[None, :] < n_valid[:, None]
-        tok = torch.where(valid, tokens, 0)
-        x = self.w["tok"][tok] + self.w["pos"][pos.clamp(max=c.max_len - 1)]
+        rows, cols = valid.nonzero(as_tuple=True)  # packed order: request-major
+        pos_p, slot_p = pos[rows, cols], slots[rows]
+        x = self.w["tok"][tokens[rows, cols]] + self.w["pos"][pos_p.clamp(max=c.max_len - 1)]  # [N, d]
         kv_len = int((start + n_valid).max()) if r else 0
         key_pos = torch.arange(kv_len, device=tokens.device)
-        visible = key_pos[None, None, None, :] <= pos[:, None, :, None]
-        slot_idx = slots[:, None].expand(r, s)[valid]
-        pos_idx = pos[valid]
+        visible = key_pos[None, None, None, :] <= pos[:, None, :, None]  # [R, 1, S, T]
+        n = x.shape[0]
         for i in range(c.n_layers):
             h = F.layer_norm(x, (c.d_model,), self.w[f"h.{i}.ln1.w"], self.w[f"h.{i}.ln1.b"])
-            q, k, v = (h @ self.w[f"h.{i}.qkv"]).view(r, s, 3, c.n_heads, c.head_dim).unbind(2)
-            cache.k[i, slot_idx, :, pos_idx] = k[valid]
-            cache.v[i, slot_idx, :, pos_idx] = v[valid]
-            keys = cache.k[i, slots, :, :kv_len]
+            q, k, v = (h @ self.w[f"h.{i}.qkv"]).view(n, 3, c.n_heads, c.head_dim).unbind(1)
+            cache.k[i, slot_p, :, pos_p] = k
+            cache.v[i, slot_p, :, pos_p] = v
+            keys = cache.k[i, slots, :, :kv_len]  # [R, H, T, Dh]
             values = cache.v[i, slots, :, :kv_len]
-            scores = (q.transpose(1, 2) @ keys.transpose(2, 3)) / math.sqrt(c.head_dim)
+            qp = q.new_zeros(r, s, c.n_heads, c.head_dim)
+            qp[rows, cols] = q
+            scores = (qp.transpose(1, 2) @ keys.transpose(2, 3)) / math.sqrt(c.head_dim)  # [R, H, S, T]
             att = torch.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1)
-            out = (att @ values).transpose(1, 2).reshape(r, s, c.d_model)
+            out = (att @ values).transpose(1, 2)[rows, cols].reshape(n, c.d_model)
             x = x + out @ self.w[f"h.{i}.o"]
             h = F.layer_norm(x, (c.d_model,), self.w[f"h.{i}.ln2.w"], self.w[f"h.{i}.ln2.b"])
             x = x + F.gelu(h @ self.w[f"h.{i}.fc1"]) @ self.w[f"h.{i}.fc2"]
-            feats[slot_idx, pos_idx, i] = x[valid]
+            feats[slot_p, pos_p, i] = x
         x = F.layer_norm(x, (c.d_model,), self.w["lnf.w"], self.w["lnf.b"])
-        return x @ self.w["head"]
+        logits = x.new_zeros(r, s, c.vocab_size)
+        logits[rows, cols] = x @ self.w["head"]
+        return logits
 
     def read(self, slot: int, start: int, stop: int) -> torch.Tensor:
         """Recorded block outputs float[stop − start, L, d] of positions [start, stop) of `slot`."""

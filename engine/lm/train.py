@@ -23,11 +23,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
-import re
 import sys
 import time
-import tomllib
-from dataclasses import dataclass, field
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -35,167 +33,12 @@ import torch
 import torch.nn.functional as F
 
 from engine.lm import checkpoint as ckpt
-from engine.lm.data import DOMAINS, Corpus, DataConfig
+from engine.lm.data import DOMAINS, Corpus
 from engine.lm.drafters import runtime_drafter
-from engine.lm.layers import DraftConfig
 from engine.lm.target import TargetLM, target_outputs
-from engine.model import ModelConfig
-from specsched.errors import InputError
+from engine.lm.trainconfig import PRESETS, TrainConfig, dump_toml, resolve
 
-_NAME = re.compile(r"^(eagle|dflash|dspark)(\d+)$")
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """Sizes, steps and rates of one training run (see module docstring). drafters: names kind+layers."""
-
-    seed: int = 0
-    d_model: int = 128
-    n_layers: int = 4
-    n_heads: int = 4
-    context: int = 192
-    target_steps: int = 1400
-    target_batch: int = 16
-    target_lr: float = 3e-3
-    drafter_steps: int = 1000
-    drafter_batch: int = 8
-    drafter_lr: float = 2e-3
-    drafters: tuple[str, ...] = ("eagle1", "dflash2", "dspark2", "dflash4")
-    gamma: int = 7
-    rank: int = 64
-    anchors: int = 24
-    ttt: int = 1
-    sts_prompts: int = 32
-    sts_prompt_len: int = 48
-    sts_new_tokens: int = 96
-    threads: int = 1
-    data: DataConfig = field(default_factory=DataConfig)
-
-    def __post_init__(self) -> None:
-        for name in (
-            "d_model",
-            "n_layers",
-            "n_heads",
-            "context",
-            "target_steps",
-            "target_batch",
-            "drafter_steps",
-            "drafter_batch",
-            "gamma",
-            "rank",
-            "anchors",
-            "sts_prompts",
-            "sts_new_tokens",
-            "threads",
-        ):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"TrainConfig field '{name}': must be >= 1, got {getattr(self, name)}")
-        if self.context < 16 or self.sts_prompt_len + self.sts_new_tokens + self.gamma + 1 > self.context:
-            raise ValueError(
-                "TrainConfig field 'context': must be >= 16 and hold sts_prompt_len + "
-                "sts_new_tokens + gamma + 1"
-            )
-        for name in self.drafters:
-            if not _NAME.match(name):
-                raise ValueError(
-                    f"TrainConfig field 'drafters': bad name {name!r} (eagle1, dflash2, dspark2, ...)"
-                )
-        if not (self.target_lr > 0 and self.drafter_lr > 0):
-            raise ValueError("TrainConfig fields 'target_lr', 'drafter_lr': must be > 0")
-
-    def model_config(self) -> ModelConfig:
-        return ModelConfig(
-            vocab_size=256,
-            d_model=self.d_model,
-            n_layers=self.n_layers,
-            n_heads=self.n_heads,
-            max_len=self.context,
-            seed=self.seed,
-        )
-
-    def draft_config(self, name: str) -> DraftConfig:
-        kind, layers = _NAME.match(name).groups()
-        feats = tuple(range(max(self.n_layers - 1, 1)))[-3:]  # up to 3 blocks, never the last (paper)
-        return DraftConfig(
-            kind=kind,
-            layers=int(layers),
-            gamma=self.gamma,
-            feature_layers=feats,
-            markov="vanilla" if kind == "dspark" else "none",
-            rank=self.rank,
-            anchors=self.anchors,
-            ttt=self.ttt,
-            seed=self.seed,
-        )
-
-
-PRESETS = {
-    "full": TrainConfig(),
-    "tiny": TrainConfig(
-        d_model=32,
-        n_layers=2,
-        n_heads=2,
-        context=48,
-        target_steps=12,
-        target_batch=4,
-        drafter_steps=6,
-        drafter_batch=2,
-        drafters=("eagle1", "dflash1", "dspark1"),
-        anchors=4,
-        ttt=1,
-        sts_prompts=2,
-        sts_prompt_len=16,
-        sts_new_tokens=16,
-        threads=1,
-        data=DataConfig(code_bytes=60_000, prose_bytes=60_000, math_bytes=60_000),
-    ),
-}
-
-
-def resolve(preset: str = "full", config_file: str | None = None, sets: list[str] = ()) -> TrainConfig:
-    """PRESETS[preset], then the [train] / [data] keys of a TOML file, then `key=value` overrides."""
-    if preset not in PRESETS:
-        raise InputError(f"unknown preset {preset!r} (choose from {', '.join(PRESETS)})", field="preset")
-    base = dataclasses.asdict(PRESETS[preset])
-    if config_file:
-        try:
-            doc = tomllib.loads(Path(config_file).read_text())
-        except (OSError, tomllib.TOMLDecodeError) as err:
-            raise InputError(f"cannot read config: {err}", file=config_file) from None
-        base.update(doc.get("train", {}))
-        base["data"] = {**base["data"], **doc.get("data", {})}
-    for item in sets:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise InputError(f"expected key=value, got {item!r}", field="--set")
-        target, name = (base["data"], key[5:]) if key.startswith("data.") else (base, key)
-        if name not in target:
-            raise InputError("unknown key", field=key)
-        try:
-            target[name] = tomllib.loads(f"v = {value}")["v"]
-        except tomllib.TOMLDecodeError:
-            target[name] = value
-    base["drafters"] = (
-        tuple(base["drafters"].split(",")) if isinstance(base["drafters"], str) else tuple(base["drafters"])
-    )
-    try:
-        return TrainConfig(**{**base, "data": DataConfig(**base["data"])})
-    except TypeError as err:
-        raise InputError(str(err), field="config") from None
-
-
-def dump_toml(cfg: TrainConfig) -> str:
-    def fmt(v):
-        return (
-            "[" + ", ".join(fmt(x) for x in v) + "]"
-            if isinstance(v, tuple | list)
-            else (f'"{v}"' if isinstance(v, str) else repr(v))
-        )
-
-    d = dataclasses.asdict(cfg)
-    data = d.pop("data")
-    lines = ["[train]"] + [f"{k} = {fmt(v)}" for k, v in d.items()] + ["", "[data]"]
-    return "\n".join(lines + [f"{k} = {fmt(v)}" for k, v in data.items()]) + "\n"
+__all__ = ["PRESETS", "TrainConfig", "dump_toml", "main", "resolve", "run"]
 
 
 class Progress:
@@ -219,9 +62,16 @@ class Progress:
         )
 
 
-def _generators(seed: int, n: int) -> list[torch.Generator]:
+def _generators(seed, n: int) -> list[torch.Generator]:
+    """n torch Generators from np.random.SeedSequence(seed) (seed: int or a list of ints)."""
     states = np.random.SeedSequence(seed).generate_state(n, dtype=np.uint64)
     return [torch.Generator().manual_seed(int(s) & ((1 << 63) - 1)) for s in states]
+
+
+def _drafter_generators(seed: int, name: str) -> list[torch.Generator]:
+    """(init, anchors) generators of one drafter, keyed by its name: a drafter trains the same whichever
+    others are trained beside it (the batches are shared and drawn once per step)."""
+    return _generators([seed, zlib.crc32(name.encode())], 2)
 
 
 def _lr(step: int, total: int, peak: float) -> float:
@@ -274,9 +124,10 @@ def train_target(cfg: TrainConfig, corpus: Corpus, gens, quiet=False) -> tuple[d
 def train_drafters(cfg: TrainConfig, corpus: Corpus, weights: dict, gens, quiet=False) -> tuple[dict, dict]:
     """{name: trained net (rounded through float16)}, {name: metrics}; all trained on the same batches."""
     mcfg = cfg.model_config()
+    dgens = {name: _drafter_generators(cfg.seed, name) for name in cfg.drafters}
     nets = {
-        name: ckpt.build_drafter(cfg.draft_config(name), mcfg, weights, gens[3 + i])
-        for i, name in enumerate(cfg.drafters)
+        name: ckpt.build_drafter(cfg.draft_config(name), mcfg, weights, dgens[name][0])
+        for name in cfg.drafters
     }
     opts = {name: _optimizer(net.parameters(), cfg.drafter_lr) for name, net in nets.items()}
     hist: dict[str, list[dict]] = {name: [] for name in nets}
@@ -287,7 +138,7 @@ def train_drafters(cfg: TrainConfig, corpus: Corpus, weights: dict, gens, quiet=
         for name, net in nets.items():
             for g in opts[name].param_groups:
                 g["lr"] = _lr(step, cfg.drafter_steps, cfg.drafter_lr)
-            loss, metrics = net.loss(batch, probs, hidden, gens[2])
+            loss, metrics = net.loss(batch, probs, hidden, dgens[name][1])
             opts[name].zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
@@ -349,7 +200,7 @@ def run(cfg: TrainConfig, out: Path, quiet: bool = False) -> dict:
 def _run(cfg: TrainConfig, out: Path, quiet: bool) -> dict:
     t0 = time.perf_counter()
     corpus = Corpus.build(cfg.data)
-    gens = _generators(cfg.seed, 3 + len(cfg.drafters))
+    gens = _generators(cfg.seed, 3)  # target init, batches, validation batches
     weights, tmeta = train_target(cfg, corpus, gens, quiet)
     t_target = time.perf_counter() - t0
     meta = {

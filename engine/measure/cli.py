@@ -107,6 +107,12 @@ def _profile(argv: list[str]) -> int:
     parser.add_argument("--drafter", default="dspark2")
     parser.add_argument("--prompt-len", type=int, default=48)
     parser.add_argument("--new-tokens", type=int, default=48)
+    parser.add_argument(
+        "--clock",
+        choices=("process", "wall"),
+        default=None,
+        help="process CPU time (default on cpu) or wall time (default on cuda)",
+    )
     args = parser.parse_args(argv)
     from engine.measure.profile import ProfileConfig, profile
 
@@ -123,6 +129,7 @@ def _profile(argv: list[str]) -> int:
         prompt_len=args.prompt_len,
         new_tokens=args.new_tokens,
         device=args.device,
+        clock=args.clock or ("process" if args.device == "cpu" else "wall"),
     )
     prof = profile(bundle, corpus, pcfg, progress=_progress(args.quiet))
     prof.write(args.out)

@@ -8,6 +8,9 @@ the Python around them — is its wall time minus the timed propose. The median 
 latency at B. Points measured at several R with the same B are averaged. The drafter's own seconds per
 step (median, by R) are returned too: the simulator prices drafting from them (specbed.fidelity).
 
+Clock: "process" (this process's CPU seconds; the default on the CPU, where other jobs share the cores) or
+"wall" (needed on CUDA); see engine.measure.rollout.
+
 Output CSV: `tokens,seconds` (specsched.CostTable.from_csv), preceded by `#` comment lines naming the
 device, torch version, drafter and the draft seconds.
 
@@ -43,10 +46,13 @@ class ProfileConfig:
     drafter: str = "dspark2"
     seed: int = 11
     device: str = "cpu"
+    clock: str = "wall"
 
     def __post_init__(self) -> None:
         if not self.requests or min(self.requests) < 1:
             raise ValueError(f"ProfileConfig field 'requests': positive batch sizes, got {self.requests}")
+        if self.clock not in ("wall", "process"):
+            raise ValueError(f"ProfileConfig field 'clock': wall or process, got {self.clock!r}")
         if self.gamma < 0 or self.prompt_len < 2 or self.new_tokens < 4:
             raise ValueError("ProfileConfig fields: gamma >= 0, prompt_len >= 2, new_tokens >= 4")
 
@@ -106,13 +112,14 @@ def warm_up(
     d = runtime_drafter(
         bundle.net(drafter), target, slots=r, max_len=max_len, temps=bundle.drafters[drafter][1]
     )
-    reqs = mixed_requests(corpus, r, prompt_len, 8, seed=99)
+    reqs = mixed_requests(corpus, r, prompt_len, 24, seed=99)
     ecfg = engine_config(device, gamma=gamma, policy="fixed", policy_params={"k": gamma}, max_running=r)
     run_rollout(target, d, ecfg, reqs, max_len=max_len)
 
 
-def profile(bundle: Bundle, corpus: Corpus, cfg: ProfileConfig, progress=None) -> Profile:
-    """Measure the verify latency at B = R·(1 + ℓ) for every R in cfg.requests and ℓ = 0..γ."""
+def profile(bundle: Bundle, corpus: Corpus, cfg: ProfileConfig, progress=None, warm: bool = True) -> Profile:
+    """Measure the verify latency at B = R·(1 + ℓ) for every R in cfg.requests and ℓ = 0..γ (after one
+    discarded warm-up rollout unless `warm` is False)."""
     net = bundle.net(cfg.drafter)
     temps = bundle.drafters[cfg.drafter][1]
     max_len = bundle.config.max_len
@@ -121,7 +128,8 @@ def profile(bundle: Bundle, corpus: Corpus, cfg: ProfileConfig, progress=None) -
     points: dict[int, list[float]] = {}
     counts: dict[int, int] = {}
     draft: dict[int, list[float]] = {}
-    warm_up(bundle, corpus, cfg.drafter, max(cfg.requests), cfg.gamma, cfg.prompt_len, cfg.device)
+    if warm:
+        warm_up(bundle, corpus, cfg.drafter, max(cfg.requests), cfg.gamma, cfg.prompt_len, cfg.device)
     for r in cfg.requests:
         reqs = mixed_requests(corpus, r, cfg.prompt_len, cfg.new_tokens, cfg.seed)
         for k in range(cfg.gamma + 1):
@@ -130,7 +138,7 @@ def profile(bundle: Bundle, corpus: Corpus, cfg: ProfileConfig, progress=None) -
             )
             target = bundle.feature_target(cfg.device)
             drafter = runtime_drafter(net, target, slots=r, max_len=max_len, temps=temps)
-            ro, _ = run_rollout(target, drafter, ecfg, reqs, max_len=max_len)
+            ro, _ = run_rollout(target, drafter, ecfg, reqs, max_len=max_len, clock=cfg.clock)
             st, rs = ro.steps, ro.request_steps
             ok = (st["requests"] == r).copy()
             bad = (rs["length"] != k) | rs["first"]
@@ -150,7 +158,7 @@ def profile(bundle: Bundle, corpus: Corpus, cfg: ProfileConfig, progress=None) -
     tokens = np.array(sorted(points), dtype=np.int64)
     seconds = np.array([float(np.mean(points[b])) for b in tokens])
     note = (
-        f"device {cfg.device} ({_device_name(cfg.device)}), torch {torch.__version__}, "
+        f"device {cfg.device} ({_device_name(cfg.device)}), {cfg.clock} clock, torch {torch.__version__}, "
         f"{torch.get_num_threads()} threads, drafter {cfg.drafter}, R in {list(cfg.requests)}, "
         f"gamma {cfg.gamma}"
     )

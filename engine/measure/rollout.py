@@ -13,6 +13,11 @@ requests and returns a `Rollout` of numpy arrays:
 - per request: arrival_s (0 for the first `max_running`, else the start of its first step: a closed loop
   with zero think time), first_token_s, finish_s, output tokens.
 
+Clocks (`CLOCKS`): "wall" (time.perf_counter) or "process" (time.process_time: this process's CPU seconds,
+all its threads). On a CPU shared with other jobs, wall time measures the neighbours as much as the engine;
+the process clock is what the engine's steps take with the cores it uses to itself (torch with one thread:
+one core). It cannot see GPU time: on CUDA use "wall" (the timed propose synchronizes the device).
+
 May import: numpy, torch, stdlib, specsched, engine.* (never sim).
 """
 
@@ -44,21 +49,31 @@ class _RecordingPolicy:
         return lengths
 
 
-class _TimedDrafter:
-    """Delegates propose/release to a drafter and keeps the last propose's wall seconds."""
+CLOCKS = {"wall": time.perf_counter, "process": time.process_time}
 
-    def __init__(self, drafter) -> None:
+
+def clock_fn(name: str):
+    if name not in CLOCKS:
+        raise ValueError(f"clock: one of {', '.join(CLOCKS)}, got {name!r}")
+    return CLOCKS[name]
+
+
+class _TimedDrafter:
+    """Delegates propose/release to a drafter and keeps the last propose's seconds (on `clock`)."""
+
+    def __init__(self, drafter, clock) -> None:
         self.inner = drafter
+        self.clock = clock
         self.last_s = 0.0
 
     def propose(self, reqs, gamma, exponentials):
-        t = time.perf_counter()
+        t = self.clock()
         out = self.inner.propose(reqs, gamma, exponentials)
         if out.tokens.is_cuda:  # CUDA is asynchronous: charge the drafter's kernels to the drafter
             import torch
 
             torch.cuda.synchronize(out.tokens.device)
-        self.last_s = time.perf_counter() - t
+        self.last_s = self.clock() - t
         return out
 
     def release(self, rid: int) -> None:
@@ -83,19 +98,29 @@ class Rollout:
 
 class InstrumentedEngine(Engine):
     """engine.loop.Engine that records steps (see module docstring). `cost`: a CostTable to give the policy
-    instead of `config.cost` (e.g. the profiled table with the measured draft seconds)."""
+    instead of `config.cost` (e.g. the profiled table with the measured draft seconds); clock: "wall" or
+    "process" (module docstring)."""
 
     def __init__(
-        self, target, drafter, config: EngineConfig, *, max_len: int = 512, cost: CostTable | None = None
+        self,
+        target,
+        drafter,
+        config: EngineConfig,
+        *,
+        max_len: int = 512,
+        cost: CostTable | None = None,
+        clock: str = "wall",
     ):
-        super().__init__(target, None if drafter is None else _TimedDrafter(drafter), config, max_len=max_len)
+        self._now = clock_fn(clock)
+        timed = None if drafter is None else _TimedDrafter(drafter, self._now)
+        super().__init__(target, timed, config, max_len=max_len)
         if cost is not None:
             self.cost = cost
         self.policy = _RecordingPolicy(self.policy)
         self._reset()
 
     def _reset(self) -> None:
-        self._t0 = time.perf_counter()
+        self._t0 = self._now()
         self._steps: list[tuple] = []
         self._rs: list[tuple] = []
         self._conf: list[np.ndarray] = []
@@ -109,7 +134,7 @@ class InstrumentedEngine(Engine):
         return super().generate(requests, speculative=speculative)
 
     def _record(self, running, before, start: float, spec: bool) -> None:
-        end = time.perf_counter() - self._t0
+        end = self._now() - self._t0
         gamma = self.config.gamma if spec else 0
         r = len(running)
         if spec and self.policy.last_lengths is not None:
@@ -140,14 +165,14 @@ class InstrumentedEngine(Engine):
 
     def _spec_step(self, running) -> None:
         before = [(len(x.output), x.remaining) for x in running]
-        start = time.perf_counter() - self._t0
+        start = self._now() - self._t0
         self.policy.last_lengths = None
         super()._spec_step(running)
         self._record(running, before, start, True)
 
     def _plain_step(self, running) -> None:
         before = [(len(x.output), x.remaining) for x in running]
-        start = time.perf_counter() - self._t0
+        start = self._now() - self._t0
         super()._plain_step(running)
         self._record(running, before, start, False)
 
@@ -221,9 +246,10 @@ def run_rollout(
     max_len: int,
     cost: CostTable | None = None,
     speculative: bool = True,
+    clock: str = "wall",
 ) -> tuple[Rollout, dict[int, list[int]]]:
     """Decode `requests` with a fresh InstrumentedEngine; returns (rollout, outputs by rid)."""
-    eng = InstrumentedEngine(target, drafter, config, max_len=max_len, cost=cost)
+    eng = InstrumentedEngine(target, drafter, config, max_len=max_len, cost=cost, clock=clock)
     t = time.perf_counter()
     out = eng.generate(requests, speculative=speculative)
     return eng.rollout(requests, time.perf_counter() - t, config.gamma if speculative else 0), out
