@@ -27,6 +27,11 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench
 
+# Train the small target and drafters from offline data (≤ 30 min on 2 cores); the committed checkpoints in
+# engine/checkpoints/ were made by this target, so tests and the demo need no training.
+train: $(STAMP)
+	$(PY) -m engine.lm.train --out engine/checkpoints
+
 # Regenerate the paper's figures at full size (paper_figs/REPRODUCTION.md compares them with the paper).
 figures: $(STAMP)
 	for f in fig2_acceptance table1_tau fig7_pareto fig8_budget crossover; do \

@@ -110,7 +110,7 @@ class ParallelBlockDrafter(_Base):
         conf = torch.zeros((r, gamma), dtype=torch.float64)
         if r == 0 or gamma == 0:
             return Proposal(toks, probs, conf)
-        own, ctx_len, anchor, feats, where = [], [], [], [], []
+        own, ctx_len, anchor, anchor_pos, feats, where = [], [], [], [], [], []
         for req in reqs:
             tokens = req.tokens
             slot, seen = self.slots.get(req.rid)
@@ -122,6 +122,7 @@ class ParallelBlockDrafter(_Base):
             own.append(slot)
             ctx_len.append(stop)
             anchor.append(tokens[-1])
+            anchor_pos.append(len(tokens) - 1)
         if feats:
             kv = self.net.context_kv(torch.cat(feats).float(), torch.tensor([w[1] for w in where]))
             s_idx = torch.tensor([w[0] for w in where])
@@ -134,10 +135,9 @@ class ParallelBlockDrafter(_Base):
         k_len = max(int(ctx_t.max()), 1)
         ck = [self.ck[i, own_t, :, :k_len] for i in range(self.ck.shape[0])]
         cv = [self.cv[i, own_t, :, :k_len] for i in range(self.cv.shape[0])]
-        anchor_pos = torch.tensor([len(q.tokens) - 1 for q in reqs])
         # The block is bidirectional, so its outputs depend on its size: always run the trained size.
         block = max(gamma, self.net.cfg.gamma)
-        h, u = self.net.draft_hidden(anchor_t, anchor_pos, ck, cv, ctx_t, block)
+        h, u = self.net.draft_hidden(anchor_t, torch.tensor(anchor_pos), ck, cv, ctx_t, block)
         params = [q.params for q in reqs]
         prev = anchor_t
         raw = torch.zeros((r, gamma), dtype=torch.float64)

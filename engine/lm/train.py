@@ -6,9 +6,11 @@ deterministic (explicit torch.Generators spawned from one numpy SeedSequence;
 gives the same checkpoints. Progress with an ETA goes to stderr.
 
 Phases: (1) the byte-level target (AdamW, warm-up + cosine, next-byte cross-entropy on the three domains,
-equal mix); rounded through float16 and saved. (2) every drafter on the same batches, jointly (one frozen
-target forward per batch feeds all of them): EAGLE (engine.lm.eagle), DFlash / DSpark
-(engine.lm.parallel). (3) STS: each DSpark drafter decodes held-out (val split) prompts of every domain in
+equal mix); rounded through float16 and saved. (2) drafter data: as the paper regenerates its answers with
+the target, the target continues train-split prompts (plain decoding in the engine, temperature 1;
+`drafter_data = "text"` uses corpus windows instead). (3) every drafter on the same batches, jointly (one
+frozen target forward per batch feeds all of them): EAGLE (engine.lm.eagle), DFlash / DSpark
+(engine.lm.parallel). (4) STS: each DSpark drafter decodes held-out (val split) prompts of every domain in
 the real engine with all γ drafts verified; per-position temperatures are fit on its raw confidences
 (specsched.calibration.fit_sts) and stored in its checkpoint.
 
@@ -121,6 +123,32 @@ def train_target(cfg: TrainConfig, corpus: Corpus, gens, quiet=False) -> tuple[d
     return weights, {"train_loss_last": float(np.mean(losses[-20:])), "val_bits_per_byte": val}
 
 
+def generate_data(cfg: TrainConfig, corpus: Corpus, weights: dict, quiet=False) -> torch.Tensor:
+    """int64 [gen_sequences, context − 1]: train-split prompts (domains cycling) continued by the target
+    itself (the engine's plain decoding, temperature 1, noise keyed by request: deterministic)."""
+    from engine.loop import Engine, EngineConfig, Request
+    from engine.model import TinyLM
+
+    n, plen = cfg.gen_sequences, cfg.gen_prompt_len
+    new = cfg.context - 1 - plen  # prompt + new + 1 <= context (the engine's length check with gamma 0)
+    per = -(-n // len(DOMAINS))
+    prompts = {
+        d: corpus.prompts(d, per, plen, seed=cfg.seed + 200 + i, split="train") for i, d in enumerate(DOMAINS)
+    }
+    reqs = [Request(i, prompts[DOMAINS[i % 3]][i // 3], new, seed=cfg.seed + 300) for i in range(n)]
+    engine = Engine(
+        TinyLM(cfg.model_config(), weights), None, EngineConfig(gamma=0, max_running=64), max_len=cfg.context
+    )
+    prog = Progress("generate", n, quiet)
+    rows = []
+    for start in range(0, n, 64):
+        chunk = reqs[start : start + 64]
+        out = engine.generate(chunk, speculative=False)
+        rows += [list(r.prompt) + out[r.rid] for r in chunk]
+        prog.update(start + len(chunk), "sequences")
+    return torch.tensor(rows, dtype=torch.int64)
+
+
 def train_drafters(cfg: TrainConfig, corpus: Corpus, weights: dict, gens, quiet=False) -> tuple[dict, dict]:
     """{name: trained net (rounded through float16)}, {name: metrics}; all trained on the same batches."""
     mcfg = cfg.model_config()
@@ -131,9 +159,13 @@ def train_drafters(cfg: TrainConfig, corpus: Corpus, weights: dict, gens, quiet=
     }
     opts = {name: _optimizer(net.parameters(), cfg.drafter_lr) for name, net in nets.items()}
     hist: dict[str, list[dict]] = {name: [] for name in nets}
+    data = generate_data(cfg, corpus, weights, quiet) if cfg.drafter_data == "target" else None
     prog = Progress("drafters", cfg.drafter_steps, quiet)
     for step in range(cfg.drafter_steps):
-        batch = corpus.batch("train", cfg.drafter_batch, cfg.context, gens[1])
+        if data is None:
+            batch = corpus.batch("train", cfg.drafter_batch, cfg.context, gens[1])
+        else:
+            batch = data[torch.randint(0, data.shape[0], (cfg.drafter_batch,), generator=gens[1])]
         probs, hidden = target_outputs(weights, mcfg, batch)
         for name, net in nets.items():
             for g in opts[name].param_groups:

@@ -83,7 +83,7 @@ def _eval_args(parser: argparse.ArgumentParser, prompts: int) -> None:
 def _eval(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="specbed engine eval", description="tau, acceptance, calibration")
     _common(parser)
-    _eval_args(parser, 32)
+    _eval_args(parser, 48)
     parser.add_argument("--out-dir", default="results/engine_eval")
     args = parser.parse_args(argv)
     from pathlib import Path

@@ -32,7 +32,7 @@ from engine.measure.stats import acceptance, confidence_quality, full_conf, requ
 class EvalConfig:
     """prompts per domain, prompt and output lengths (bytes), γ, temperature, seed of prompts/noise."""
 
-    prompts: int = 32
+    prompts: int = 48
     prompt_len: int = 48
     new_tokens: int = 96
     gamma: int = 7
@@ -65,7 +65,7 @@ def evaluate(
     )
     out: dict = {"config": asdict(cfg), "drafters": {}}
     names = names or bundle.names()
-    for j, name in enumerate(names):
+    for name in names:
         net = bundle.net(name)
         temps = bundle.drafters[name][1]
         per: dict = {}
@@ -105,7 +105,6 @@ def evaluate(
         per["pooled"]["temperatures"] = temps
         per["_raw"] = (conf, accepted)
         out["drafters"][name] = per
-        del j
     return out
 
 

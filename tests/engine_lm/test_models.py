@@ -1,0 +1,175 @@
+"""Model plumbing: FeatureTarget = TinyLM, the Markov head at zero weights, confidences in (0, 1), the
+corpus is deterministic, and every drafter is lossless in the engine (coupled mode = plain decoding)."""
+
+import numpy as np
+import pytest
+import torch
+
+from engine.lm.data import DOMAINS, SEP, Corpus
+from engine.lm.drafters import runtime_drafter
+from engine.lm.target import TargetLM, target_outputs
+from engine.loop import Engine, EngineConfig
+from engine.measure.profile import mixed_requests
+from engine.model import KVCache, TinyLM
+from engine.sampling import SamplingParams, probs_from_logits
+
+
+def test_feature_target_matches_tinylm(tiny_bundle):
+    bundle, corpus = tiny_bundle
+    tokens = corpus.batch("val", 3, 20, torch.Generator().manual_seed(0))
+    ft, tl = bundle.feature_target(), TinyLM(bundle.config, bundle.weights)
+    cache_a, cache_b = KVCache(bundle.config, 3, 40), KVCache(bundle.config, 3, 40)
+    n, slots = torch.tensor([20, 11, 5]), torch.tensor([2, 0, 1])
+    a, b = ft.forward(tokens, n, slots, cache_a), tl.forward(tokens, n, slots, cache_b)
+    for i in range(3):
+        assert torch.allclose(a[i, : n[i]], b[i, : n[i]], atol=1e-5)
+    assert torch.allclose(cache_a.k, cache_b.k, atol=1e-5) and torch.equal(cache_a.lengths, cache_b.lengths)
+    _, hidden = target_outputs(bundle.weights, bundle.config, tokens)
+    assert torch.allclose(ft.read(2, 0, 20), hidden[0], atol=1e-4)
+    assert torch.allclose(ft.read(0, 0, 11), hidden[1, :11], atol=1e-4)
+
+
+def test_trained_twin_exports_to_tinylm(tiny_bundle):
+    bundle, corpus = tiny_bundle
+    model = TargetLM(bundle.config, torch.Generator().manual_seed(3))
+    tokens = corpus.batch("val", 2, 16, torch.Generator().manual_seed(1))
+    logits, _ = model(tokens)
+    assert torch.allclose(TinyLM(bundle.config, model.weights()).logits_full(tokens), logits, atol=1e-4)
+
+
+class _Req:
+    def __init__(self, rid, tokens, slot, params):
+        self.rid, self.tokens, self.slot, self.params = rid, list(tokens), slot, params
+
+
+def test_markov_head_with_zero_weights_leaves_backbone_unchanged(tiny_bundle):
+    bundle, corpus = tiny_bundle
+    net = bundle.net("dspark1")
+    saved = net.w2.detach().clone()
+    try:
+        with torch.no_grad():
+            net.w2.zero_()
+        h = torch.randn(5, bundle.config.d_model)
+        bias, _ = net.markov(h, torch.tensor([1, 2, 3, 4, 5]))
+        assert torch.count_nonzero(bias) == 0
+        target = bundle.feature_target()
+        drafter = runtime_drafter(net, target, slots=2, max_len=48)
+        prompt = corpus.prompts("code", 1, 10, seed=1)[0]
+        reqs = [_Req(0, prompt, 0, rq.params) for rq in mixed_requests(corpus, 1, 10, 4, seed=0)]
+        e = torch.empty(1, 3, 256, dtype=torch.float64).exponential_(
+            generator=torch.Generator().manual_seed(0)
+        )
+        prop = drafter.propose(reqs, 3, e)
+        z = torch.zeros(1, dtype=torch.int64)
+        _, u = net.draft_hidden(
+            torch.tensor([prompt[-1]]),
+            torch.tensor([9]),
+            [torch.zeros(1, 2, 1, 16)],
+            [torch.zeros(1, 2, 1, 16)],
+            z,
+            net.cfg.gamma,
+        )
+        assert torch.allclose(prop.probs, probs_from_logits(u[:, :3], reqs[0].params), atol=1e-6)
+    finally:
+        with torch.no_grad():
+            net.w2.copy_(saved)
+
+
+def test_confidences_in_open_unit_interval(tiny_bundle):
+    bundle, corpus = tiny_bundle
+    target = bundle.feature_target()
+    drafter = runtime_drafter(bundle.net("dspark1"), target, slots=4, max_len=48, temps=None)
+    reqs = mixed_requests(corpus, 4, 12, 16, seed=3)
+    seen = []
+
+    class Spy:
+        def propose(self, reqs, gamma, e):
+            p = drafter.propose(reqs, gamma, e)
+            seen.append(p.conf.clone())
+            return p
+
+        def release(self, rid):
+            drafter.release(rid)
+
+    Engine(target, Spy(), EngineConfig(gamma=4, policy="dspark", max_running=4), max_len=48).generate(reqs)
+    conf = torch.cat(seen)
+    assert conf.numel() > 0 and bool(((conf > 0) & (conf < 1)).all())
+
+
+@pytest.mark.parametrize("name", ["eagle1", "dflash1", "dspark1"])
+@pytest.mark.parametrize("policy", [("fixed", {"k": 3}), ("dspark", {}), ("dspark_global", {"delay": 2})])
+def test_coupled_mode_equals_plain_decoding(tiny_bundle, name, policy):
+    bundle, corpus = tiny_bundle
+    reqs = mixed_requests(corpus, 5, 10, 14, seed=4)
+    plain = Engine(bundle.feature_target(), None, EngineConfig(gamma=3, max_running=2), max_len=48).generate(
+        reqs, speculative=False
+    )
+    target = bundle.feature_target()
+    drafter = runtime_drafter(bundle.net(name), target, slots=2, max_len=48, temps=bundle.drafters[name][1])
+    cfg = EngineConfig(gamma=3, policy=policy[0], policy_params=policy[1], mode="coupled", max_running=2)
+    assert Engine(target, drafter, cfg, max_len=48).generate(reqs) == plain
+
+
+def test_corpus_is_deterministic_and_prompts_are_clean(tiny_bundle):
+    _, corpus = tiny_bundle
+    again = Corpus.build(
+        corpus_cfg := __import__("engine.lm.train", fromlist=["PRESETS"]).PRESETS["tiny"].data
+    )
+    assert corpus_cfg.seed == 0
+    for key, stream in corpus.streams.items():
+        assert np.array_equal(stream, again.streams[key])
+    a = corpus.batch("train", 3, 30, torch.Generator().manual_seed(5))
+    b = again.batch("train", 3, 30, torch.Generator().manual_seed(5))
+    assert torch.equal(a, b)
+    for dom in DOMAINS:
+        for p in corpus.prompts(dom, 3, 16, seed=2):
+            assert len(p) == 16 and SEP not in p
+
+
+def _fresh(tiny_bundle, name):
+    """A freshly initialised drafter (random Markov weights too) on the tiny target."""
+    from engine.lm.checkpoint import build_drafter
+    from engine.lm.train import PRESETS
+
+    bundle, corpus = tiny_bundle
+    net = build_drafter(
+        PRESETS["tiny"].draft_config(name), bundle.config, bundle.weights, torch.Generator().manual_seed(11)
+    ).eval()
+    if hasattr(net, "w2"):
+        with torch.no_grad():
+            net.w2.normal_(0, 0.5, generator=torch.Generator().manual_seed(12))
+    return net
+
+
+@pytest.mark.parametrize("name", ["dspark1", "eagle1"])
+def test_cached_inference_matches_training_mode(tiny_bundle, name):
+    """The engine drafter (incremental caches, RoPE at absolute positions) reproduces the training-mode
+    forward: position 1 from the real context, and for EAGLE position 2 through the chained pass."""
+    bundle, corpus = tiny_bundle
+    net = _fresh(tiny_bundle, name)
+    prompt = list(corpus.prompts("code", 1, 20, seed=3)[0])
+    params = SamplingParams()
+    target = bundle.feature_target()
+    drafter = runtime_drafter(net, target, slots=1, max_len=48)
+    req = _Req(0, prompt, 0, params)
+    e = torch.empty(1, 3, 256, dtype=torch.float64).exponential_(generator=torch.Generator().manual_seed(4))
+    drafter.propose([req], 3, e)  # first step: no features yet
+    cache = KVCache(bundle.config, 1, 48)
+    target.forward(torch.tensor([prompt]), torch.tensor([len(prompt)]), torch.tensor([0]), cache)
+    prop = drafter.propose([req], 3, e)  # now with features of positions < len(prompt) − 1
+    n = len(prompt)
+    with torch.no_grad():
+        if name == "eagle1":
+            seq = torch.tensor([prompt + [int(prop.tokens[0, 0])]])
+            _, hidden = target_outputs(bundle.weights, bundle.config, seq)
+            outs = net.depth_outputs(seq, hidden)
+            want0 = torch.softmax(net.frozen.logits(outs[0][0, n - 2]), -1)
+            want1 = torch.softmax(net.frozen.logits(outs[1][0, n - 1]), -1)
+            assert torch.allclose(prop.probs[0, 1], want1, atol=1e-5)
+        else:
+            seq = torch.tensor([prompt])
+            _, hidden = target_outputs(bundle.weights, bundle.config, seq)
+            h, u = net.blocks_forward(seq, hidden, torch.tensor([[n - 1]]))
+            bias, _ = net.markov(h[0, 0, 0], torch.tensor(prompt[-1]))
+            want0 = torch.softmax(u[0, 0, 0] + bias, -1)
+    assert torch.allclose(prop.probs[0, 0], want0, atol=1e-5)
