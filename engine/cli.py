@@ -2,8 +2,8 @@
 
 Role: `verify [--backend torch|triton] [--quick]` runs the losslessness suite (engine.suite) and prints a
 table (property, cases tried, result); exit 1 if any property fails, 2 on bad usage or when the backend
-cannot run here. `main` also accepts the subcommand name first (`["verify", ...]`); `engine` and `fidelity`
-given that way answer "not yet implemented (issue 7)" -- specbed/cli.py routes them to their own modules.
+cannot run here. `main` also accepts the subcommand name first (`["verify", ...]`). (`specbed engine` and
+`specbed fidelity` live in engine.measure.cli and specbed.fidelity.)
 
 May import: stdlib, torch, engine.* (lazily, so `--help` stays fast).
 """
@@ -42,16 +42,11 @@ def _verify(argv: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    """argv[0] may name the subcommand (verify, engine, fidelity); otherwise argv are `verify`'s flags (the
-    dispatcher in specbed/cli.py now routes only `verify` here and passes just its flags)."""
+    """`specbed verify` flags, optionally preceded by the word "verify"."""
     argv = list(argv)
-    command, rest = (
-        (argv[0], argv[1:]) if argv and argv[0] in ("verify", "engine", "fidelity") else ("verify", argv)
-    )
-    if command == "verify":
-        try:
-            return _verify(rest)
-        except SystemExit as exit_:  # argparse: --help (0) or bad usage (2)
-            return int(exit_.code or 0)
-    print(f"specbed {command}: error: not yet implemented (issue 7)", file=sys.stderr)
-    return 2
+    if argv and argv[0] == "verify":
+        argv = argv[1:]
+    try:
+        return _verify(argv)
+    except SystemExit as exit_:  # argparse: --help (0) or bad usage (2)
+        return int(exit_.code or 0)

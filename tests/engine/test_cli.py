@@ -1,4 +1,4 @@
-"""`specbed verify|engine|fidelity` through engine.cli.main and the specbed dispatcher."""
+"""`specbed verify` through engine.cli.main and the specbed dispatcher; engine/fidelity routing."""
 
 import subprocess
 import sys
@@ -14,10 +14,11 @@ def test_verify_quick_prints_the_table_and_passes(capsys):
     assert "FAIL" not in out and "exact law = target law" in out and "control caught" in out
 
 
-def test_engine_and_fidelity_are_not_implemented_yet(capsys):
-    for command in ("engine", "fidelity"):
-        assert main([command]) == 2
-        assert "not yet implemented (issue 7)" in capsys.readouterr().err
+def test_engine_and_fidelity_have_their_own_commands(capsys):
+    for command in (["engine", "--help"], ["fidelity", "--help"]):
+        assert specbed_main(command) == 0
+        captured = capsys.readouterr()
+        assert "usage" in (captured.out + captured.err).lower()
 
 
 def test_bad_usage_exits_2(capsys):
