@@ -60,6 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     call_argv = [name, *rest] if len(shared) > 1 else rest
     try:
         return int(entry(call_argv) or 0)
+    except SystemExit as exit_:  # argparse inside a subcommand: --help (0) or bad usage (2)
+        code = exit_.code
+        return code if isinstance(code, int) else (0 if code is None else 2)
     except InputError as err:
         print(f"specbed {name}: error: {err}", file=sys.stderr)
         return 2
