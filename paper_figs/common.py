@@ -19,6 +19,8 @@ import numpy as np
 from specsched.errors import InputError
 
 RESULTS = Path("results") / "paper_figs"
+#: display names of the built-in drafters, shared by the acceptance figures
+TITLES = {"dflash": "DFlash", "eagle3": "EAGLE-3", "dspark": "DSpark"}
 
 
 class _Parser(argparse.ArgumentParser):

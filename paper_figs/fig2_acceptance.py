@@ -21,11 +21,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from paper_figs.common import acceptance_mc, parse_args, write_summary
+from paper_figs.common import TITLES, acceptance_mc, parse_args, write_summary
 
 NAME = "fig2_acceptance"
 DRAFTERS = ("dflash", "eagle3", "dspark")
-TITLES = {"dflash": "DFlash", "eagle3": "EAGLE-3", "dspark": "DSpark"}
 
 
 def build(tiny: bool) -> dict:
