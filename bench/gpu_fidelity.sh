@@ -3,7 +3,7 @@
 # DSpark drafter's acceptance curves there, run the same closed-loop workload (ar, fixed k=3, dspark) in the
 # engine and in the simulator fed with that cost table and those curves; print the side-by-side table.
 # One run, <= 8 minutes (hard timeout 450 s). Uses the committed checkpoints (engine/checkpoints).
-# Needs the engine to run on CUDA (engine.loop.EngineConfig `device`); until then it stops with one line.
+# Runs the engine with `--device cuda` (engine.loop.EngineConfig `device`; the models are moved by the caller).
 # Usage: bench/gpu_fidelity.sh [extra `specbed fidelity` options]
 #        CPU smoke test: DEVICE=cpu bench/gpu_fidelity.sh --requests 16
 # Python: $PYTHON if set, else the first of python3 / .venv/bin/python whose torch sees CUDA.

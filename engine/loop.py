@@ -21,6 +21,11 @@ Stale confidences: stale[r] is request r's conf row from exactly `policy.delay` 
 younger than that (its first `delay` steps) uses a constant row `EngineConfig.stale_prior` (default 0.0: it
 brings no stale capacity of its own). Never its current row: sizing from current confidences is the
 lookahead bias. Verify lengths are then capped, value-blind, by the tokens the request may still emit.
+Device: `EngineConfig.device` holds the KV cache, padded batches, noise keys and noise, and every tensor of a
+step; the caller puts the models there (the Engine checks the target's weights, never moves them). The host
+sees conf (float64 numpy, once per step, for the scheduler), the drafted and emitted tokens (the requests'
+token lists) and the verify lengths (computed on the host by the policy); cache lengths are mirrored on the
+host so building the feeds needs no device read.
 
 May import: torch, numpy, stdlib, specsched, engine.*.
 """
@@ -94,7 +99,8 @@ class EngineConfig:
     CostTable or cost spec (built-in name or CSV path); mode: "standard" (rejection sampling) or "coupled";
     backend: rejection-sampling backend (coupled mode verifies by sampler-match in torch);
     max_batch_tokens: cap on Σ(1 + ℓ); stale_prior: stale conf of young requests;
-    max_running: requests decoded together (cache slots)."""
+    max_running: requests decoded together (cache slots); device: torch device of the cache, noise and
+    step tensors ("cpu", "cuda" or "cuda:N"; the models must already be there)."""
 
     gamma: int = 4
     policy: str = "dspark"
@@ -105,6 +111,7 @@ class EngineConfig:
     max_batch_tokens: int | None = None
     stale_prior: float = 0.0
     max_running: int = 16
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         if self.gamma < 0:
@@ -117,6 +124,14 @@ class EngineConfig:
             raise ValueError(f"EngineConfig field 'stale_prior': must be in [0, 1], got {self.stale_prior}")
         if self.max_running < 1:
             raise ValueError(f"EngineConfig field 'max_running': must be >= 1, got {self.max_running}")
+        try:
+            kind = torch.device(self.device).type
+        except (RuntimeError, TypeError):
+            kind = None
+        if kind not in ("cpu", "cuda"):
+            raise ValueError(f"EngineConfig field 'device': 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
+        if kind == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"EngineConfig field 'device': {self.device!r} but CUDA is not available here")
 
 
 def stale_row(history: Sequence[np.ndarray], delay: int, prior: float, gamma: int) -> np.ndarray:
@@ -159,8 +174,17 @@ class Engine:
             )
         cost = config.cost
         self.cost = cost if isinstance(cost, specsched.CostTable) else specsched.load_cost(cost)
+        self.device = torch.device(config.device)
+        on = target.w["tok"].device
+        index_differs = None not in (on.index, self.device.index) and on.index != self.device.index
+        if on.type != self.device.type or (self.device.type == "cuda" and index_differs):
+            raise ValueError(
+                f"Engine: the target's weights are on {target.w['tok'].device}, EngineConfig field 'device' "
+                f"is {config.device!r} (move the models first, e.g. Bundle.feature_target(device))"
+            )
         self.max_len = max_len
-        self.cache = KVCache(target.config, config.max_running, max_len)
+        self.cache = KVCache(target.config, config.max_running, max_len, device=self.device)
+        self._cached = [0] * config.max_running  # host mirror of cache.lengths (feeds need no device read)
         self.stats = EngineStats()
         self._history: dict[int, deque] = {}
 
@@ -184,6 +208,7 @@ class Engine:
             while waiting and free:
                 run = _Running(waiting.popleft(), free.pop())
                 self.cache.lengths[run.slot] = 0
+                self._cached[run.slot] = 0
                 running.append(run)
             self._spec_step(running) if speculative else self._plain_step(running)
             finished = [x for x in running if x.remaining <= 0]
@@ -197,35 +222,39 @@ class Engine:
         self.stats.seconds = time.perf_counter() - started
         return {rid: done[rid] for rid in rids}
 
+    def _tensor(self, values) -> torch.Tensor:
+        """int64 tensor of host values on the engine's device (one host-to-device copy)."""
+        return torch.tensor(values, dtype=torch.int64).to(self.device)
+
     def _keys(self, running) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        seeds = torch.tensor([x.req.seed for x in running], dtype=torch.int64)
-        rids = torch.tensor([x.rid for x in running], dtype=torch.int64)
-        pos = torch.tensor([len(x.req.prompt) + len(x.output) for x in running], dtype=torch.int64)
+        keys = [(x.req.seed, x.rid, len(x.req.prompt) + len(x.output)) for x in running]
+        seeds, rids, pos = self._tensor(keys).reshape(len(running), 3).unbind(1)
         return seeds, rids, pos
 
     def _forward(self, running, feeds) -> tuple[torch.Tensor, torch.Tensor]:
-        tokens, n_valid = pad_batch(feeds)
-        slots = torch.tensor([x.slot for x in running], dtype=torch.int64)
+        tokens, n_valid = pad_batch(feeds, self.device)
+        slots = self._tensor([x.slot for x in running])
         return self.target.forward(tokens, n_valid, slots, self.cache), n_valid
 
     def _feeds(self, running) -> tuple[list[list[int]], list[int]]:
         """Each request's committed tokens not yet in the target cache, and its committed length."""
-        cached = self.cache.lengths[torch.tensor([x.slot for x in running], dtype=torch.int64)].tolist()
         tokens = [x.tokens for x in running]
-        return [t[c:] for t, c in zip(tokens, cached)], [len(t) for t in tokens]
+        return [t[self._cached[x.slot] :] for t, x in zip(tokens, running)], [len(t) for t in tokens]
 
     def _commit_lengths(self, running, lengths: list[int]) -> None:
-        slots = torch.tensor([x.slot for x in running], dtype=torch.int64)
-        self.cache.lengths[slots] = torch.tensor(lengths, dtype=torch.int64)
+        for x, n in zip(running, lengths):
+            self._cached[x.slot] = n
+        self.cache.lengths[self._tensor([x.slot for x in running])] = self._tensor(lengths)
 
     def _plain_step(self, running) -> None:
         vocab = self.target.config.vocab_size
         feeds, committed = self._feeds(running)
         logits, n_valid = self._forward(running, feeds)
-        last = logits[torch.arange(len(running)), n_valid - 1]
+        last = logits[torch.arange(len(running), device=self.device), n_valid - 1]
         probs = probs_from_logits(last, [x.params for x in running])
         seeds, rids, pos = self._keys(running)
-        tok = sample(probs, keyed_exponentials(seeds, rids, pos, SALT_SAMPLE, vocab)).tolist()
+        noise = keyed_exponentials(seeds, rids, pos, SALT_SAMPLE, vocab, device=self.device)
+        tok = sample(probs, noise).tolist()
         self._commit_lengths(running, committed)  # everything fed is now cached
         for x, t in zip(running, tok):
             x.output.append(t)
@@ -237,18 +266,19 @@ class Engine:
         cfg, vocab, gamma = self.config, self.target.config.vocab_size, self.config.gamma
         r = len(running)
         seeds, rids, t0 = self._keys(running)
-        offs = torch.arange(gamma + 1, dtype=torch.int64)
+        dev = self.device
+        offs = torch.arange(gamma + 1, dtype=torch.int64, device=dev)
         if cfg.mode == "coupled":
             e_pos = keyed_exponentials(
-                seeds[:, None], rids[:, None], t0[:, None] + offs, SALT_SAMPLE, vocab
+                seeds[:, None], rids[:, None], t0[:, None] + offs, SALT_SAMPLE, vocab, device=dev
             )  # [R, γ+1, V]: the target's noise at absolute positions t0 .. t0+γ, shared with the draft
             e_draft = e_pos[:, :gamma]
         else:
             e_draft = keyed_exponentials(
-                seeds[:, None], rids[:, None], t0[:, None], SALT_DRAFT + offs[:gamma], vocab
+                seeds[:, None], rids[:, None], t0[:, None], SALT_DRAFT + offs[:gamma], vocab, device=dev
             )
         prop = self.drafter.propose(running, gamma, e_draft)
-        conf = prop.conf.to(torch.float64).cpu().numpy()
+        conf = prop.conf.to(torch.float64).cpu().numpy()  # the one device-to-host copy the scheduler needs
         stale = None
         if self.policy.uses_stale:
             stale = np.stack([self._stale(x.rid, conf[i]) for i, x in enumerate(running)]) if r else conf
@@ -259,10 +289,11 @@ class Engine:
                     conf[i].copy()
                 )
         cap = np.array([x.remaining - 1 for x in running], dtype=np.int64)  # value-blind: counts only
-        lengths = torch.as_tensor(np.clip(lengths, 0, np.maximum(cap, 0)), dtype=torch.int64)
+        ells = np.clip(lengths, 0, np.maximum(cap, 0)).astype(np.int64).tolist()  # host: feeds, stats
+        lengths = self._tensor(ells)
         feeds, committed = self._feeds(running)
-        n_unc = torch.tensor([len(f) for f in feeds], dtype=torch.int64)
-        drafts, ells = prop.tokens.tolist(), lengths.tolist()
+        n_unc = self._tensor([len(f) for f in feeds])
+        drafts = prop.tokens.tolist()
         feeds = [f + d[:ell] for f, d, ell in zip(feeds, drafts, ells)]
         logits, n_valid = self._forward(running, feeds)
         rows = torch.minimum(n_unc[:, None] - 1 + offs[None, :], n_valid[:, None] - 1)  # [R, γ+1]
@@ -271,8 +302,8 @@ class Engine:
         if cfg.mode == "coupled":
             tokens, n_emit = match_verify(prop.tokens, target_probs, lengths, e_pos)
         else:
-            u = keyed_uniforms(seeds, rids, t0, SALT_ACCEPT, gamma)
-            e_res = keyed_exponentials(seeds, rids, t0, SALT_SAMPLE, vocab)
+            u = keyed_uniforms(seeds, rids, t0, SALT_ACCEPT, gamma, device=dev)
+            e_res = keyed_exponentials(seeds, rids, t0, SALT_SAMPLE, vocab, device=dev)
             tokens, n_emit = rejection_sample(
                 prop.tokens,
                 prop.probs,
@@ -285,15 +316,15 @@ class Engine:
         emitted = n_emit.tolist()
         observe = getattr(self.drafter, "observe", None)
         if observe is not None:
-            observe([x.rid for x in running], lengths.tolist(), [n - 1 for n in emitted])
+            observe([x.rid for x in running], ells, [n - 1 for n in emitted])
         self._commit_lengths(running, [c + n - 1 for c, n in zip(committed, emitted)])  # + accepted drafts
         for x, row, n in zip(running, tokens.tolist(), emitted):
             x.output.extend(row[: min(n, x.remaining)])
         self.stats.steps += 1
-        self.stats.verify_tokens += int(r + lengths.sum())
-        self.stats.verified_drafts += int(lengths.sum())
-        self.stats.accepted += int((n_emit - 1).sum())
-        self.stats.emitted += int(n_emit.sum())
+        self.stats.verify_tokens += r + sum(ells)
+        self.stats.verified_drafts += sum(ells)
+        self.stats.accepted += sum(emitted) - r
+        self.stats.emitted += sum(emitted)
 
     def _stale(self, rid: int, current: np.ndarray) -> np.ndarray:
         delay = self.policy.delay

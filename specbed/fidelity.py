@@ -169,7 +169,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--drain", type=float, default=0.1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--device", default="cpu", help="cpu, or cuda once the engine has a device option")
+    p.add_argument("--device", default="cpu", help="torch device: cpu (default), cuda or cuda:N")
     p.add_argument(
         "--clock",
         choices=("process", "wall"),

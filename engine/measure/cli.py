@@ -36,7 +36,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "--checkpoints", default=None, help="checkpoint directory (default: engine/checkpoints)"
     )
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-    parser.add_argument("--device", default="cpu", help="cpu, or cuda once the engine has a device option")
+    parser.add_argument("--device", default="cpu", help="torch device: cpu (default), cuda or cuda:N")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 

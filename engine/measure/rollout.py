@@ -214,27 +214,19 @@ class InstrumentedEngine(Engine):
 
 
 def check_device(device: str) -> None:
-    """Raise InputError unless the engine can run on `device` here ("cpu" always can)."""
-    if device == "cpu":
-        return
-    import dataclasses
-
-    import torch
-
+    """Raise InputError unless the engine can run on `device` here (EngineConfig's rule: "cpu" always,
+    "cuda"/"cuda:N" when torch sees CUDA)."""
     from specsched.errors import InputError
 
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise InputError("CUDA is not available on this machine", field="--device")
-    if "device" not in {f.name for f in dataclasses.fields(EngineConfig)}:
-        raise InputError(
-            "the engine (engine.loop.EngineConfig) has no 'device' option yet: it runs on the CPU only",
-            field="--device",
-        )
+    try:
+        EngineConfig(device=device)
+    except ValueError as e:
+        raise InputError(str(e), field="--device") from None
 
 
 def engine_config(device: str = "cpu", **kwargs) -> EngineConfig:
-    """EngineConfig(**kwargs), on `device` (passed only when not the CPU: see check_device)."""
-    return EngineConfig(**kwargs, **({} if device == "cpu" else {"device": device}))
+    """EngineConfig(**kwargs) on `device`."""
+    return EngineConfig(device=device, **kwargs)
 
 
 def run_rollout(

@@ -163,3 +163,24 @@ def test_config_and_request_errors_name_the_field():
         make_engine(TARGET, TRUNC).generate([Request(0, (1,), 200)])
     with pytest.raises(ValueError, match="unique"):
         make_engine(TARGET, TRUNC).generate([Request(0, (1,), 3), Request(0, (2,), 3)])
+
+
+def test_device_errors_name_the_field():
+    with pytest.raises(ValueError, match="'device'"):
+        EngineConfig(device="tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="'device'.*CUDA is not available"):
+            EngineConfig(device="cuda")
+    else:  # the models stay where the caller put them: a CPU target with a CUDA config is refused
+        with pytest.raises(ValueError, match="'device'"):
+            Engine(TARGET, None, EngineConfig(device="cuda"), max_len=96)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_on_cuda_coupled_mode_equals_plain_decoding():
+    """The exact invariant on the device (CUDA rounding may differ from the CPU's, so not == PLAIN)."""
+    moved = [TinyLM(m.config, {k: v.cuda() for k, v in m.w.items()}) for m in (TARGET, TRUNC)]
+    config = EngineConfig(gamma=4, policy="dspark", mode="coupled", max_running=4, device="cuda")
+    plain = Engine(moved[0], None, config, max_len=96).generate(REQS, speculative=False)
+    drafter = ModelDrafter(moved[1], slots=4, max_len=96, device="cuda")
+    assert Engine(moved[0], drafter, config, max_len=96).generate(REQS) == plain
