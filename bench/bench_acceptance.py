@@ -38,3 +38,29 @@ def main() -> None:
         t2 = per_call_us(lambda p=p: model.estimate(p, est))
         t3 = per_call_us(lambda p=p, lengths=lengths: model.sample_accepted(p, lengths, outcome))
         print(f"{r:>6} {t1:11.1f} {t2:11.1f} {t3:11.1f} {t1 + t2 + t3:11.1f}")
+    empirical(truth, outcome)
+
+
+def empirical(truth: np.random.Generator, outcome: np.random.Generator) -> None:
+    """The empirical model (acceptance.model "empirical"): one step = a row draw + sample_accepted."""
+    from sim.curves import DOMAINS, Samples
+    from sim.empirical import EmpiricalModel
+
+    rows, groups = 4096, 64
+    bank = {}
+    for d in DOMAINS:
+        conf = truth.uniform(0.2, 1.0, (rows, GAMMA))
+        bank[d] = Samples(conf, truth.integers(0, GAMMA + 1, rows), truth.integers(0, groups, rows))
+    curves = curve_matrix(None, "dspark", GAMMA)
+    ctor = per_call_us(lambda: EmpiricalModel(curves, bank), min_seconds=0.3) / 1e3
+    model = EmpiricalModel(curves, bank)
+    print(f"empirical model ({rows} samples x 3 domains, {groups} groups each): constructor {ctor:.1f} ms")
+    print(f"{'R':>6} {'step':>11} {'sample_acc':>11} {'both':>11}")
+    for r in SIZES:
+        dom = np.arange(r) % 3
+        lat = model.request_latent(r, truth)
+        p, _ = model.step(dom, lat, truth, None)
+        lengths = np.full(r, GAMMA)
+        t1 = per_call_us(lambda dom=dom, lat=lat: model.step(dom, lat, truth, None))
+        t2 = per_call_us(lambda p=p, lengths=lengths: model.sample_accepted(p, lengths, outcome))
+        print(f"{r:>6} {t1:11.1f} {t2:11.1f} {t1 + t2:11.1f}")

@@ -55,6 +55,8 @@ _STS_COARSE = np.geomspace(0.25, 8.0, 16)  # STS grid (times 1 + overconfidence,
 _STS_REFINE = 8  # ... refined by 8 points between the best's neighbours
 _REPORT_FACTOR = 8  # `report` evaluates on 8 × sts_samples fresh samples (ECE noise floor ≈ 0.6% at 32768)
 WEIGHTINGS = ("step", "request")
+MODELS = ("parametric", "empirical")
+GROUPS = ("random", "in_order")
 
 
 @dataclass(frozen=True)
@@ -75,11 +77,17 @@ class AcceptanceConfig:
     sts: bool = True
     sts_samples: int = 4096
     weighting: str = "step"
+    model: str = "parametric"
+    groups: str = "random"
 
     def __post_init__(self) -> None:
         for f in fields(self):
             v, name = getattr(self, f.name), f"acceptance.{f.name}"
-            if f.name == "sts":
+            if f.name in ("model", "groups"):
+                allowed = MODELS if f.name == "model" else GROUPS
+                if v not in allowed:
+                    raise InputError(f"must be one of {', '.join(allowed)}, got {v!r}", field=name)
+            elif f.name == "sts":
                 if not isinstance(v, bool | np.bool_):
                     raise InputError(f"must be true or false, got {v!r}", field=name)
             elif f.name == "weighting":
@@ -226,8 +234,9 @@ class AcceptanceModel:
         )
 
     # ---- hot path (per engine step) ---------------------------------------------------------------------
-    def request_latent(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        """Per-request latent difficulty `float64[n]` (logits, higher = easier); draw once per request."""
+    def request_latent(self, n: int, rng: np.random.Generator, domain_idx=None) -> np.ndarray:
+        """Per-request latent difficulty `float64[n]` (logits, higher = easier); draw once per request.
+        `domain_idx` is unused (the seam's signature)."""
         return rng.normal(0.0, self.cfg.difficulty_sd, n)
 
     def true_probs(self, domain_idx: np.ndarray, latent: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -242,6 +251,13 @@ class AcceptanceModel:
         np.exp(z, out=z)  # exp(-(θ + u + ε)), the sign of ε being irrelevant
         z += 1.0
         return np.reciprocal(z, out=z)
+
+    def step(
+        self, domain_idx: np.ndarray, latent: np.ndarray, rng_truth: np.random.Generator, rng_conf
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(truth, estimate) `float64[R, γ]` for one engine step: `true_probs` then `estimate` of it."""
+        true = self.true_probs(domain_idx, latent, rng_truth)
+        return true, self.estimate(true, rng_conf)
 
     def estimate(self, true: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Scheduler-visible confidences `float64[R, γ]` in [0, 1] from `true: float64[R, γ]` (module doc)."""
@@ -266,14 +282,7 @@ class AcceptanceModel:
 
         `lengths: int64[R]` drafts verified per request (values above γ act as γ, below 0 as 0).
         """
-        r, gamma = true.shape
-        if gamma == 0:
-            return np.zeros(r, dtype=np.int64)
-        stop = np.empty((r, gamma + 1), dtype=bool)
-        np.greater_equal(rng.random((r, gamma)), true, out=stop[:, :gamma])
-        stop[:, :gamma] |= self._positions >= np.asarray(lengths)[:, None]
-        stop[:, gamma] = True
-        return np.argmax(stop, axis=1).astype(np.int64, copy=False)
+        return sample_chain(true, lengths, rng, self._positions)
 
     # ---- construction helpers ---------------------------------------------------------------------------
     def _coeffs(self, noise_sd: float, temps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -394,6 +403,25 @@ class AcceptanceModel:
                 per_ece = np.asarray(_ece(np.exp(log_surv), labels))
                 rep[f"ece_{name}"], rep[f"ece_{name}_per_position"] = float(per_ece.mean()), per_ece.tolist()
         return rep
+
+
+def sample_chain(
+    true: np.ndarray, lengths: np.ndarray, rng: np.random.Generator, positions: np.ndarray | None = None
+) -> np.ndarray:
+    """Accepted drafts `int64[R]`: the first k with u_k >= true[:, k] (u uniform), capped at `lengths`.
+
+    `positions`: np.arange(γ), passed by hot-path callers to save an allocation.
+    """
+    r, gamma = true.shape
+    if gamma == 0:
+        return np.zeros(r, dtype=np.int64)
+    if positions is None:
+        positions = np.arange(gamma)
+    stop = np.empty((r, gamma + 1), dtype=bool)
+    np.greater_equal(rng.random((r, gamma)), true, out=stop[:, :gamma])
+    stop[:, :gamma] |= positions >= np.asarray(lengths)[:, None]
+    stop[:, gamma] = True
+    return np.argmax(stop, axis=1).astype(np.int64, copy=False)
 
 
 def _mean(x: np.ndarray) -> float:

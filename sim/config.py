@@ -221,6 +221,9 @@ class ServerConfig:
     router: "round_robin" or "least_outstanding" (fewest queued + running; ties to the lowest index).
     max_num_seqs: running requests per replica. max_num_batched_tokens: per-step token budget shared by
         verify tokens (first) and prefill chunks. kv_tokens: KV cache capacity per replica, in tokens.
+    policy_cost: the table the POLICY plans with (a built-in name or CSV, read like `cost`, with the same
+        cost_mode and layers); None = `cost`. A different table models a scheduler whose profiled costs are
+        off from the hardware's: steps are still timed by `cost`.
     """
 
     _section: ClassVar[str] = "server"
@@ -233,11 +236,14 @@ class ServerConfig:
     max_num_seqs: int = 256
     max_num_batched_tokens: int = 8192
     kv_tokens: int = 2_000_000
+    policy_cost: str | None = None
 
     def __post_init__(self) -> None:
         s = self._section
         if not self.cost:
             raise _fail(s, "cost", "must name a built-in cost table or a CSV file")
+        if self.policy_cost is not None and (not isinstance(self.policy_cost, str) or not self.policy_cost):
+            raise _fail(s, "policy_cost", "must name a built-in cost table or a CSV file")
         _check_choice(s, "cost_mode", self.cost_mode, ("step", "linear"))
         _check_range(s, "replicas", self.replicas, 1)
         if self.tp is not None:

@@ -17,9 +17,10 @@ Built-ins
   ASSUMPTION (ours): math 0.90, code 0.88, chat 0.85, ordered like every drafter in Fig. 2.
 - none: no drafts, an empty curve.
 
-JSON curves file (version 1). Unknown keys are errors; every number must be finite; curves lie in [0, 1]:
+JSON curves file (version 2; version 1 = the same without "samples"). Unknown keys are errors; every
+number must be finite; curves and confidences lie in [0, 1]:
     {
-      "version": 1,
+      "version": 2,
       "description": "free text (optional)",
       "curves": {                                  # drafter -> domain -> conditional acceptance per position
         "dspark": {"math": [0.905, ...], "code": [...], "chat": [...]}   # all three domains, length >= 1
@@ -27,7 +28,12 @@ JSON curves file (version 1). Unknown keys are errors; every number must be fini
       "confidence": {                              # optional, measured by the real engine
         "dspark": {"math": {"ece_raw": [...], "auc_raw": [...], "ece_calibrated": [...],
                             "auc_calibrated": [...], "temperatures": [...]}}   # each key optional,
-      }                                            # one value per position of that curve
+      },                                           # one value per position of that curve
+      "samples": {                                 # optional: engine request-steps, all γ drafts verified
+        "dspark": {"math": {"conf": [[0.93, ...], ...],   # N rows of γ: the confidences the policy saw
+                            "accepted": [3, ...],          # N accepted drafts (0..γ) of those steps
+                            "group": [0, ...]}}            # N engine request ids (ints >= 0)
+      }                                            # all three domains; drives acceptance.model "empirical"
     }
 Drafters are those of DRAFTERS except "none"; a drafter absent from the file keeps its built-in curve.
 """
@@ -46,7 +52,8 @@ from specsched.errors import InputError
 
 DRAFTERS = ("none", "mtp", "eagle3", "dflash", "dspark")
 DOMAINS = ("chat", "math", "code")
-CURVES_VERSION = 1
+CURVES_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
 CONFIDENCE_KEYS = ("ece_raw", "auc_raw", "ece_calibrated", "auc_calibrated", "temperatures")
 
 _FIG2: dict[str, dict[str, tuple[float, ...]]] = {
@@ -102,6 +109,23 @@ def curve_tau(curve: np.ndarray) -> float:
 
 
 @dataclass(frozen=True)
+class Samples:
+    """Engine request-steps of one (drafter, domain), every draft verified: `conf: float64[N, γ]` (what the
+    policy saw), `accepted: int64[N]` (0..γ), `group: int64[N]` (engine request id: steps of one request)."""
+
+    conf: np.ndarray
+    accepted: np.ndarray
+    group: np.ndarray
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "conf": [[round(float(x), 6) for x in row] for row in self.conf],
+            "accepted": [int(a) for a in self.accepted],
+            "group": [int(g) for g in self.group],
+        }
+
+
+@dataclass(frozen=True)
 class Curves:
     """Curves loaded from a file (`source`); drafters absent from it fall back to the built-ins.
 
@@ -110,6 +134,7 @@ class Curves:
 
     curves: dict[str, dict[str, tuple[float, ...]]]
     confidence: dict[str, dict[str, dict[str, tuple[float, ...]]]] = field(default_factory=dict)
+    samples: dict[str, dict[str, Samples]] = field(default_factory=dict, compare=False)
     description: str = ""
     source: str | None = field(default=None, compare=False)
     version: int = CURVES_VERSION
@@ -129,8 +154,13 @@ class Curves:
             return None
         return {k: np.array(v, dtype=np.float64) for k, v in stats.items()}
 
+    def samples_for(self, drafter: str) -> dict[str, Samples] | None:
+        """Measured request-step samples of `drafter` by domain (all of DOMAINS), or None if absent."""
+        _check_drafter(drafter)
+        return self.samples.get(drafter)
+
     def to_json(self) -> dict[str, Any]:
-        """The JSON document (version 1) that `load_curves` reads back to an equal `Curves`."""
+        """The JSON document that `load_curves` reads back to an equal `Curves`."""
         doc: dict[str, Any] = {"version": self.version}
         if self.description:
             doc["description"] = self.description
@@ -140,11 +170,15 @@ class Curves:
                 d: {dom: {k: list(v) for k, v in st.items()} for dom, st in per.items()}
                 for d, per in self.confidence.items()
             }
+        if self.samples:
+            doc["samples"] = {
+                d: {dom: s.to_json() for dom, s in per.items()} for d, per in self.samples.items()
+            }
         return doc
 
 
 def save_curves(curves: Curves, path: str | Path) -> None:
-    """Write `curves` as a version-1 JSON curves file."""
+    """Write `curves` as a JSON curves file (its `version`)."""
     Path(path).write_text(json.dumps(curves.to_json(), indent=2) + "\n")
 
 
@@ -179,15 +213,16 @@ def parse_curves(doc: Any, file: str = "<curves>") -> Curves:
     """Validate a decoded JSON document (see module docstring) into `Curves`; errors name `file` and field."""
     doc = _obj(doc, "<top level>", file)
     for key in doc:
-        if key not in ("version", "description", "curves", "confidence"):
+        if key not in ("version", "description", "curves", "confidence", "samples"):
             raise InputError("unknown key", file=file, field=key)
     if "version" not in doc:
-        raise InputError("missing (expected 1)", file=file, field="version")
+        raise InputError(f"missing (expected {CURVES_VERSION})", file=file, field="version")
     version = doc["version"]
-    if isinstance(version, bool) or version != CURVES_VERSION:
-        raise InputError(
-            f"unsupported version {version!r} (expected {CURVES_VERSION})", file=file, field="version"
-        )
+    if isinstance(version, bool) or version not in _READABLE_VERSIONS:
+        readable = " or ".join(map(str, _READABLE_VERSIONS))
+        raise InputError(f"unsupported version {version!r} (expected {readable})", file=file, field="version")
+    if version < 2 and "samples" in doc:
+        raise InputError("samples need a version-2 curves file", file=file, field="samples")
     description = doc.get("description", "")
     if not isinstance(description, str):
         raise InputError("expected a string", file=file, field="description")
@@ -240,7 +275,72 @@ def parse_curves(doc: Any, file: str = "<curves>") -> Curves:
                         f"has {len(parsed[key])} values but the curve has {gamma}", file=file, field=f
                     )
             confidence[drafter][dom] = parsed
-    return Curves(curves=curves, confidence=confidence, description=description, source=file, version=version)
+    samples = {}
+    for drafter, per in _obj(doc.get("samples", {}), "samples", file).items():
+        where = f"samples.{drafter}"
+        _drafter_key(drafter, where, file)
+        if drafter not in curves:
+            raise InputError("samples for a drafter without a curve in this file", file=file, field=where)
+        per = _obj(per, where, file)
+        for dom in per:
+            if dom not in DOMAINS:
+                raise InputError(
+                    f"unknown domain (expected {', '.join(DOMAINS)})", file=file, field=f"{where}.{dom}"
+                )
+        samples[drafter] = {}
+        for dom in DOMAINS:
+            if dom not in per:
+                raise InputError("missing domain", file=file, field=f"{where}.{dom}")
+            samples[drafter][dom] = _samples(per[dom], f"{where}.{dom}", file, len(curves[drafter][dom]))
+    return Curves(
+        curves=curves,
+        confidence=confidence,
+        samples=samples,
+        description=description,
+        source=file,
+        version=version,
+    )
+
+
+def _ints(value: Any, where: str, file: str, lo: int, hi: int | None) -> np.ndarray:
+    if not isinstance(value, list) or not value:
+        raise InputError("expected a non-empty list of integers", file=file, field=where)
+    for i, x in enumerate(value):
+        if isinstance(x, bool) or not isinstance(x, int) or x < lo or (hi is not None and x > hi):
+            span = f"in [{lo}, {hi}]" if hi is not None else f">= {lo}"
+            raise InputError(f"expected an integer {span}, got {x!r}", file=file, field=f"{where}[{i}]")
+    return np.array(value, dtype=np.int64)
+
+
+def _samples(value: Any, where: str, file: str, gamma: int) -> Samples:
+    """One domain's samples: conf rows of `gamma` values in [0, 1], accepted in 0..γ, group ids >= 0."""
+    obj = _obj(value, where, file)
+    for key in obj:
+        if key not in ("conf", "accepted", "group"):
+            raise InputError(
+                "unknown key (expected conf, accepted, group)", file=file, field=f"{where}.{key}"
+            )
+    for key in ("conf", "accepted", "group"):
+        if key not in obj:
+            raise InputError("missing", file=file, field=f"{where}.{key}")
+    rows = obj["conf"]
+    if not isinstance(rows, list) or not rows:
+        raise InputError("expected a non-empty list of rows", file=file, field=f"{where}.conf")
+    conf = np.empty((len(rows), gamma), dtype=np.float64)
+    for i, row in enumerate(rows):
+        f = f"{where}.conf[{i}]"
+        vals = _numbers(row, f, file, 0.0, 1.0)
+        if len(vals) != gamma:
+            raise InputError(f"has {len(vals)} values but the curve has {gamma}", file=file, field=f)
+        conf[i] = vals
+    accepted = _ints(obj["accepted"], f"{where}.accepted", file, 0, gamma)
+    group = _ints(obj["group"], f"{where}.group", file, 0, None)
+    for key, arr in (("accepted", accepted), ("group", group)):
+        if arr.size != conf.shape[0]:
+            raise InputError(
+                f"has {arr.size} values but conf has {conf.shape[0]} rows", file=file, field=f"{where}.{key}"
+            )
+    return Samples(conf, accepted, group)
 
 
 def load_curves(path: str | Path) -> Curves:

@@ -25,7 +25,8 @@ Summary (flat dict, JSON-ready; the public contract keys are marked *):
   paper's Fig. 8 "verify budget").
 - mean_batch_size (decoding requests per step in the window), queue_len_mean and in_system_mean
   (time averages in the window), queue_area_s / system_area_s (exact ∫ dt over the whole run, for
-  Little's law), busy_frac, draft_time_frac (draft seconds / step seconds over all steps).
+  Little's law), busy_frac, draft_time_frac (draft seconds / step seconds over all steps), step_s_mean and
+  draft_s_mean (seconds per engine step and its draft part, all steps).
 - goodput: slo_attainment (measured requests meeting TTFT ≤ slo_ttft_s and TPOT ≤ slo_tpot_s),
   goodput_req_s and goodput_tok_s (those requests' count / output tokens per window second).
 - confidence quality of the acceptance model: ece_raw*, ece_calibrated*, auc_raw, auc_calibrated.
@@ -167,6 +168,8 @@ def summarize(
     s["system_area_s"] = float(rec.system_area)
     s["busy_frac"] = _ratio(bins.window_sum(BIN_BUSY, t0, t1), span * cfg.server.replicas)
     s["draft_time_frac"] = _ratio(rec.draft_s, rec.draft_s + rec.verify_s)
+    s["step_s_mean"] = _ratio(rec.draft_s + rec.verify_s, rec.steps)
+    s["draft_s_mean"] = _ratio(rec.draft_s, rec.steps)
     ttft, tpot = req["ttft_s"], req["tpot_s"]
     ok = measured & (ttft <= cfg.metrics.slo_ttft_s) & (np.isnan(tpot) | (tpot <= cfg.metrics.slo_tpot_s))
     s["slo_attainment"] = _ratio(ok.sum(), measured.sum())

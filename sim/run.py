@@ -29,6 +29,7 @@ from sim.acceptance import AcceptanceModel
 from sim.config import SimConfig
 from sim.curves import curve_matrix, load_curves
 from sim.drafter import draft_seconds_table
+from sim.empirical import EmpiricalModel
 from sim.metrics import request_table, summarize, time_series
 from sim.recorder import Recorder
 from sim.server import ClosedLoop, Engine, Replica, Router, open_loop
@@ -64,10 +65,11 @@ class Prepared:
     cost: specsched.CostTable
     gpus: int
     policy: specsched.Policy
-    model: AcceptanceModel
+    model: AcceptanceModel | EmpiricalModel
     workload: Workload
     latent: np.ndarray
     rngs: dict[str, np.random.Generator]
+    policy_cost: specsched.CostTable | None = None
 
 
 def _as_input_error(err: ValueError, fieldname: str) -> InputError:
@@ -76,25 +78,34 @@ def _as_input_error(err: ValueError, fieldname: str) -> InputError:
     return InputError(" ".join(str(err).split()), field=fieldname)
 
 
-def prepare(cfg: SimConfig) -> Prepared:
-    """Read and check every input of `cfg` (cost table, trace, curves, policy, KV fit); InputError if bad."""
-    seeds = np.random.SeedSequence(cfg.seed).spawn(len(STREAMS))
-    rngs = {name: np.random.default_rng(s) for name, s in zip(STREAMS, seeds)}
+def _load_table(cfg: SimConfig, source: str, fieldname: str) -> specsched.CostTable:
+    """A cost table named by `source` (built-in name or CSV) with cfg.server's mode and layers."""
     try:
-        cost = specsched.load_cost(cfg.server.cost, mode=cfg.server.cost_mode)
+        cost = specsched.load_cost(source, mode=cfg.server.cost_mode)
     except ValueError as err:
-        raise _as_input_error(err, "server.cost") from None
-    builtin = cfg.server.cost in specsched.BUILTIN_COSTS
+        raise _as_input_error(err, fieldname) from None
     if cfg.server.layers is not None:
         cost = specsched.CostTable.from_points(
             cost.tokens, cost.seconds, mode=cost.mode, layers=cfg.server.layers, name=cost.name
         )
-    elif not builtin and cfg.drafter.effective_gamma > 0:
+    elif source not in specsched.BUILTIN_COSTS and cfg.drafter.effective_gamma > 0:
         raise InputError(
             "is required with a CSV cost table to price the draft layers "
             "(the number of target layers the table's latency covers)",
             field="server.layers",
         )
+    return cost
+
+
+def prepare(cfg: SimConfig) -> Prepared:
+    """Read and check every input of `cfg` (cost table, trace, curves, policy, KV fit); InputError if bad."""
+    seeds = np.random.SeedSequence(cfg.seed).spawn(len(STREAMS))
+    rngs = {name: np.random.default_rng(s) for name, s in zip(STREAMS, seeds)}
+    cost = _load_table(cfg, cfg.server.cost, "server.cost")
+    policy_cost = None
+    if cfg.server.policy_cost is not None:
+        policy_cost = _load_table(cfg, cfg.server.policy_cost, "server.policy_cost")
+    builtin = cfg.server.cost in specsched.BUILTIN_COSTS
     if cfg.server.tp is not None:
         tp = cfg.server.tp
     elif builtin:
@@ -107,7 +118,7 @@ def prepare(cfg: SimConfig) -> Prepared:
         raise _as_input_error(err, "policy.name") from None
     curves = load_curves(cfg.drafter.curves) if cfg.drafter.curves else None
     matrix = curve_matrix(curves, cfg.drafter.name, cfg.drafter.effective_gamma)
-    model = AcceptanceModel(matrix, cfg.acceptance, rngs["model"])
+    model = _acceptance_model(cfg, curves, matrix, rngs["model"])
     wcfg = cfg.workload
     table = None
     if wcfg.kind == "trace" or "trace" in (wcfg.input_dist, wcfg.output_dist):
@@ -136,8 +147,29 @@ def prepare(cfg: SimConfig) -> Prepared:
             "workload.max_input_tokens / workload.max_output_tokens",
             field="server.kv_tokens",
         )
-    latent = model.request_latent(len(workload), rngs["latent"])
-    return Prepared(cfg, cost, tp * cfg.server.replicas, policy, model, workload, latent, rngs)
+    latent = model.request_latent(len(workload), rngs["latent"], workload.domain)
+    return Prepared(cfg, cost, tp * cfg.server.replicas, policy, model, workload, latent, rngs, policy_cost)
+
+
+def _acceptance_model(cfg: SimConfig, curves, matrix: np.ndarray, rng: np.random.Generator):
+    """The acceptance model of `cfg.acceptance.model`: parametric over the curves, or the engine's own
+    request-steps (the curves file's samples for the drafter; InputError if it has none)."""
+    if cfg.acceptance.model == "parametric" or cfg.drafter.effective_gamma == 0:
+        return AcceptanceModel(matrix, cfg.acceptance, rng)
+    samples = curves.samples_for(cfg.drafter.name) if curves is not None else None
+    if samples is None:
+        what = (
+            "has no samples of"
+            if cfg.drafter.curves
+            else "is not set: it must name a curves file with samples of"
+        )
+        raise InputError(
+            f'acceptance.model "empirical" resamples measured engine steps, but drafter.curves {what} '
+            f"drafter {cfg.drafter.name!r} (write one with `specbed engine curves`)",
+            file=cfg.drafter.curves,
+            field="acceptance.model",
+        )
+    return EmpiricalModel(matrix, samples, in_order=cfg.acceptance.groups == "in_order")
 
 
 def _progress_printer(total: int, every_s: float = 2.0) -> Callable[[int, float], None]:
@@ -194,6 +226,10 @@ def simulate(config: SimConfig, *, progress: bool | Callable[[int, float], None]
         latency=np.asarray(prep.cost.latency(np.arange(budget + 1)), dtype=np.float64),
         rng_accept=prep.rngs["acceptance"],
         rng_conf=prep.rngs["confidence"],
+        policy_cost=prep.policy_cost,
+        policy_draft_s=None
+        if prep.policy_cost is None
+        else draft_seconds_table(cfg.drafter, prep.policy_cost, cfg.server.max_num_seqs),
     )
     replicas = [Replica(i, eng) for i in range(cfg.server.replicas)]
     router = Router(replicas, cfg.server.router)

@@ -10,8 +10,8 @@ One engine step of a replica, at time t (`Replica._plan`, then `yield timeout`, 
    acceptance is known); prefilling requests hold what they have computed. While that exceeds
    `kv_tokens`, the NEWEST running request is preempted: its KV is dropped, it goes back to the head of
    the queue, and on readmission it recomputes its prompt plus the tokens it already emitted (counted).
-2. Decode: for the R running requests that finished prefill, true = model.true_probs(...), conf =
-   model.estimate(true), lengths = policy(conf, cost.with_draft(draft_s), stale=..., max_batch_tokens),
+2. Decode: for the R running requests that finished prefill, (true, conf) = model.step(...) (the truth and
+   the estimate of it), lengths = policy(conf, cost.with_draft(draft_s), stale=..., max_batch_tokens),
    accepted = model.sample_accepted(true, lengths). For policies with `uses_stale` the server keeps each
    request's confidences of its last `delay` decode steps and passes those from `delay` steps earlier;
    a request younger than that passes its domain's population curve (a constant, so still lossless).
@@ -56,11 +56,13 @@ class Engine:
     draft_s: float64[max_num_seqs + 1], draft seconds by decoding-request count R.
     latency: float64[max_num_batched_tokens + 1], verify seconds by step tokens B.
     views: cost table with draft_s[R] as its draft cost, by R (what the policy is given).
+    policy_cost, policy_draft_s: the table and draft seconds the policy plans with when they differ from
+    the ones that time the steps (server.policy_cost); None = cost and draft_s.
     """
 
     env: simpy.Environment
     recorder: Recorder
-    model: object  # sim.acceptance.AcceptanceModel
+    model: object  # sim.acceptance.AcceptanceModel or sim.empirical.EmpiricalModel
     policy: Policy
     cost: CostTable
     gamma: int
@@ -77,6 +79,8 @@ class Engine:
     rng_conf: np.random.Generator
     on_complete: Callable[[np.ndarray, float], None] | None = None
     on_step: Callable[[float], None] | None = None
+    policy_cost: CostTable | None = None
+    policy_draft_s: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.views: list[CostTable | None] = [None] * (self.max_num_seqs + 1)
@@ -84,7 +88,11 @@ class Engine:
     def view(self, r: int) -> CostTable:
         v = self.views[r]
         if v is None:
-            v = self.views[r] = self.cost.with_draft(float(self.draft_s[r]))
+            if self.policy_cost is None:
+                v = self.cost.with_draft(float(self.draft_s[r]))
+            else:
+                v = self.policy_cost.with_draft(float(self.policy_draft_s[r]))
+            self.views[r] = v
         return v
 
 
@@ -155,8 +163,7 @@ class Replica:
                 di = np.flatnonzero(decoding)
                 pf = np.flatnonzero(~decoding)
             if r and gamma:
-                true = eng.model.true_probs(self.dom[di], self.lat[di], eng.rng_accept)
-                conf = eng.model.estimate(true, eng.rng_conf)
+                true, conf = eng.model.step(self.dom[di], self.lat[di], eng.rng_accept, eng.rng_conf)
                 stale = self._stale(di, conf) if self.hist is not None else None
                 lengths = eng.policy(conf, eng.view(r), stale=stale, max_batch_tokens=eng.max_batch_tokens)
                 accepted = eng.model.sample_accepted(true, lengths, eng.rng_accept)

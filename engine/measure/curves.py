@@ -1,10 +1,12 @@
 """`specbed engine curves`: the engine's measured acceptance curves as a simulator curves file.
 
-Role: write the JSON that `sim.curves.load_curves` reads (version 1, docs/sim-acceptance-api.md): per
+Role: write the JSON that `sim.curves.load_curves` reads (version 2, docs/sim-acceptance-api.md): per
 simulator drafter name (eagle3, dflash, dspark) and simulator domain (chat, math, code), the measured
 per-position conditional acceptance, plus confidence stats (ECE/AUC of the survival per position, raw and
-after STS, and the STS temperatures) where measured. engine/ never imports sim, so the schema is written
-here and a test checks that sim reads it back. Our "prose" domain is the simulator's "chat"
+after STS, and the STS temperatures) where measured, plus "samples": the measured request-steps (the
+confidences the policy saw, accepted drafts, request id; at most `max_samples` rows per domain, evenly
+spaced) that the simulator's acceptance.model "empirical" resamples. engine/ never imports sim, so the
+schema is written here and a test checks that sim reads it back. Our "prose" domain is the simulator's "chat"
 (engine.lm.data.SIM_DOMAIN). Values are clipped into [0, 1]; a statistic with an undefined value at some
 position (AUC with one class only) is left out for that domain.
 
@@ -19,7 +21,8 @@ from pathlib import Path
 
 from engine.lm.data import DOMAINS, SIM_DOMAIN
 
-VERSION = 1
+VERSION = 2
+MAX_SAMPLES = 4096
 DEFAULT_MAP = {"eagle3": "eagle1", "dflash": "dflash2", "dspark": "dspark2"}
 SIM_DRAFTERS = ("mtp", "eagle3", "dflash", "dspark")
 
@@ -46,9 +49,34 @@ def _clean(values, lo: float | None = 0.0, hi: float | None = 1.0):
     return out
 
 
-def curves_document(res: dict, mapping: dict[str, str], description: str = "") -> dict:
-    """The version-1 curves document from `engine.measure.evaluate.evaluate` results."""
-    doc: dict = {"version": VERSION, "description": description, "curves": {}, "confidence": {}}
+def samples_document(conf, accepted, group, max_samples: int = MAX_SAMPLES) -> dict:
+    """One domain's "samples" object (rows evenly thinned to at most `max_samples`; confidences rounded
+    to 6 decimals and clipped into [0, 1])."""
+    n = len(accepted)
+    keep = (
+        range(n)
+        if n <= max_samples
+        else sorted({round(i * (n - 1) / (max_samples - 1)) for i in range(max_samples)})
+    )
+    return {
+        "conf": [[round(min(max(float(x), 0.0), 1.0), 6) for x in conf[i]] for i in keep],
+        "accepted": [int(accepted[i]) for i in keep],
+        "group": [int(group[i]) for i in keep],
+    }
+
+
+def curves_document(
+    res: dict, mapping: dict[str, str], description: str = "", max_samples: int = MAX_SAMPLES
+) -> dict:
+    """The version-2 curves document from `engine.measure.evaluate.evaluate` results (samples where every
+    domain has at least one measured request-step; `max_samples` 0 leaves them out)."""
+    doc: dict = {
+        "version": VERSION,
+        "description": description,
+        "curves": {},
+        "confidence": {},
+        "samples": {},
+    }
     for sim_name, eng_name in mapping.items():
         if eng_name not in res["drafters"]:
             raise ValueError(f"curves: no results for drafter {eng_name!r} (mapped to {sim_name})")
@@ -71,8 +99,14 @@ def curves_document(res: dict, mapping: dict[str, str], description: str = "") -
                 conf[SIM_DOMAIN[dom]] = stats
         if conf:
             doc["confidence"][sim_name] = conf
-    if not doc["confidence"]:
-        del doc["confidence"]
+        samples = per.get("_samples", {})
+        if max_samples > 0 and all(len(samples.get(dom, ((), (), ()))[1]) for dom in DOMAINS):
+            doc["samples"][sim_name] = {
+                SIM_DOMAIN[dom]: samples_document(*samples[dom], max_samples) for dom in DOMAINS
+            }
+    for key in ("confidence", "samples"):
+        if not doc[key]:
+            del doc[key]
     return doc
 
 

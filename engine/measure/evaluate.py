@@ -24,8 +24,16 @@ import numpy as np
 from engine.lm.checkpoint import Bundle
 from engine.lm.data import DOMAINS, Corpus
 from engine.lm.drafters import runtime_drafter
+from engine.loop import Request
 from engine.measure.rollout import engine_config, run_rollout
-from engine.measure.stats import acceptance, confidence_quality, full_conf, requests_for, temps_for
+from engine.measure.stats import (
+    acceptance,
+    confidence_quality,
+    full_conf,
+    policy_samples,
+    requests_for,
+    temps_for,
+)
 
 
 @dataclass(frozen=True)
@@ -54,14 +62,28 @@ def _list(x) -> list:
 
 
 def evaluate(
-    bundle: Bundle, corpus: Corpus, cfg: EvalConfig, names: list[str] | None = None, progress=None
+    bundle: Bundle,
+    corpus: Corpus,
+    cfg: EvalConfig,
+    names: list[str] | None = None,
+    progress=None,
+    requests: dict[str, list[Request]] | None = None,
 ) -> dict:
-    """{"config", "drafters": {name: {domain: {tau, curve, survival, samples, confidence...}}}}."""
+    """Decode with every drafter, all γ verified: `requests` per domain if given (every domain; cfg's prompt
+    fields are then unused), else cfg.prompts fresh prompts per domain. Returns {"config", "drafters":
+    {name: {domain: {tau, curve, survival, samples, confidence...}, "pooled": {...}, "_raw": (raw conf,
+    accepted) pooled, "_samples": {domain: stats.policy_samples(...)}}}}."""
     max_len = bundle.config.max_len
-    if cfg.prompt_len + cfg.new_tokens + cfg.gamma + 1 > max_len:
-        raise ValueError(f"eval: prompt_len + new_tokens + gamma + 1 exceeds the target's context {max_len}")
+    if requests is not None and set(requests) != set(DOMAINS):
+        raise ValueError(f"eval: requests must be given for every domain {DOMAINS}, got {sorted(requests)}")
+    longest = cfg.prompt_len + cfg.new_tokens
+    if requests is not None:
+        longest = max(len(q.prompt) + q.max_new_tokens for v in requests.values() for q in v)
+    if longest + cfg.gamma + 1 > max_len:
+        raise ValueError(f"eval: prompt + new tokens + gamma + 1 exceeds the target's context {max_len}")
+    batch = cfg.prompts if requests is None else max(len(v) for v in requests.values())
     ecfg = engine_config(
-        cfg.device, gamma=cfg.gamma, policy="fixed", policy_params={"k": cfg.gamma}, max_running=cfg.prompts
+        cfg.device, gamma=cfg.gamma, policy="fixed", policy_params={"k": cfg.gamma}, max_running=batch
     )
     out: dict = {"config": asdict(cfg), "drafters": {}}
     names = names or bundle.names()
@@ -70,22 +92,27 @@ def evaluate(
         temps = bundle.drafters[name][1]
         per: dict = {}
         pooled_c, pooled_a = [], []
+        samples: dict = {}
         for i, dom in enumerate(DOMAINS):
             target = bundle.feature_target(cfg.device)
-            drafter = runtime_drafter(net, target, slots=cfg.prompts, max_len=max_len, temps=temps)
-            reqs = requests_for(
-                corpus,
-                dom,
-                cfg.prompts,
-                cfg.prompt_len,
-                cfg.new_tokens,
-                seed=cfg.seed + i,
-                split=cfg.split,
-                temperature=cfg.temperature,
-            )
+            drafter = runtime_drafter(net, target, slots=batch, max_len=max_len, temps=temps)
+            if requests is not None:
+                reqs = requests[dom]
+            else:
+                reqs = requests_for(
+                    corpus,
+                    dom,
+                    cfg.prompts,
+                    cfg.prompt_len,
+                    cfg.new_tokens,
+                    seed=cfg.seed + i,
+                    split=cfg.split,
+                    temperature=cfg.temperature,
+                )
             ro, _ = run_rollout(target, drafter, ecfg, reqs, max_len=max_len)
             acc = acceptance(ro)
             conf, accepted = full_conf(ro)
+            samples[dom] = policy_samples(ro)
             pooled_c.append(conf)
             pooled_a.append(accepted)
             q = confidence_quality(conf, accepted, temps)
@@ -104,6 +131,7 @@ def evaluate(
         per["pooled"] = {k: (_list(v) if isinstance(v, np.ndarray) else v) for k, v in pooled.items()}
         per["pooled"]["temperatures"] = temps
         per["_raw"] = (conf, accepted)
+        per["_samples"] = samples
         out["drafters"][name] = per
     return out
 
@@ -229,7 +257,9 @@ def write_outputs(res: dict, out_dir: Path) -> list[Path]:
     clean = {
         "config": res["config"],
         "comparisons": comparisons(res),
-        "drafters": {n: {k: v for k, v in d.items() if k != "_raw"} for n, d in res["drafters"].items()},
+        "drafters": {
+            n: {k: v for k, v in d.items() if not k.startswith("_")} for n, d in res["drafters"].items()
+        },
     }
     (out_dir / "results.json").write_text(json.dumps(clean, indent=1) + "\n")
     (out_dir / "report.txt").write_text(format_report(res) + "\n")

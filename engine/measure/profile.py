@@ -4,9 +4,10 @@ Role: the engine's own cost table. For each batch size R (`requests`) and each v
 engine decodes R mixed-domain requests with policy fixed k = ℓ; every step where all R requests verified
 exactly ℓ drafts (first steps excluded: they prefill) is timed, and the step's verify half — everything but
 the drafter's propose: target forward over B = R·(1 + ℓ) tokens, sampling, rejection sampling, commit and
-the Python around them — is its wall time minus the timed propose. The median over those steps is the
-latency at B. Points measured at several R with the same B are averaged. The drafter's own seconds per
-step (median, by R) are returned too: the simulator prices drafting from them (specbed.fidelity).
+the Python around them — is its wall time minus the timed propose. The median (or, with statistic "mean",
+the mean: the expected cost a simulator should charge, outliers and all) over those steps is the latency
+at B. Points measured at several R with the same B are averaged. The drafter's own seconds per step (same
+statistic, by R) are returned too: the simulator prices drafting from them (specbed.fidelity).
 
 Clock: "process" (this process's CPU seconds; the default on the CPU, where other jobs share the cores) or
 "wall" (needed on CUDA); see engine.measure.rollout.
@@ -37,7 +38,8 @@ from specsched import CostTable
 @dataclass(frozen=True)
 class ProfileConfig:
     """requests: batch sizes R to profile; gamma: largest ℓ; prompt/new tokens of each request (bytes);
-    drafter: which trained drafter drafts; seed: prompts and noise."""
+    drafter: which trained drafter drafts; seed: prompts and noise; statistic: "median" or "mean" of the
+    clean steps' seconds."""
 
     requests: tuple[int, ...] = (8,)
     gamma: int = 7
@@ -47,8 +49,11 @@ class ProfileConfig:
     seed: int = 11
     device: str = "cpu"
     clock: str = "wall"
+    statistic: str = "median"
 
     def __post_init__(self) -> None:
+        if self.statistic not in ("median", "mean"):
+            raise ValueError(f"ProfileConfig field 'statistic': median or mean, got {self.statistic!r}")
         if not self.requests or min(self.requests) < 1:
             raise ValueError(f"ProfileConfig field 'requests': positive batch sizes, got {self.requests}")
         if self.clock not in ("wall", "process"):
@@ -125,6 +130,7 @@ def profile(bundle: Bundle, corpus: Corpus, cfg: ProfileConfig, progress=None, w
     max_len = bundle.config.max_len
     if cfg.prompt_len + cfg.new_tokens + cfg.gamma + 1 > max_len:
         raise ValueError(f"profile: prompt_len + new_tokens + gamma + 1 exceeds the context {max_len}")
+    stat = np.median if cfg.statistic == "median" else np.mean
     points: dict[int, list[float]] = {}
     counts: dict[int, int] = {}
     draft: dict[int, list[float]] = {}
@@ -147,25 +153,25 @@ def profile(bundle: Bundle, corpus: Corpus, cfg: ProfileConfig, progress=None, w
                 raise ValueError(f"profile: no clean step at R={r}, l={k} (raise new_tokens)")
             verify = st["end_s"][ok] - st["start_s"][ok] - st["draft_s"][ok]
             b = r * (1 + k)
-            points.setdefault(b, []).append(float(np.median(verify)))
+            points.setdefault(b, []).append(float(stat(verify)))
             counts[b] = counts.get(b, 0) + int(ok.sum())
             draft.setdefault(r, []).extend(st["draft_s"][ok].tolist())
             if progress:
                 progress(
-                    f"R={r} l={k}: B={b} verify {np.median(verify) * 1e3:.2f} ms, "
-                    f"draft {np.median(st['draft_s'][ok]) * 1e3:.2f} ms ({int(ok.sum())} steps)"
+                    f"R={r} l={k}: B={b} verify {stat(verify) * 1e3:.2f} ms, "
+                    f"draft {stat(st['draft_s'][ok]) * 1e3:.2f} ms ({int(ok.sum())} steps)"
                 )
     tokens = np.array(sorted(points), dtype=np.int64)
     seconds = np.array([float(np.mean(points[b])) for b in tokens])
     note = (
         f"device {cfg.device} ({_device_name(cfg.device)}), {cfg.clock} clock, torch {torch.__version__}, "
         f"{torch.get_num_threads()} threads, drafter {cfg.drafter}, R in {list(cfg.requests)}, "
-        f"gamma {cfg.gamma}"
+        f"gamma {cfg.gamma}, {cfg.statistic} of clean steps"
     )
     return Profile(
         tokens,
         seconds,
-        {r: float(np.median(v)) for r, v in draft.items()},
+        {r: float(stat(v)) for r, v in draft.items()},
         [counts[int(b)] for b in tokens],
         note,
     )

@@ -61,6 +61,14 @@ def full_conf(ro: Rollout) -> tuple[np.ndarray, np.ndarray]:
     return ro.request_steps["raw_conf"][sel], ro.request_steps["accepted"][sel]
 
 
+def policy_samples(ro: Rollout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(conf float64[N, γ] as the policy saw it, accepted int64[N], rid int64[N]) of the full request-steps:
+    the simulator's empirical acceptance model resamples them."""
+    sel = ro.full_steps()
+    rs = ro.request_steps
+    return rs["conf"][sel], rs["accepted"][sel], rs["rid"][sel]
+
+
 def _nanmean(x: np.ndarray) -> float:
     x = x[~np.isnan(x)]
     return float(x.mean()) if x.size else float("nan")

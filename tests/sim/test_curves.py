@@ -151,7 +151,7 @@ def _del(path):
 
 
 BAD = [
-    ("version", _bad(mutate=_set(["version"], 2))),
+    ("version", _bad(mutate=_set(["version"], 3))),
     ("version", _bad(mutate=_set(["version"], True))),
     ("version", _bad(mutate=_set(["version"], "1"))),
     ("version", _bad(mutate=_del(["version"]))),

@@ -1,0 +1,66 @@
+"""Measured request-step samples: the engine records what its policy saw and what was accepted, the curves
+file carries them, and the simulator's empirical model replays exactly those rows."""
+
+import numpy as np
+import pytest
+
+from engine.measure.curves import curves_document, parse_map, samples_document, write_curves
+from engine.measure.evaluate import EvalConfig, evaluate
+from engine.measure.profile import ProfileConfig
+from engine.measure.stats import requests_for
+from specbed.fidelity import measurement_requests, parse_args
+
+MAP = "eagle3=eagle1,dflash=dflash1,dspark=dspark1"
+
+
+def test_samples_reach_the_simulator_unchanged(tiny_bundle, tmp_path):
+    from sim.curves import load_curves
+    from sim.empirical import EmpiricalModel
+
+    bundle, corpus = tiny_bundle
+    res = evaluate(bundle, corpus, EvalConfig(prompts=3, prompt_len=10, new_tokens=20, gamma=4))
+    path = tmp_path / "curves.json"
+    write_curves(curves_document(res, parse_map(MAP)), path)
+    curves = load_curves(path)
+    assert curves.version == 2
+    for sim_name, eng in parse_map(MAP).items():
+        got = curves.samples_for(sim_name)
+        for eng_dom, sim_dom in (("prose", "chat"), ("math", "math"), ("code", "code")):
+            conf, acc, rid = res["drafters"][eng]["_samples"][eng_dom]
+            np.testing.assert_allclose(got[sim_dom].conf, np.clip(conf, 0, 1), atol=1e-6)
+            np.testing.assert_array_equal(got[sim_dom].accepted, acc)
+            np.testing.assert_array_equal(got[sim_dom].group, rid)
+            assert acc.max() <= 4 and conf.shape[1] == 4
+    # The DSpark rows are the STS-calibrated confidences the policy saw, not the raw head's.
+    raw, _ = res["drafters"]["dspark1"]["_raw"]
+    seen = np.concatenate([res["drafters"]["dspark1"]["_samples"][d][0] for d in ("code", "prose", "math")])
+    assert raw.shape == seen.shape
+    model = EmpiricalModel(np.array([curves.get("dspark", d) for d in ("chat", "math", "code")]), got)
+    assert model.report["samples"] == [got[d].accepted.size for d in ("chat", "math", "code")]
+    no_samples = curves_document(res, parse_map(MAP), max_samples=0)
+    assert "samples" not in no_samples
+
+
+def test_samples_document_thins_evenly():
+    conf = np.linspace(0, 1, 100)[:, None].repeat(3, 1)
+    doc = samples_document(conf, np.arange(100) % 4, np.arange(100) // 10, max_samples=10)
+    assert len(doc["conf"]) == len(doc["accepted"]) == len(doc["group"]) == 10
+    assert doc["group"][0] == 0 and doc["group"][-1] == 9
+
+
+def test_evaluate_on_given_requests_and_measurement_requests(tiny_bundle):
+    bundle, corpus = tiny_bundle
+    args = parse_args(["--prompt-len", "10", "--output-len", "16", "--gamma", "3"])
+    reqs = requests_for(corpus, "math", 2, 10, 16, seed=5)
+    doms = ["math", "math"]
+    given = measurement_requests(reqs, doms, corpus, args)
+    assert [r.rid for r in given["math"]] == [0, 1] and all(
+        a.seed != b.seed and a.prompt == b.prompt for a, b in zip(given["math"], reqs)
+    )
+    assert len(given["code"]) == 4 and len(given["prose"]) == 4  # absent domains get fresh prompts
+    res = evaluate(bundle, corpus, EvalConfig(gamma=3), ["dspark1"], requests=given)
+    assert set(np.unique(res["drafters"]["dspark1"]["_samples"]["math"][2])) <= {0, 1}
+    with pytest.raises(ValueError, match="every domain"):
+        evaluate(bundle, corpus, EvalConfig(gamma=3), ["dspark1"], requests={"math": reqs})
+    with pytest.raises(ValueError, match="statistic"):
+        ProfileConfig(statistic="mode")
