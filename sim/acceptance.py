@@ -5,7 +5,7 @@ Role: per engine step, `true_probs` gives each running request's TRUE conditiona
 scheduler sees (a noisy, over-confident view of the truth, optionally STS-calibrated). Outcomes never depend
 on the estimate. Contract: docs/sim-acceptance-api.md.
 
-May import: numpy, the standard library, `specsched.errors`, `specsched.calibration`.
+May import: numpy, the standard library, `specsched.errors`, `specsched.calibration`, `sim.population`.
 
 Truth model (logits). For a request r of domain d, at draft position k of one engine step:
     z[r, k] = θ[d, k] + u_r + ε[r, k],   c[r, k] = σ(z[r, k])
@@ -41,14 +41,18 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from sim.population import (
+    GH_E,
+    gauss_nodes,
+    mean_accept,
+    population_tau,
+    sigmoid,
+    solve_offsets,
+)
 from specsched.calibration import auc_binned, fit_sts, survival_labels
 from specsched.calibration import ece as _ece
 from specsched.errors import InputError
 
-_CURVE_EPS = 1e-6  # curve values are clipped to [_CURVE_EPS, 1 - _CURVE_EPS] (finite logits)
-_GH_U = 24  # Gauss–Hermite nodes over the per-request latent
-_GH_E = 32  # ... and over the per-step noise
-_STEP_ROUNDS = 30  # at most this many fixed-point rounds of the "step" weighting (4 at the defaults)
 _LATENT_GRID = 513  # grid (±8 sd) for sampling the step-weighted latent by inverse CDF
 _AUC_LO, _AUC_BINS = -20.0, 4096  # log-survival bins on [-20, 0] for the fast AUC (survival < 2e-9 ~ 0)
 _STS_COARSE = np.geomspace(0.25, 8.0, 16)  # STS grid (times 1 + overconfidence, plus 1.0), ...
@@ -108,84 +112,6 @@ class AcceptanceConfig:
             if v > hi or v < lo or (lo_open and v == lo):
                 span = f"({lo}, {hi}]" if lo_open else f"[{lo}, {hi}]"
                 raise InputError(f"must be in {span}, got {v!r}", field=f"acceptance.{name}")
-
-
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        return 1.0 / (1.0 + np.exp(-z))
-
-
-def _gauss(n: int, sd: float) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes and weights (summing to 1) of N(0, sd²)."""
-    if sd == 0:
-        return np.zeros(1), np.ones(1)
-    x, w = np.polynomial.hermite_e.hermegauss(n)
-    return x * sd, w / w.sum()
-
-
-def _g(theta: np.ndarray, xu: np.ndarray, xe: np.ndarray, we: np.ndarray) -> np.ndarray:
-    """E_ε σ(θ + u + ε) at latent nodes: `theta: [...]` -> `[..., U]`."""
-    return _sigmoid(theta[..., None, None] + (xu[:, None] + xe[None, :])) @ we
-
-
-def _latent_weights(theta: np.ndarray, xu: np.ndarray, wu: np.ndarray, xe, we, weighting: str) -> np.ndarray:
-    """Population weights `[D, U]` of the latent nodes: N(0, sd²), or ∝ N(0, sd²)/τ_d(u) for "step"."""
-    w = np.broadcast_to(wu, (theta.shape[0], wu.size))
-    if weighting == "request" or theta.shape[1] == 0:
-        return w
-    w = w / (1.0 + np.cumprod(_g(theta, xu, xe, we), axis=1).sum(axis=1))  # τ_d(u): [D, U]
-    return w / w.sum(axis=1, keepdims=True)
-
-
-def solve_offsets(
-    curves: np.ndarray, difficulty_sd: float, step_noise_sd: float, weighting: str = "request"
-) -> np.ndarray:
-    """Mean logits θ `float64[D, γ]`: population survival E[Π_{i≤k} σ(θ_i + u + ε_i)] = Π_{i≤k} curves[:, i].
-
-    weighting "request": u ~ N(0, sd²). "step": u weighted by 1/τ_d(u), the share of engine steps a request
-    of latent u takes (fixed point, a few rounds).
-    """
-    c = np.clip(np.asarray(curves, dtype=np.float64), _CURVE_EPS, 1.0 - _CURVE_EPS)
-    d, gamma = c.shape
-    xu, wu = _gauss(_GH_U, difficulty_sd)
-    xe, we = _gauss(_GH_E, step_noise_sd)
-    target = np.cumprod(c, axis=1)
-    theta = np.log(c / (1.0 - c))
-    for _ in range(1 if weighting == "request" or difficulty_sd == 0 else _STEP_ROUNDS):
-        v = _latent_weights(theta, xu, wu, xe, we, weighting) if weighting == "step" else wu[None, :]
-        before = theta.copy()
-        prev = np.ones((d, xu.size))  # Π_{i<k} g_i(u) per domain and latent node
-        for k in range(gamma):
-            lo, hi = np.full(d, -60.0), np.full(d, 60.0)
-            x = theta[:, k].copy()
-            for _ in range(40):  # Newton on a bracket, bisection when Newton leaves it
-                s = _sigmoid(x[:, None, None] + (xu[:, None] + xe[None, :]))  # [D, U, E]
-                f = ((prev * (s @ we)) * v).sum(axis=1) - target[:, k]
-                df = ((prev * ((s * (1.0 - s)) @ we)) * v).sum(axis=1)
-                lo = np.where(f < 0, x, lo)
-                hi = np.where(f < 0, hi, x)
-                step = f / np.maximum(df, 1e-300)
-                x_new = x - step
-                x_new = np.where((x_new > lo) & (x_new < hi), x_new, 0.5 * (lo + hi))
-                if np.all(np.abs(x_new - x) < 1e-10):
-                    x = x_new
-                    break
-                x = x_new
-            theta[:, k] = x
-            prev = prev * _g(x, xu, xe, we)
-        if np.max(np.abs(theta - before), initial=0.0) < 1e-9:
-            break
-    return theta
-
-
-def population_tau(
-    theta: np.ndarray, difficulty_sd: float, step_noise_sd: float, weighting: str = "request"
-) -> np.ndarray:
-    """Model τ `float64[D]` with all γ verified, by quadrature: 1 + Σ_k E[Π_{i≤k} c_i] over the population."""
-    xu, wu = _gauss(_GH_U, difficulty_sd)
-    xe, we = _gauss(_GH_E, step_noise_sd)
-    v = _latent_weights(theta, xu, wu, xe, we, weighting)
-    return 1.0 + (np.cumprod(_g(theta, xu, xe, we), axis=1) * v[:, None, :]).sum(axis=(1, 2))
 
 
 class AcceptanceModel:
@@ -303,8 +229,8 @@ class AcceptanceModel:
         u = np.linspace(-8.0, 8.0, _LATENT_GRID) * sd
         if sd == 0 or self.gamma == 0:
             return u, np.broadcast_to(np.linspace(0.0, 1.0, u.size), (self.curves.shape[0], u.size))
-        xe, we = _gauss(_GH_E, self.cfg.step_noise_sd)
-        tau = 1.0 + np.cumprod(_g(self.theta, u, xe, we), axis=1).sum(axis=1)  # [D, G]
+        xe, we = gauss_nodes(GH_E, self.cfg.step_noise_sd)
+        tau = 1.0 + np.cumprod(mean_accept(self.theta, u, xe, we), axis=1).sum(axis=1)  # [D, G]
         cdf = np.cumsum(np.exp(-0.5 * (u / sd) ** 2) / tau, axis=1)
         return u, (cdf - cdf[:, :1]) / (cdf[:, -1:] - cdf[:, :1])
 
@@ -321,7 +247,7 @@ class AcceptanceModel:
             for i in range(d):
                 lat[dom == i] = np.interp(q[dom == i], cdf[i], grid)
         z = self.theta[dom] + lat[:, None] + self.cfg.step_noise_sd * rng.standard_normal((n, self.gamma))
-        true = _sigmoid(z)
+        true = sigmoid(z)
         acc = self.sample_accepted(true, np.full(n, self.gamma), rng)
         return {"z": z, "true": true, "acc": acc, "xi": rng.standard_normal((n, self.gamma))}
 
