@@ -234,6 +234,13 @@ def main(argv: list[str] | None = None) -> int:
     corpus = corpus_for(bundle)
     net = bundle.net(args.drafter)
     kind, layers = net.cfg.kind, net.cfg.layers
+    if curves is not None and args.acceptance == "empirical" and curves.samples_for(SIM_NAME[kind]) is None:
+        raise InputError(
+            f"has no samples of drafter {SIM_NAME[kind]!r} for --acceptance empirical (a version-1 file?); "
+            "measure them with `specbed engine curves` or pass --acceptance parametric",
+            file=args.curves,
+            field="samples",
+        )
     n, tcfg = args.concurrency, bundle.config
     max_len = tcfg.max_len
     if args.prompt_len + args.output_len + args.gamma + 1 > max_len:
@@ -298,13 +305,6 @@ def main(argv: list[str] | None = None) -> int:
     aucs = [(curves.confidence_stats(SIM_NAME[kind], d) or {}).get("auc_raw") for d in SIM_DOMAINS]
     aucs = [float(np.mean(a)) for a in aucs if a is not None]
     auc = min(max(float(np.mean(aucs)) if aucs else 0.85, 0.51), 1.0)
-    if args.acceptance == "empirical" and curves.samples_for(SIM_NAME[kind]) is None:
-        raise InputError(
-            f"has no samples of drafter {SIM_NAME[kind]!r} for --acceptance empirical (a version-1 file?); "
-            "measure them with `specbed engine curves` or pass --acceptance parametric",
-            file=args.curves,
-            field="samples",
-        )
     acc_cfg = AcceptanceConfig(
         auc=auc, overconfidence=0.0, model=args.acceptance, groups="in_order" if in_order else "random"
     )

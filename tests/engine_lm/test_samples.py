@@ -64,3 +64,17 @@ def test_evaluate_on_given_requests_and_measurement_requests(tiny_bundle):
         evaluate(bundle, corpus, EvalConfig(gamma=3), ["dspark1"], requests={"math": reqs})
     with pytest.raises(ValueError, match="statistic"):
         ProfileConfig(statistic="mode")
+
+
+def test_fidelity_refuses_a_curves_file_without_samples(tiny_dir, tmp_path, capsys):
+    import json
+
+    from specbed.cli import main as specbed
+
+    doc = {"version": 1, "curves": {"dspark": {d: [0.5, 0.5, 0.5] for d in ("chat", "math", "code")}}}
+    path = tmp_path / "v1.json"
+    path.write_text(json.dumps(doc))
+    argv = ["fidelity", "--checkpoints", str(tiny_dir[0]), "--drafter", "dspark1", "--curves", str(path)]
+    rc = specbed([*argv, "--gamma", "3", "--out-dir", str(tmp_path / "out"), "--quiet"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "v1.json" in err and "samples" in err and len(err.strip().splitlines()) == 1
