@@ -224,6 +224,9 @@ class ServerConfig:
     policy_cost: the table the POLICY plans with (a built-in name or CSV, read like `cost`, with the same
         cost_mode and layers); None = `cost`. A different table models a scheduler whose profiled costs are
         off from the hardware's: steps are still timed by `cost`.
+    prefill_request_seconds: seconds added to a step per request prefilling in it, beyond its prompt
+        tokens' share of the cost table (an engine that pads the batch to the prompt, or runs prefill steps
+        outside its captured decode graphs); 0 = prompt tokens cost what verify tokens cost.
     """
 
     _section: ClassVar[str] = "server"
@@ -237,6 +240,7 @@ class ServerConfig:
     max_num_batched_tokens: int = 8192
     kv_tokens: int = 2_000_000
     policy_cost: str | None = None
+    prefill_request_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         s = self._section
@@ -261,6 +265,7 @@ class ServerConfig:
                 "so every running request can verify its anchor token",
             )
         _check_range(s, "kv_tokens", self.kv_tokens, 1)
+        _check_range(s, "prefill_request_seconds", self.prefill_request_seconds, 0.0)
 
 
 @dataclass(frozen=True)

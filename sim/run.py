@@ -227,6 +227,7 @@ def simulate(config: SimConfig, *, progress: bool | Callable[[int, float], None]
         rng_accept=prep.rngs["acceptance"],
         rng_conf=prep.rngs["confidence"],
         policy_cost=prep.policy_cost,
+        prefill_request_s=float(cfg.server.prefill_request_seconds),
         policy_draft_s=None
         if prep.policy_cost is None
         else draft_seconds_table(cfg.drafter, prep.policy_cost, cfg.server.max_num_seqs),

@@ -19,7 +19,8 @@ One engine step of a replica, at time t (`Replica._plan`, then `yield timeout`, 
    still prefilling, in admission order, then to waiting requests admitted FIFO while `max_num_seqs`,
    the budget and free KV allow (no admission in a step that preempted). Chunks are limited by free KV.
 4. Time: step = draft_s(R) + cost.request_seconds · (running requests) + cost.latency(prefill tokens
-   + Σ (1 + ℓ_r)) (see `sim.drafter` and `specsched.CostTable`).
+   + Σ (1 + ℓ_r)) + server.prefill_request_seconds · (requests prefilling in this step) (see `sim.drafter`
+   and `specsched.CostTable`).
 5. At t + step: each decoding request emits min(accepted + 1, tokens still owed); a request whose
    prefill completes emits its first token (TTFT); requests that reached their output length leave.
 
@@ -58,6 +59,7 @@ class Engine:
     views: cost table with draft_s[R] as its draft cost, by R (what the policy is given).
     policy_cost, policy_draft_s: the table and draft seconds the policy plans with when they differ from
     the ones that time the steps (server.policy_cost); None = cost and draft_s.
+    prefill_request_s: seconds added per request prefilling in a step (server.prefill_request_seconds).
     """
 
     env: simpy.Environment
@@ -81,6 +83,7 @@ class Engine:
     on_step: Callable[[float], None] | None = None
     policy_cost: CostTable | None = None
     policy_draft_s: np.ndarray | None = None
+    prefill_request_s: float = 0.0
 
     def __post_init__(self) -> None:
         self.views: list[CostTable | None] = [None] * (self.max_num_seqs + 1)
@@ -187,6 +190,8 @@ class Replica:
             self._preempt_newest(now)
         # Attention reads every running request's KV once per step, prefilling ones included.
         seconds = float(eng.draft_s[r] + eng.cost.request_seconds * self.n + eng.latency[verify + prefill])
+        if eng.prefill_request_s and prefill:
+            seconds += eng.prefill_request_s * int(np.count_nonzero(chunks))
         self.plan = (di, r, lengths, accepted, pf, chunks, prefill, now, seconds, verify)
         return seconds
 

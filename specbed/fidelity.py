@@ -73,9 +73,10 @@ def requests_by_domain(corpus, domains: list[str], prompt_len: int, output_len: 
     return out
 
 
-def _draft_from_csv(path: Path, r: int) -> float | None:
+def _from_csv(path: Path, key: str, r: int) -> float | None:
+    """The value for R = r of a `# <key>_by_R: R=seconds, ...` comment of a profile CSV, if any."""
     for line in path.read_text().splitlines():
-        if line.startswith("# draft_seconds_by_R:"):
+        if line.startswith(f"# {key}_by_R:"):
             pairs = dict(re.findall(r"(\d+)=([0-9.eE+-]+)", line))
             if str(r) in pairs:
                 return float(pairs[str(r)])
@@ -247,11 +248,14 @@ def main(argv: list[str] | None = None) -> int:
         raise InputError(
             f"prompt + output + gamma + 1 exceeds the target's context {max_len}", field="--output-len"
         )
-    given_draft = None
+    given_draft, given_join = None, 0.0
     if given_table is not None:
         given_draft = (
-            args.draft_seconds if args.draft_seconds is not None else _draft_from_csv(Path(args.cost), n)
+            args.draft_seconds
+            if args.draft_seconds is not None
+            else _from_csv(Path(args.cost), "draft_seconds", n)
         )
+        given_join = _from_csv(Path(args.cost), "join_seconds", n) or 0.0
         if given_draft is None:
             raise InputError(
                 f"no draft seconds for R={n} in the cost file; pass --draft-seconds", file=args.cost
@@ -271,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
             device=args.device,
             clock=clock,
             statistic="mean",
+            extra_requests=max(n // 2, 2),
         )
         return profile(bundle, corpus, pcfg, warm=False)
 
@@ -309,7 +314,13 @@ def main(argv: list[str] | None = None) -> int:
         auc=auc, overconfidence=0.0, model=args.acceptance, groups="in_order" if in_order else "random"
     )
 
-    def sim_config(pol: str, params: dict, table: CostTable, draft_s: float, cost_path: Path, policy_path):
+    def sim_config(
+        pol: str, params: dict, table: CostTable, draft_s: float, join_s: float, cost_path, policy_path
+    ):
+        """The simulator's twin of the engine run. join_s: the measured extra seconds per joining request;
+        the simulator already charges its prompt tokens through the table, so only the rest is added."""
+        mid = n * (1 + args.gamma) // 2
+        by_tokens = float(table.latency(mid + args.prompt_len) - table.latency(mid))
         dcfg = DrafterConfig(
             name=SIM_NAME[kind], gamma=args.gamma, layers=layers, markov_overhead=0.0, curves=str(curves_path)
         )
@@ -327,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
                 tp=1,
                 max_num_seqs=n,
                 policy_cost=None if policy_path is None else str(policy_path),
+                prefill_request_seconds=max(join_s - by_tokens, 0.0),
             ),
             acceptance=acc_cfg,
             metrics=MetricsConfig(warmup=args.warmup, drain=args.drain),
@@ -352,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
         for attempt in range(1, args.attempts + 1):
             if given_table is None:
                 before = profile_now()
-                table, draft_s = before.table(layers=tcfg.n_layers), before.draft_s[n]
+                table, draft_s, join_s = before.table(layers=tcfg.n_layers), before.draft_s[n], 0.0
                 policy_path = out / f"cost_{pol}_policy.csv"  # what the engine's policy plans with
                 before.write(policy_path)
             else:
@@ -363,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
                     layers=tcfg.n_layers,
                     name=given_table.name,
                 )
-                draft_s = given_draft
+                draft_s, join_s = given_draft, given_join
                 cost_path.write_text(Path(args.cost).read_text())
             ecfg = engine_config(
                 args.device, gamma=args.gamma, policy=pol, policy_params=params, max_running=n
@@ -381,11 +393,13 @@ def main(argv: list[str] | None = None) -> int:
                 after = profile_now()
                 drift = level_drift(before.seconds, before.draft_s[n], after.seconds, after.draft_s[n])
                 draft_s = 0.5 * (before.draft_s[n] + after.draft_s[n])
+                join_s = float(np.mean([p.join_s[n] for p in (before, after) if n in p.join_s] or [0.0]))
                 avg = Profile(
                     before.tokens,
                     0.5 * (before.seconds + after.seconds),
                     {n: draft_s},
                     note=before.note + "; mean of the profiles just before and after the engine run",
+                    join_s={n: join_s},
                 )
                 avg.write(cost_path)
                 table = avg.table(layers=tcfg.n_layers)
@@ -398,11 +412,11 @@ def main(argv: list[str] | None = None) -> int:
             )
         ms = table.seconds * 1e3
         say(
-            f"{pol}: engine {ro.wall_s:.1f}s wall, {eng['steps']} steps; verify {ms[0]:.2f}..{ms[-1]:.2f} ms"
-            f", "
-            f"draft {draft_s * 1e3:.2f} ms, profile drift {100 * drift:.0f}% (attempt {attempt})"
+            f"{pol}: engine {ro.wall_s:.1f}s, {eng['steps']} steps, verify {ms[0]:.2f}..{ms[-1]:.2f} ms, "
+            f"draft {draft_s * 1e3:.2f} ms, join {join_s * 1e3:.2f} ms, profile drift {100 * drift:.0f}% "
+            f"(attempt {attempt})"
         )
-        scfg = sim_config(pol, params, table, draft_s, cost_path, policy_path)
+        scfg = sim_config(pol, params, table, draft_s, join_s, cost_path, policy_path)
         simres, sim_tpot = sim_summary(sim.simulate(scfg))
         ks = ks_statistic(eng_tpot, sim_tpot)
         report["policies"][pol] = {
@@ -412,6 +426,8 @@ def main(argv: list[str] | None = None) -> int:
             "sim": simres,
             "ks_tpot": ks,
             "draft_seconds": draft_s,
+            "join_seconds": join_s,
+            "prefill_request_seconds": scfg.server.prefill_request_seconds,
             "cost": {"tokens": table.tokens.tolist(), "seconds": table.seconds.tolist()},
         }
         for key, label, scale in METRICS:

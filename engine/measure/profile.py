@@ -9,6 +9,12 @@ the mean: the expected cost a simulator should charge, outliers and all) over th
 at B. Points measured at several R with the same B are averaged. The drafter's own seconds per step (same
 statistic, by R) are returned too: the simulator prices drafting from them (specbed.fidelity).
 
+Joins (`extra_requests` > 0): each run decodes R + extra requests, R at a time, so the extra ones join one
+by one as the first finish; a join step (a request's first step: its whole prompt is fed with the others'
+drafts) costs more than its tokens, and the step after it the drafter takes in the prompt's features. The
+per-join excess is the mean over join steps of (verify − the clean steps' statistic at that ℓ) / joins,
+plus the same for the draft seconds of the steps right after (`join_s`, by R).
+
 Clock: "process" (this process's CPU seconds; the default on the CPU, where other jobs share the cores) or
 "wall" (needed on CUDA); see engine.measure.rollout.
 
@@ -39,7 +45,7 @@ from specsched import CostTable
 class ProfileConfig:
     """requests: batch sizes R to profile; gamma: largest ℓ; prompt/new tokens of each request (bytes);
     drafter: which trained drafter drafts; seed: prompts and noise; statistic: "median" or "mean" of the
-    clean steps' seconds."""
+    clean steps' seconds; extra_requests: requests beyond R that join mid-run (the join cost; 0 = none)."""
 
     requests: tuple[int, ...] = (8,)
     gamma: int = 7
@@ -50,8 +56,11 @@ class ProfileConfig:
     device: str = "cpu"
     clock: str = "wall"
     statistic: str = "median"
+    extra_requests: int = 0
 
     def __post_init__(self) -> None:
+        if self.extra_requests < 0:
+            raise ValueError(f"ProfileConfig field 'extra_requests': >= 0, got {self.extra_requests}")
         if self.statistic not in ("median", "mean"):
             raise ValueError(f"ProfileConfig field 'statistic': median or mean, got {self.statistic!r}")
         if not self.requests or min(self.requests) < 1:
@@ -64,13 +73,15 @@ class ProfileConfig:
 
 @dataclass
 class Profile:
-    """tokens int64[n] (strictly increasing), seconds float64[n], draft_s {R: seconds}, samples per point."""
+    """tokens int64[n] (strictly increasing), seconds float64[n], draft_s {R: seconds}, samples per point,
+    join_s {R: extra seconds per request joining} (measured with extra_requests > 0)."""
 
     tokens: np.ndarray
     seconds: np.ndarray
     draft_s: dict[int, float]
     samples: list[int] = field(default_factory=list)
     note: str = ""
+    join_s: dict[int, float] = field(default_factory=dict)
 
     def table(self, layers: int = 1, name: str = "engine") -> CostTable:
         return CostTable.from_points(self.tokens, self.seconds, mode="linear", layers=layers, name=name)
@@ -79,8 +90,12 @@ class Profile:
         head = [
             f"# specbed engine profile: {self.note}",
             "# draft_seconds_by_R: " + ", ".join(f"{r}={s:.6g}" for r, s in sorted(self.draft_s.items())),
-            "tokens,seconds",
         ]
+        if self.join_s:
+            head.append(
+                "# join_seconds_by_R: " + ", ".join(f"{r}={s:.6g}" for r, s in sorted(self.join_s.items()))
+            )
+        head += ["tokens,seconds"]
         return "\n".join(head + [f"{int(t)},{s:.6g}" for t, s in zip(self.tokens, self.seconds)]) + "\n"
 
     def write(self, path: str | Path) -> None:
@@ -136,8 +151,9 @@ def profile(bundle: Bundle, corpus: Corpus, cfg: ProfileConfig, progress=None, w
     draft: dict[int, list[float]] = {}
     if warm:
         warm_up(bundle, corpus, cfg.drafter, max(cfg.requests), cfg.gamma, cfg.prompt_len, cfg.device)
+    joins: dict[int, list[float]] = {}
     for r in cfg.requests:
-        reqs = mixed_requests(corpus, r, cfg.prompt_len, cfg.new_tokens, cfg.seed)
+        reqs = mixed_requests(corpus, r + cfg.extra_requests, cfg.prompt_len, cfg.new_tokens, cfg.seed)
         for k in range(cfg.gamma + 1):
             ecfg = engine_config(
                 cfg.device, gamma=cfg.gamma, policy="fixed", policy_params={"k": k}, max_running=r
@@ -154,6 +170,8 @@ def profile(bundle: Bundle, corpus: Corpus, cfg: ProfileConfig, progress=None, w
             verify = st["end_s"][ok] - st["start_s"][ok] - st["draft_s"][ok]
             b = r * (1 + k)
             points.setdefault(b, []).append(float(stat(verify)))
+            if cfg.extra_requests:
+                joins.setdefault(r, []).extend(_join_excess(ro, r, k, float(stat(verify)), stat))
             counts[b] = counts.get(b, 0) + int(ok.sum())
             draft.setdefault(r, []).extend(st["draft_s"][ok].tolist())
             if progress:
@@ -174,4 +192,31 @@ def profile(bundle: Bundle, corpus: Corpus, cfg: ProfileConfig, progress=None, w
         {r: float(stat(v)) for r, v in draft.items()},
         [counts[int(b)] for b in tokens],
         note,
+        {r: float(np.mean(v)) for r, v in joins.items() if v},
     )
+
+
+def _join_excess(ro, r: int, k: int, clean_verify: float, stat) -> list[float]:
+    """Per-join extra seconds of one fixed-ℓ run: for every step where j ≥ 1 requests joined (all R running,
+    none capped below ℓ = k), (verify − clean_verify) / j plus, for the step right after it (when it had no
+    join), (draft − the clean steps' draft statistic) / j."""
+    st, rs = ro.steps, ro.request_steps
+    n = st["end_s"].size
+    j = np.zeros(n)
+    np.add.at(j, rs["step"][rs["first"]], 1)
+    capped = np.zeros(n, dtype=bool)
+    capped[np.unique(rs["step"][rs["length"] != k])] = True
+    full = (st["requests"] == r) & ~capped
+    full[0] = False  # the very first step prefills every request at once
+    verify = st["end_s"] - st["start_s"] - st["draft_s"]
+    clean = full & (j == 0) & (np.concatenate([[0.0], j[:-1]]) == 0)
+    if not clean.any():
+        return []
+    clean_draft = float(stat(st["draft_s"][clean]))
+    out = []
+    for s in np.flatnonzero(full & (j > 0)):
+        extra = verify[s] - clean_verify
+        if s + 1 < n and full[s + 1] and j[s + 1] == 0:
+            extra += st["draft_s"][s + 1] - clean_draft
+        out.extend([extra / j[s]] * int(j[s]))
+    return out

@@ -78,3 +78,30 @@ def test_fidelity_refuses_a_curves_file_without_samples(tiny_dir, tmp_path, caps
     rc = specbed([*argv, "--gamma", "3", "--out-dir", str(tmp_path / "out"), "--quiet"])
     err = capsys.readouterr().err
     assert rc == 2 and "v1.json" in err and "samples" in err and len(err.strip().splitlines()) == 1
+
+
+def test_profile_measures_the_join_cost_with_extra_requests(tiny_bundle, tmp_path):
+    from engine.measure.profile import profile
+    from specbed.fidelity import _from_csv
+
+    bundle, corpus = tiny_bundle
+    cfg = ProfileConfig(
+        requests=(2,),
+        gamma=2,
+        prompt_len=10,
+        new_tokens=12,
+        drafter="dspark1",
+        extra_requests=3,
+        statistic="mean",
+    )
+    prof = profile(bundle, corpus, cfg)
+    assert set(prof.join_s) == {2} and np.isfinite(prof.join_s[2])
+    prof.write(tmp_path / "cost.csv")
+    assert _from_csv(tmp_path / "cost.csv", "join_seconds", 2) == pytest.approx(prof.join_s[2], rel=1e-5)
+    assert _from_csv(tmp_path / "cost.csv", "draft_seconds", 2) == pytest.approx(prof.draft_s[2], rel=1e-5)
+    plain = profile(
+        bundle, corpus, ProfileConfig(requests=(2,), gamma=2, prompt_len=10, new_tokens=12, drafter="dspark1")
+    )
+    assert plain.join_s == {} and "join_seconds" not in plain.to_csv()
+    with pytest.raises(ValueError, match="extra_requests"):
+        ProfileConfig(extra_requests=-1)

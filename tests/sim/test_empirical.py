@@ -1,5 +1,6 @@
 """The empirical acceptance model (resampled engine request-steps), version-2 curves files with samples, and
-server.policy_cost (the policy plans with one table, steps are timed by another)."""
+the server knobs fidelity needs: policy_cost (the policy plans with one table, steps are timed by another)
+and prefill_request_seconds (a per-joining-request overhead)."""
 
 from __future__ import annotations
 
@@ -208,3 +209,26 @@ def test_policy_cost_plans_but_does_not_time(tmp_path):
     with pytest.raises(InputError) as err:
         ServerConfig(policy_cost="")
     assert err.value.field == "server.policy_cost"
+
+
+def test_prefill_request_seconds_charges_each_prefilling_request(tmp_path):
+    flat = tmp_path / "flat.csv"
+    flat.write_text("tokens,seconds\n1,0.010\n512,0.010\n")
+    base = replace(
+        _config(tmp_path),
+        policy=PolicyConfig(name="ar"),
+        server=ServerConfig(cost=str(flat), cost_mode="linear", layers=4, max_num_seqs=8),
+        drafter=DrafterConfig(name="none", gamma=0),
+        acceptance=AcceptanceConfig(),
+    )
+    plain = sim.simulate(base)
+    dear = sim.simulate(replace(base, server=replace(base.server, prefill_request_seconds=0.004)))
+    # 120 requests each prefill once: 120 × 4 ms more busy time; token counts are unchanged.
+    busy = plain.summary["step_s_mean"] * plain.summary["steps"]
+    busy_dear = dear.summary["step_s_mean"] * dear.summary["steps"]
+    assert dear.summary["steps"] == plain.summary["steps"]
+    assert busy_dear - busy == pytest.approx(120 * 0.004, rel=1e-6)
+    for bad in (-0.001, float("nan")):
+        with pytest.raises(InputError) as err:
+            ServerConfig(prefill_request_seconds=bad)
+        assert err.value.field == "server.prefill_request_seconds"
