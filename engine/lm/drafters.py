@@ -12,7 +12,8 @@ the engine's cache slot `req.slot`), keep their own per-request caches of what t
 - The parallel block always has the size it was trained with (cfg.gamma; attention inside the block is
   bidirectional, so its outputs depend on the block size); a smaller γ uses its first γ slots.
 - Sampling: q_k = engine.sampling.probs_from_logits(logits_k, the request's params), token = race(q_k,
-  exponentials[:, k]); DSpark's logits_k = U_k + B(x_{k−1}) left to right with the sampled x_{k−1}.
+  exponentials[:, k]); DSpark's logits_k = U_k + B_k left to right with the sampled x_{k−1} (and, for the
+  rnn head, its state carried through the block).
 - Confidence conf[r, k] depends only on tokens before position k: DSpark's head σ(z_k / T_k) with its STS
   temperatures T (1 = raw); DFlash and EAGLE report max_v q_k(v) (a function of the prefix only).
   `last_raw_conf` keeps the raw head output of the last proposal (for calibration studies).
@@ -139,12 +140,12 @@ class ParallelBlockDrafter(_Base):
         block = max(gamma, self.net.cfg.gamma)
         h, u = self.net.draft_hidden(anchor_t, torch.tensor(anchor_pos), ck, cv, ctx_t, block)
         params = [q.params for q in reqs]
-        prev = anchor_t
+        prev, state = anchor_t, None
         raw = torch.zeros((r, gamma), dtype=torch.float64)
         for k in range(gamma):
             logits = u[:, k]
             if self.net.has_markov:
-                bias, z = self.net.markov(h[:, k], prev)
+                bias, z, state = self.net.markov_step(h[:, k], prev, state)
                 logits = logits + bias
                 raw[:, k] = torch.sigmoid(z.double())
                 t_k = self.temps[k] if self.temps is not None and k < self.temps.numel() else 1.0

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 KINDS = ("eagle", "dflash", "dspark")
-MARKOV = ("none", "vanilla", "gated")
+MARKOV = ("none", "vanilla", "gated", "rnn")
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,8 @@ class DraftConfig:
     "dflash" (parallel block: anchor + γ−1 masks, one pass, context = several target layers), "dspark"
     (the same backbone + Markov head + confidence head). layers: draft transformer layers. gamma: the block
     size it is trained for. feature_layers: target blocks (0-based outputs) feeding the parallel context.
-    markov: "none" | "vanilla" (B = W2·W1[x]) | "gated"; rank: r of W1 (V×r) and W2 (r×V). d_ff: MLP width
+    markov: "none" | "vanilla" (B = W2·W1[x]) | "gated" | "rnn" (engine.lm.parallel); rank: r of W1 (V×r),
+    W2 (r×V) and the rnn state. conf_detach: the confidence head trains on detached inputs. d_ff: MLP width
     (0 = 2·d). ttt: EAGLE's training-time-test depth (extra unrolled chained passes). decay: position
     weights exp(−k/decay) of the losses. anchors: block anchors per training sequence. rope: rotary
     position embedding of queries and keys in the draft layers (as the Qwen3 layers the paper copies)."""
@@ -43,6 +44,7 @@ class DraftConfig:
     decay: float = 4.0
     anchors: int = 24
     rope: bool = True
+    conf_detach: bool = False
     seed: int = 0
 
     def __post_init__(self) -> None:

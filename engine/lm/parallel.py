@@ -8,13 +8,18 @@ target's token/position embeddings and output head are frozen (engine.lm.layers.
 embedding, fc, the layers, the final norm and the heads are trained.
 
 DSpark (dspark.md §1.2–1.3, §2): p_k = softmax(U_k + B_k) with the Markov bias B_k = W2·W1[x_{k−1}]
-("vanilla") or W2·(σ(G[h_k; W1[x_{k−1}]]) ⊙ W1[x_{k−1}]) ("gated"), x_{k−1} the previous block token (the
-anchor for k = 1; teacher-forced data tokens in training, the sampled drafts at inference). W2 starts at
-zero, so an untrained head leaves the backbone unchanged. Confidence c_k = σ(wᵀ[h_k; W1[x_{k−1}]] + b),
-trained toward c*_k = clamp(1 − ½‖p_d − p_t‖₁, 0, 1) (detached). Loss 0.1·CE + 0.9·L1 + 1.0·BCE, each a
-mean weighted by exp(−k/decay) over the valid positions of each block. DFlash: no Markov or confidence
-head; trained with the same distillation loss minus BCE (0.1·CE + 0.9·L1), so the comparison isolates the
-Markov head (the paper's DFlash uses CE on target-regenerated data, which is the same signal).
+("vanilla"), W2·(σ(G[h_k; W1[x_{k−1}]]) ⊙ W1[x_{k−1}]) ("gated") or the RNN head of the paper's Eq. 6
+("rnn": [g; c; o] = R[s_{k−1}; W1[x_{k−1}]; h_k] + b, s_k = σ(g)⊙s_{k−1} + (1−σ(g))⊙tanh(c), s_0 = 0,
+B_k = W2·tanh(o): a state that carries the whole drafted prefix, not just the previous byte), x_{k−1} the
+previous block token (the anchor for k = 1; teacher-forced data tokens in training, the sampled drafts at
+inference). W2 starts at zero, so an untrained head leaves the backbone unchanged. Confidence
+c_k = σ(wᵀ[h_k; W1[x_{k−1}]] + b) (rnn: σ(wᵀ[h_k; W1[x_{k−1}]; s_k] + b)), trained toward
+c*_k = clamp(1 − ½‖p_d − p_t‖₁, 0, 1) (detached); with `conf_detach` its inputs are detached too, so the
+BCE term trains the confidence head only and never pulls on the backbone or the Markov head. Loss
+0.1·CE + 0.9·L1 + 1.0·BCE, each a mean weighted by exp(−k/decay) over the valid positions of each block.
+DFlash: no Markov or confidence head; trained with the same distillation loss minus BCE (0.1·CE + 0.9·L1),
+so the comparison isolates the Markov head (the paper's DFlash uses CE on target-regenerated data, which is
+the same signal).
 
 May import: torch, stdlib, engine.model, engine.lm.layers.
 """
@@ -67,7 +72,12 @@ class ParallelDrafter(nn.Module):
             if cfg.markov == "gated":
                 self.gate = init_linear(gen, d + r, r)
                 self.gate_b = nn.Parameter(torch.zeros(r))
-            self.conf_w = nn.Parameter(torch.zeros(d + r))
+            conf_in = d + r
+            if cfg.markov == "rnn":
+                self.rnn = init_linear(gen, 2 * r + d, 3 * r)
+                self.rnn_b = nn.Parameter(torch.zeros(3 * r))
+                conf_in += r
+            self.conf_w = nn.Parameter(torch.zeros(conf_in))
             self.conf_b = nn.Parameter(torch.zeros(()))
 
     # -- pieces shared by training and inference ------------------------------------------------------------
@@ -91,13 +101,38 @@ class ParallelDrafter(nn.Module):
         h = F.layer_norm(x, (x.shape[-1],), self.norm_w, self.norm_b)
         return h, h @ self.frozen.head
 
-    def markov(self, h: torch.Tensor, prev: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(bias B [..., V], confidence logit [...]) for hidden `h: [..., d]` and previous tokens `prev`."""
+    def markov_step(self, h: torch.Tensor, prev: torch.Tensor, state: torch.Tensor | None = None):
+        """(bias B_k [..., V], confidence logit [...], state s_k [..., r] or None) at one block position from
+        the drafter's hidden `h: [..., d]`, the previous tokens `prev: int64[...]` and (rnn) the state
+        s_{k−1} (None = s_0 = 0; the other variants keep no state and return None)."""
         e = self.w1[prev]
-        he = torch.cat([h, e], dim=-1)
-        if self.cfg.markov == "gated":
-            e = torch.sigmoid(he @ self.gate + self.gate_b) * e
-        return e @ self.w2, he @ self.conf_w + self.conf_b
+        if self.cfg.markov == "rnn":
+            if state is None:
+                state = h.new_zeros(*h.shape[:-1], self.cfg.rank)
+            g, c, o = (torch.cat([state, e, h], dim=-1) @ self.rnn + self.rnn_b).chunk(3, dim=-1)
+            keep = torch.sigmoid(g)
+            state = keep * state + (1 - keep) * torch.tanh(c)
+            feats = torch.cat([h, e, state], dim=-1)
+            out = torch.tanh(o)
+        else:
+            feats = torch.cat([h, e], dim=-1)
+            out = torch.sigmoid(feats @ self.gate + self.gate_b) * e if self.cfg.markov == "gated" else e
+        if self.cfg.conf_detach:
+            feats = feats.detach()
+        return out @ self.w2, feats @ self.conf_w + self.conf_b, state
+
+    def markov(self, h: torch.Tensor, prev: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Whole blocks, teacher-forced: (bias [..., γ, V], confidence logits [..., γ]) for `h: [..., γ, d]`
+        and `prev: int64[..., γ]` (block position k's previous token; the rnn state runs left to right)."""
+        if self.cfg.markov != "rnn":
+            bias, z, _ = self.markov_step(h, prev)
+            return bias, z
+        state, biases, zs = None, [], []
+        for k in range(h.shape[-2]):
+            bias, z, state = self.markov_step(h[..., k, :], prev[..., k], state)
+            biases.append(bias)
+            zs.append(z)
+        return torch.stack(biases, dim=-2), torch.stack(zs, dim=-1)
 
     # -- training --------------------------------------------------------------------------------------------
 

@@ -12,10 +12,15 @@ the target, the target continues train-split prompts (plain decoding in the engi
 frozen target forward per batch feeds all of them): EAGLE (engine.lm.eagle), DFlash / DSpark
 (engine.lm.parallel). (4) STS: each DSpark drafter decodes held-out (val split) prompts of every domain in
 the real engine with all γ drafts verified; per-position temperatures are fit on its raw confidences
-(specsched.calibration.fit_sts) and stored in its checkpoint.
+(`sts_fit = "nll"`: engine.lm.sts.fit_sts_nll, the sequential fit scored by log-loss; "ece": the paper's
+ECE grid search, specsched.calibration.fit_sts) and stored in its checkpoint.
 
 Config: `TrainConfig` (frozen dataclass); `--preset full|tiny`, `--config FILE.toml` and `--set key=value`
 override it; the resolved config is saved as `train_config.toml` beside the checkpoints.
+`--reuse-target PATH` (a target.pt or a checkpoint directory) skips phase 1: it takes that target instead,
+provided it was trained with this config's target fields and data (else one error line); the drafter
+phases draw from their own generators, so the drafters come out bit-identical to a full run's. For drafter
+experiments: `--reuse-target engine/checkpoints --set drafters=dflash2,dspark2 --out /tmp/x`.
 
 May import: numpy, torch, stdlib, tomllib, specsched, engine.* (engine.measure for the STS rollouts).
 """
@@ -27,6 +32,7 @@ import dataclasses
 import math
 import sys
 import time
+import tomllib
 import zlib
 from pathlib import Path
 
@@ -37,8 +43,10 @@ import torch.nn.functional as F
 from engine.lm import checkpoint as ckpt
 from engine.lm.data import DOMAINS, Corpus
 from engine.lm.drafters import runtime_drafter
+from engine.lm.sts import fit_sts_nll
 from engine.lm.target import TargetLM, target_outputs
 from engine.lm.trainconfig import PRESETS, TrainConfig, dump_toml, resolve
+from specsched.errors import InputError
 
 __all__ = ["PRESETS", "TrainConfig", "dump_toml", "main", "resolve", "run"]
 
@@ -149,8 +157,9 @@ def generate_data(cfg: TrainConfig, corpus: Corpus, weights: dict, quiet=False) 
     return torch.tensor(rows, dtype=torch.int64)
 
 
-def train_drafters(cfg: TrainConfig, corpus: Corpus, weights: dict, gens, quiet=False) -> tuple[dict, dict]:
-    """{name: trained net (rounded through float16)}, {name: metrics}; all trained on the same batches."""
+def train_drafters(cfg: TrainConfig, corpus: Corpus, weights: dict, gen, quiet=False) -> tuple[dict, dict]:
+    """{name: trained net (rounded through float16)}, {name: metrics}; all trained on the same batches,
+    drawn with `gen` (a torch.Generator used by nothing else)."""
     mcfg = cfg.model_config()
     dgens = {name: _drafter_generators(cfg.seed, name) for name in cfg.drafters}
     nets = {
@@ -163,9 +172,9 @@ def train_drafters(cfg: TrainConfig, corpus: Corpus, weights: dict, gens, quiet=
     prog = Progress("drafters", cfg.drafter_steps, quiet)
     for step in range(cfg.drafter_steps):
         if data is None:
-            batch = corpus.batch("train", cfg.drafter_batch, cfg.context, gens[1])
+            batch = corpus.batch("train", cfg.drafter_batch, cfg.context, gen)
         else:
-            batch = data[torch.randint(0, data.shape[0], (cfg.drafter_batch,), generator=gens[1])]
+            batch = data[torch.randint(0, data.shape[0], (cfg.drafter_batch,), generator=gen)]
         probs, hidden = target_outputs(weights, mcfg, batch)
         for name, net in nets.items():
             for g in opts[name].param_groups:
@@ -207,7 +216,7 @@ def calibrate(cfg: TrainConfig, corpus: Corpus, weights: dict, net) -> tuple[lis
         confs.append(c)
         accs.append(a)
     conf, acc = np.concatenate(confs), np.concatenate(accs)
-    temps = fit_temperatures(conf, acc)
+    temps = fit_sts_nll(conf, acc) if cfg.sts_fit == "nll" else fit_temperatures(conf, acc)
     q = confidence_quality(conf, acc, temps)
     return [float(t) for t in temps], {
         "samples": int(acc.size),
@@ -216,35 +225,76 @@ def calibrate(cfg: TrainConfig, corpus: Corpus, weights: dict, net) -> tuple[lis
     }
 
 
-def run(cfg: TrainConfig, out: Path, quiet: bool = False) -> dict:
-    """Train everything and write `out/target.pt`, `out/<drafter>.pt`, `out/train_config.toml`. Runs with
-    `cfg.threads` torch threads and deterministic algorithms, restoring both settings afterwards."""
+# TrainConfig fields that (with `data`) decide the target: a reused target must agree on all of them.
+TARGET_FIELDS = (
+    "seed",
+    "d_model",
+    "n_layers",
+    "n_heads",
+    "context",
+    "target_steps",
+    "target_batch",
+    "target_lr",
+)
+
+
+def reused_target(cfg: TrainConfig, path: Path) -> tuple[dict, dict]:
+    """(float32 weights, meta) of an existing target checkpoint (`path`: target.pt or its directory) that
+    this config would have trained; InputError naming the first field that differs."""
+    file = path / "target.pt" if path.is_dir() else path
+    mcfg, weights, meta = ckpt.load_target(file)
+    try:
+        doc = tomllib.loads(meta["train_config"])
+        old_train, old_data = doc["train"], doc["data"]
+    except (KeyError, TypeError, tomllib.TOMLDecodeError) as err:
+        raise InputError(f"target checkpoint records no train config ({err})", file=str(file)) from None
+    for name in TARGET_FIELDS:
+        if old_train.get(name) != getattr(cfg, name):
+            raise InputError(
+                f"--reuse-target: target trained with {name} = {old_train.get(name)!r}, this config has "
+                f"{getattr(cfg, name)!r}",
+                file=str(file),
+                field=name,
+            )
+    if old_data != dataclasses.asdict(cfg.data) or mcfg != cfg.model_config():
+        raise InputError("--reuse-target: target trained on other data or model config", file=str(file))
+    return weights, meta
+
+
+def run(cfg: TrainConfig, out: Path, quiet: bool = False, reuse_target: Path | None = None) -> dict:
+    """Train everything and write `out/target.pt`, `out/<drafter>.pt`, `out/train_config.toml` (with
+    `reuse_target`, take that target instead of training one). Runs with `cfg.threads` torch threads and
+    deterministic algorithms, restoring both settings afterwards."""
     threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
     torch.set_num_threads(cfg.threads)
     torch.use_deterministic_algorithms(True)
     try:
-        return _run(cfg, out, quiet)
+        return _run(cfg, Path(out), quiet, None if reuse_target is None else Path(reuse_target))
     finally:
         torch.set_num_threads(threads)
         torch.use_deterministic_algorithms(deterministic)
 
 
-def _run(cfg: TrainConfig, out: Path, quiet: bool) -> dict:
+def _run(cfg: TrainConfig, out: Path, quiet: bool, reuse_target: Path | None) -> dict:
     t0 = time.perf_counter()
     corpus = Corpus.build(cfg.data)
-    gens = _generators(cfg.seed, 3)  # target init, batches, validation batches
-    weights, tmeta = train_target(cfg, corpus, gens, quiet)
-    t_target = time.perf_counter() - t0
-    meta = {
-        "train": tmeta,
-        "wall_s": t_target,
-        "corpus_bytes": corpus.sizes(),
-        "data": dataclasses.asdict(cfg.data),
-        "train_config": dump_toml(cfg),
-    }
+    # target init, target batches, validation batches, drafter batches: the drafter phases never depend on
+    # how much the target phase drew, so a reused target gives the same drafters as a full run.
+    gens = _generators(cfg.seed, 4)
+    if reuse_target is None:
+        weights, tmeta = train_target(cfg, corpus, gens, quiet)
+        t_target = time.perf_counter() - t0
+        meta = {"train": tmeta, "wall_s": t_target}
+    else:
+        weights, meta = reused_target(cfg, reuse_target)
+        tmeta, t_target = meta["train"], float(meta.get("wall_s", 0.0))
+        meta = {"train": tmeta, "wall_s": t_target, "reused_from": str(reuse_target)}
+    meta.update(corpus_bytes=corpus.sizes(), data=dataclasses.asdict(cfg.data), train_config=dump_toml(cfg))
     digest = ckpt.save_target(out / "target.pt", cfg.model_config(), weights, meta)
-    nets, dmeta = train_drafters(cfg, corpus, weights, gens, quiet)
-    summary = {"target": {**tmeta, "digest": digest, "wall_s": t_target}}
+    t1 = time.perf_counter()
+    nets, dmeta = train_drafters(cfg, corpus, weights, gens[3], quiet)
+    t_drafters = time.perf_counter() - t1
+    summary = {"target": {**tmeta, "digest": digest, "wall_s": t_target}, "drafters_wall_s": t_drafters}
     for name, net in nets.items():
         temps, cal = (None, {})
         if net.cfg.kind == "dspark":
@@ -263,14 +313,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--preset", default="full", choices=sorted(PRESETS))
     parser.add_argument("--config", help="TOML file with [train] / [data] tables")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument(
+        "--reuse-target",
+        metavar="PATH",
+        help="take this target.pt (or directory) instead of training one; it must match the config",
+    )
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     cfg = resolve(args.preset, args.config, args.set)
-    summary = run(cfg, Path(args.out), args.quiet)
+    summary = run(cfg, Path(args.out), args.quiet, args.reuse_target and Path(args.reuse_target))
     t = summary["target"]
     print(
         f"target: val bits/byte {', '.join(f'{k} {v:.3f}' for k, v in t['val_bits_per_byte'].items())}"
-        f" (train {t['wall_s']:.0f}s)"
+        f" (train {t['wall_s']:.0f}s{', reused' if args.reuse_target else ''}); drafters (with their"
+        f" data) {summary['drafters_wall_s']:.0f}s"
     )
     for name in cfg.drafters:
         s = summary[name]

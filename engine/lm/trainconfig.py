@@ -26,6 +26,9 @@ _NAME = re.compile(r"^(eagle|dflash|dspark)(\d+)$")
 @dataclass(frozen=True)
 class TrainConfig:
     """Sizes, steps and rates of one training run (see engine.lm.train). drafters: names kind+layers.
+    markov / rank / conf_detach: DSpark's sequential head (engine.lm.parallel); decay: the position weights
+    exp(−k/decay) of every parallel drafter's losses (DFlash and DSpark alike). sts_prompts per domain (val
+    split) and sts_fit ("nll" | "ece", see engine.lm.sts): DSpark's STS calibration.
     drafter_data: "target" (as the paper: the drafters train on text the target itself generated, plain
     decoding at temperature 1 from `gen_sequences` prompts of `gen_prompt_len` train-split bytes) or
     "text" (windows of the corpus)."""
@@ -38,15 +41,19 @@ class TrainConfig:
     target_steps: int = 1400
     target_batch: int = 16
     target_lr: float = 3e-3
-    drafter_steps: int = 1000
+    drafter_steps: int = 1500
     drafter_batch: int = 8
     drafter_lr: float = 2e-3
     drafters: tuple[str, ...] = ("eagle1", "dflash2", "dspark2", "dflash4")
     gamma: int = 7
-    rank: int = 64
+    markov: str = "rnn"
+    rank: int = 128
+    conf_detach: bool = False
+    decay: float = 4.0
     anchors: int = 24
     ttt: int = 1
-    sts_prompts: int = 64
+    sts_prompts: int = 192
+    sts_fit: str = "ece"
     sts_prompt_len: int = 48
     sts_new_tokens: int = 96
     drafter_data: str = "target"
@@ -76,6 +83,12 @@ class TrainConfig:
         ):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"TrainConfig field '{name}': must be >= 1, got {getattr(self, name)}")
+        if self.markov not in ("vanilla", "gated", "rnn"):
+            raise ValueError(f"TrainConfig field 'markov': vanilla, gated or rnn, got {self.markov!r}")
+        if self.sts_fit not in ("nll", "ece"):
+            raise ValueError(f"TrainConfig field 'sts_fit': nll or ece, got {self.sts_fit!r}")
+        if not self.decay > 0:
+            raise ValueError(f"TrainConfig field 'decay': must be > 0, got {self.decay}")
         if self.drafter_data not in ("target", "text"):
             raise ValueError(f"TrainConfig field 'drafter_data': target or text, got {self.drafter_data!r}")
         if self.gen_prompt_len + 2 > self.context:
@@ -111,8 +124,10 @@ class TrainConfig:
             layers=int(layers),
             gamma=self.gamma,
             feature_layers=feats,
-            markov="vanilla" if kind == "dspark" else "none",
+            markov=self.markov if kind == "dspark" else "none",
             rank=self.rank,
+            conf_detach=self.conf_detach,
+            decay=self.decay,
             anchors=self.anchors,
             ttt=self.ttt,
             seed=self.seed,
@@ -133,6 +148,7 @@ PRESETS = {
         drafters=("eagle1", "dflash1", "dspark1"),
         anchors=4,
         ttt=1,
+        rank=16,
         sts_prompts=2,
         sts_prompt_len=16,
         sts_new_tokens=16,
@@ -178,6 +194,8 @@ def resolve(preset: str = "full", config_file: str | None = None, sets: list[str
 
 def dump_toml(cfg: TrainConfig) -> str:
     def fmt(v):
+        if isinstance(v, bool):
+            return "true" if v else "false"
         return (
             "[" + ", ".join(fmt(x) for x in v) + "]"
             if isinstance(v, tuple | list)

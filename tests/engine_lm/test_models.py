@@ -50,7 +50,7 @@ def test_markov_head_with_zero_weights_leaves_backbone_unchanged(tiny_bundle):
         with torch.no_grad():
             net.w2.zero_()
         h = torch.randn(5, bundle.config.d_model)
-        bias, _ = net.markov(h, torch.tensor([1, 2, 3, 4, 5]))
+        bias, _, _ = net.markov_step(h, torch.tensor([1, 2, 3, 4, 5]))
         assert torch.count_nonzero(bias) == 0
         target = bundle.feature_target()
         drafter = runtime_drafter(net, target, slots=2, max_len=48)
@@ -126,18 +126,23 @@ def test_corpus_is_deterministic_and_prompts_are_clean(tiny_bundle):
             assert len(p) == 16 and SEP not in p
 
 
-def _fresh(tiny_bundle, name):
-    """A freshly initialised drafter (random Markov weights too) on the tiny target."""
+def _fresh(tiny_bundle, name, markov=None):
+    """A freshly initialised drafter (random Markov and confidence weights too) on the tiny target."""
+    import dataclasses
+
     from engine.lm.checkpoint import build_drafter
     from engine.lm.train import PRESETS
 
     bundle, corpus = tiny_bundle
-    net = build_drafter(
-        PRESETS["tiny"].draft_config(name), bundle.config, bundle.weights, torch.Generator().manual_seed(11)
-    ).eval()
+    cfg = PRESETS["tiny"].draft_config(name)
+    if markov is not None:
+        cfg = dataclasses.replace(cfg, markov=markov)
+    net = build_drafter(cfg, bundle.config, bundle.weights, torch.Generator().manual_seed(11)).eval()
     if hasattr(net, "w2"):
+        gen = torch.Generator().manual_seed(12)
         with torch.no_grad():
-            net.w2.normal_(0, 0.5, generator=torch.Generator().manual_seed(12))
+            net.w2.normal_(0, 0.5, generator=gen)
+            net.conf_w.normal_(0, 0.5, generator=gen)
     return net
 
 
@@ -170,6 +175,40 @@ def test_cached_inference_matches_training_mode(tiny_bundle, name):
             seq = torch.tensor([prompt])
             _, hidden = target_outputs(bundle.weights, bundle.config, seq)
             h, u = net.blocks_forward(seq, hidden, torch.tensor([[n - 1]]))
-            bias, _ = net.markov(h[0, 0, 0], torch.tensor(prompt[-1]))
+            bias, _, _ = net.markov_step(h[0, 0, 0], torch.tensor(prompt[-1]))
             want0 = torch.softmax(u[0, 0, 0] + bias, -1)
     assert torch.allclose(prop.probs[0, 0], want0, atol=1e-5)
+
+
+@pytest.mark.parametrize("markov", ["vanilla", "gated", "rnn"])
+def test_sequential_head_matches_teacher_forced_training(tiny_bundle, markov):
+    """Every block position: the engine drafter's q_k and raw confidence equal the training-mode forward
+    teacher-forced on the tokens it drafted (the rnn state carried through the block the same way)."""
+    bundle, corpus = tiny_bundle
+    net = _fresh(tiny_bundle, "dspark1", markov)
+    gamma = net.cfg.gamma
+    prompt = list(corpus.prompts("prose", 1, 20, seed=5)[0])
+    target = bundle.feature_target()
+    drafter = runtime_drafter(net, target, slots=1, max_len=48)
+    req = _Req(0, prompt, 0, SamplingParams())
+    e = torch.empty(1, gamma, 256, dtype=torch.float64).exponential_(
+        generator=torch.Generator().manual_seed(6)
+    )
+    drafter.propose([req], gamma, e)
+    target.forward(
+        torch.tensor([prompt]), torch.tensor([len(prompt)]), torch.tensor([0]), KVCache(bundle.config, 1, 48)
+    )
+    prop = drafter.propose([req], gamma, e)
+    n = len(prompt)
+    with torch.no_grad():
+        _, hidden = target_outputs(bundle.weights, bundle.config, torch.tensor([prompt]))
+        h, u = net.blocks_forward(torch.tensor([prompt]), hidden, torch.tensor([[n - 1]]))
+        prev = torch.cat([torch.tensor(prompt[-1:]), prop.tokens[0, : gamma - 1]])
+        bias, z = net.markov(h[0, 0], prev)
+    assert torch.allclose(prop.probs[0], torch.softmax(u[0, 0] + bias, -1), atol=1e-5)
+    assert torch.allclose(drafter.last_raw_conf[0], torch.sigmoid(z.double()), atol=1e-5)
+    if markov == "rnn":  # the state matters: another first draft changes later positions' bias
+        other = prev.clone()
+        other[1] = (other[1] + 1) % 256
+        bias2, _ = net.markov(h[0, 0], other)
+        assert not torch.allclose(bias[2:], bias2[2:])

@@ -1,4 +1,7 @@
-"""Training: a tiny config lowers its losses in a few steps; training is deterministic; configs validate."""
+"""Training: a tiny config lowers its losses in a few steps; training is deterministic (also with a reused
+target); configs validate and round-trip through TOML."""
+
+import dataclasses
 
 import pytest
 import torch
@@ -7,7 +10,7 @@ import torch.nn.functional as F
 from engine.lm import checkpoint as ckpt
 from engine.lm.data import Corpus, DataConfig
 from engine.lm.target import TargetLM, target_outputs
-from engine.lm.train import PRESETS, TrainConfig, _optimizer, resolve
+from engine.lm.train import PRESETS, TrainConfig, _optimizer, dump_toml, resolve
 from specsched.errors import InputError
 
 TINY = PRESETS["tiny"]
@@ -34,12 +37,15 @@ def test_target_loss_falls(corpus):
     assert losses[-1] < losses[0] - 1.0
 
 
-@pytest.mark.parametrize("name", ["eagle1", "dflash1", "dspark1"])
-def test_drafter_loss_falls(corpus, name):
+@pytest.mark.parametrize(
+    "name,markov", [("eagle1", None), ("dflash1", None), ("dspark1", "vanilla"), ("dspark1", "rnn")]
+)
+def test_drafter_loss_falls(corpus, name, markov):
     gen = torch.Generator().manual_seed(1)
     mcfg = TINY.model_config()
     weights = TargetLM(mcfg, gen).weights()
-    net = ckpt.build_drafter(TINY.draft_config(name), mcfg, weights, gen)
+    cfg = TINY if markov is None else dataclasses.replace(TINY, markov=markov)
+    net = ckpt.build_drafter(cfg.draft_config(name), mcfg, weights, gen)
     opt = _optimizer(net.parameters(), 3e-3)
     batch = corpus.batch("train", 2, TINY.context, gen)
     probs, hidden = target_outputs(weights, mcfg, batch)
@@ -68,6 +74,44 @@ def test_training_is_deterministic_and_drafters_independent(tiny_dir, tmp_path):
     assert da["sts"] == db["sts"]
 
 
+def test_reused_target_gives_the_same_drafters(tiny_dir, tmp_path):
+    """--reuse-target skips the target phase and still gives bit-identical drafters; a target trained with
+    other target settings is refused, naming the field."""
+    from engine.lm.train import main, run
+
+    first, _ = tiny_dir
+    assert (
+        main(
+            [
+                "--preset",
+                "tiny",
+                "--reuse-target",
+                str(first),
+                "--out",
+                str(tmp_path / "a"),
+                "--quiet",
+                "--set",
+                "drafters=dflash1",
+            ]
+        )
+        == 0
+    )
+    a = torch.load(first / "dflash1.pt", weights_only=True)
+    b = torch.load(tmp_path / "a" / "dflash1.pt", weights_only=True)
+    assert a["target_digest"] == b["target_digest"]
+    assert all(torch.equal(a["weights"][k], b["weights"][k]) for k in a["weights"])
+    assert ckpt.load_bundle(tmp_path / "a").names() == ["dflash1"]
+    with pytest.raises(InputError, match="target_steps"):
+        run(
+            resolve("tiny", sets=["target_steps=13"]),
+            tmp_path / "b",
+            quiet=True,
+            reuse_target=first / "target.pt",
+        )
+    with pytest.raises(InputError, match="missing target checkpoint"):
+        run(resolve("tiny"), tmp_path / "c", quiet=True, reuse_target=tmp_path / "nowhere")
+
+
 def test_tiny_run_summary(tiny_dir):
     _, summary = tiny_dir
     assert set(summary["sizes_bytes"]) == {"target.pt", "eagle1.pt", "dflash1.pt", "dspark1.pt"}
@@ -88,3 +132,11 @@ def test_config_validation(tmp_path):
     assert r.target_steps == 3 and r.data.seed == 5 and r.drafters == ("eagle1", "dspark1")
     with pytest.raises(ValueError, match="code_bytes"):
         DataConfig(code_bytes=5)
+    with pytest.raises(ValueError, match="markov"):
+        TrainConfig(markov="lstm")
+    r = resolve("tiny", sets=["markov=rnn", "conf_detach=true", "decay=3.0"])
+    assert r.draft_config("dspark1").markov == "rnn" and r.draft_config("dflash1").markov == "none"
+    assert r.draft_config("dspark1").conf_detach and r.draft_config("dflash1").decay == 3.0
+    back = tmp_path / "back.toml"
+    back.write_text(dump_toml(r))
+    assert resolve("tiny", str(back)) == r
