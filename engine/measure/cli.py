@@ -113,6 +113,15 @@ def _profile(argv: list[str]) -> int:
         default=None,
         help="process CPU time (default on cpu) or wall time (default on cuda)",
     )
+    parser.add_argument(
+        "--statistic", choices=("median", "mean"), default="median", help="of the clean steps' seconds"
+    )
+    parser.add_argument(
+        "--extra-requests",
+        type=int,
+        default=0,
+        help="requests beyond R that join mid-run, to measure the per-join cost (# join_seconds_by_R)",
+    )
     args = parser.parse_args(argv)
     from engine.measure.profile import ProfileConfig, profile
 
@@ -129,6 +138,8 @@ def _profile(argv: list[str]) -> int:
         prompt_len=args.prompt_len,
         new_tokens=args.new_tokens,
         device=args.device,
+        statistic=args.statistic,
+        extra_requests=args.extra_requests,
         clock=args.clock or ("process" if args.device == "cpu" else "wall"),
     )
     prof = profile(bundle, corpus, pcfg, progress=_progress(args.quiet))
