@@ -5,11 +5,13 @@ DIR/summary.json (the summary dict; NaN written as null), DIR/requests.csv (one 
 DIR/series.csv (time series), DIR/confidence.json (the acceptance model's ECE/AUC report) and
 DIR/config.toml (the resolved config, which `specbed run DIR/config.toml` replays).
 
-Nothing is written until the config, every input file and the run itself have succeeded; then each file is
-written to a temporary name in DIR and renamed over the old one, so bad input leaves DIR untouched and a
-crash never leaves a half-written file. Bad input raises `InputError` (one line, exit 2 via specbed.cli).
+DIR is checked writable (created, probe file) before the run starts; nothing else is written until the
+config, every input file and the run itself have succeeded; then all files are written to temporary names
+in DIR and renamed over the old ones (`specsched.safeio.write_files`), so bad input leaves DIR untouched and
+a crash or a full disk never leaves a half-written file. Bad input raises `InputError` (one line, exit 2
+via specbed.cli).
 
-May import: numpy, the standard library, `sim` modules, `specsched.errors`.
+May import: numpy, the standard library, `sim` modules, `specsched.errors`, `specsched.safeio`.
 """
 
 from __future__ import annotations
@@ -17,10 +19,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -28,6 +28,7 @@ import numpy as np
 
 from sim.config_io import config_to_toml, load_config
 from sim.curves import DOMAINS
+from specsched import safeio
 from specsched.errors import InputError
 
 #: rows of the printed table: (summary key, label, format)
@@ -121,25 +122,6 @@ def write_requests_csv(handle: TextIO, requests: dict[str, np.ndarray]) -> None:
     write_csv(handle, cols, {"domain": "%s"})
 
 
-def _write_atomic(directory: Path, files: dict[str, str | Callable[[TextIO], None]]) -> None:
-    """Write each file (text, or a function writing to a handle) under a temporary name, then rename."""
-    directory.mkdir(parents=True, exist_ok=True)
-    tmp = {name: directory / f".{name}.tmp-{os.getpid()}" for name in files}
-    try:
-        for name, content in files.items():
-            with open(tmp[name], "w") as handle:
-                if callable(content):
-                    content(handle)
-                else:
-                    handle.write(content)
-        for name in files:
-            os.replace(tmp[name], directory / name)
-    finally:
-        for path in tmp.values():
-            if path.exists():
-                path.unlink()
-
-
 def format_table(summary: dict) -> str:
     lines = [
         f"{summary.get('policy')} / {summary.get('drafter')} (γ={summary.get('gamma')}) on "
@@ -171,9 +153,9 @@ def main(argv: list[str]) -> int:
     except SystemExit as exit_:  # --help
         return int(exit_.code or 0)
     out = Path(args.out) if args.out else None
-    if out is not None and out.exists() and not out.is_dir():
-        raise InputError("exists and is not a directory", file=str(out), field="--out")
     cfg = load_config(args.config, args.sets)
+    if out is not None:  # before simulating: a bad --out must not throw a finished run away
+        safeio.check_dir(out)
     start = time.perf_counter()
     result = simulate(cfg, progress=not args.quiet)
     wall = time.perf_counter() - start
@@ -181,7 +163,7 @@ def main(argv: list[str]) -> int:
         print(format_table(result.summary))
         print(f"  {'wall time (s)':<30} {wall:>14.2f}")
     if out is not None:
-        _write_atomic(
+        safeio.write_files(
             out,
             {
                 "summary.json": dumps_json(result.summary),
