@@ -161,7 +161,12 @@ def prepare(cfg: SimConfig) -> Prepared:
     wcfg = cfg.workload
     table = _load_trace(cfg)
     workload = build_workload(wcfg, rngs, table)
-    need = workload.input_tokens + workload.output_tokens + cfg.drafter.effective_gamma
+    # int64 throughout: the config's bounds (sim.config.UPPER_BOUNDS) keep this sum far from overflow
+    need = (
+        np.asarray(workload.input_tokens, dtype=np.int64)
+        + np.asarray(workload.output_tokens, dtype=np.int64)
+        + cfg.drafter.effective_gamma
+    )
     worst = int(np.argmax(need))
     if need[worst] > cfg.server.kv_tokens:
         raise InputError(
