@@ -26,7 +26,7 @@ from typing import TextIO
 
 import numpy as np
 
-from sim.config_io import config_to_toml, load_config
+from sim.config_io import config_to_toml, load_config, locate
 from sim.curves import DOMAINS
 from specsched import safeio
 from specsched.errors import InputError
@@ -157,7 +157,10 @@ def main(argv: list[str]) -> int:
     if out is not None:  # before simulating: a bad --out must not throw a finished run away
         safeio.check_dir(out)
     start = time.perf_counter()
-    result = simulate(cfg, progress=not args.quiet)
+    try:
+        result = simulate(cfg, progress=not args.quiet)
+    except InputError as err:  # e.g. a cost table that does not exist: name the config line that set it
+        raise locate(err, args.config, args.sets) from None
     wall = time.perf_counter() - start
     if not args.quiet:
         print(format_table(result.summary))

@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     from sim.config import DrafterConfig, MetricsConfig, PolicyConfig, ServerConfig, SimConfig
     from sim.drafter import draft_seconds_table
     from sim.run import prepare
-    from specsched import CostTable
+    from specsched import CostTable, safeio
     from specsched.contracts import DOMAINS as SIM_DOMAINS
     from specsched.contracts import Profile, engine_domain, load_curves, read_profile, save_curves
 
@@ -218,8 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     # Input files first: a bad cost table or curves file is reported before any work starts.
     given = read_profile(args.cost) if args.cost else None
     curves = load_curves(args.curves) if args.curves else None
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = safeio.check_dir(args.out_dir, field="--out-dir")  # created and probed before any work
     bundle = load_bundle(args.checkpoints, [args.drafter])
     corpus = corpus_for(bundle)
     net = bundle.net(args.drafter)
@@ -419,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"{'':<8}{'KS(TPOT)':<20}{ks:>11.3f}")
     lines.append(f"worst |error| on throughput / mean TPOT: {100 * worst:.1f}% (goal <= 10%)")
     report["worst_error"] = worst
-    (out / "fidelity.json").write_text(json.dumps(report, indent=1, default=float) + "\n")
+    safeio.write_text(out / "fidelity.json", json.dumps(report, indent=1, default=float) + "\n")
     print("\n".join(lines))
     print(f"wrote {out / 'fidelity.json'}, {out}/cost_<policy>.csv, {curves_path}")
     return 0

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import specsched as S
+from specsched.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -96,5 +97,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="specbed plan", description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0, help="seed of the built-in scenarios")
     args = parser.parse_args(argv)
+    if args.seed < 0:
+        raise InputError(f"must be ≥ 0, got {args.seed}", field="--seed")
     print(render(args.seed))
     return 0
