@@ -87,10 +87,12 @@ def _drop(tmp: Path) -> None:
 def write_files(
     directory: str | os.PathLike[str], files: dict[str, Content], *, field: str = "--out"
 ) -> None:
-    """Write every file of `files` (name -> content) into `directory`, all or none.
+    """Write every file of `files` (name -> content) into `directory`.
 
     Each goes to a temporary name first; only when all are complete are they renamed over the old
-    files, so a failure (ENOSPC, permissions) leaves the previous files untouched and raises one line.
+    files, back to back, so a failure while writing (ENOSPC, permissions) leaves every previous file
+    untouched and raises one line. (A kill -9 between two of the renames, a window of microseconds, would
+    leave whole files of both runs, never a partial one.)
     """
     folder = Path(directory)
     tmps = {name: _tmp(folder / name) for name in files}
