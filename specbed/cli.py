@@ -25,6 +25,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("engine.cli", "run the losslessness suite of the real engine"),
     "engine": ("engine.measure.cli", "engine train / eval / profile / curves"),
     "fidelity": ("specbed.fidelity", "engine vs simulator on the same closed-loop workload"),
+    "cost": ("specbed.cost_cli", "cost fit / check: a cost model fitted to measured GPU steps"),
 }
 
 
