@@ -194,17 +194,23 @@ def _progress_printer(total: int, every_s: float = 2.0) -> Callable[[int, float]
     return report
 
 
-def simulate(config: SimConfig, *, progress: bool | Callable[[int, float], None] = False) -> SimResult:
+def simulate(
+    config: SimConfig,
+    *,
+    progress: bool | Callable[[int, float], None] = False,
+    observer: Callable[..., None] | None = None,
+) -> SimResult:
     """Run the simulator on `config` and return its results (no files written).
 
     progress: True prints progress with an ETA to stderr every ~2 s of wall time; a callable gets
     (completed requests, simulated seconds) every 1024 engine steps.
+    observer: called at the end of every engine step (`sim.server.Engine.observer`), e.g. the timeline.
     """
     t_start = time.perf_counter()
     prep = prepare(config)
     cfg, wl = config, prep.workload
     n = len(wl)
-    rec = Recorder(n, max_bins=4 * cfg.metrics.series_bins)
+    rec = Recorder(n, max_bins=4 * cfg.metrics.series_bins, gamma=cfg.drafter.effective_gamma)
     env = simpy.Environment()
     gamma = cfg.drafter.effective_gamma
     budget = cfg.server.max_num_batched_tokens
@@ -228,6 +234,7 @@ def simulate(config: SimConfig, *, progress: bool | Callable[[int, float], None]
         rng_conf=prep.rngs["confidence"],
         policy_cost=prep.policy_cost,
         prefill_request_s=float(cfg.server.prefill_request_seconds),
+        observer=observer,
         policy_draft_s=None
         if prep.policy_cost is None
         else draft_seconds_table(cfg.drafter, prep.policy_cost, cfg.server.max_num_seqs),
