@@ -27,7 +27,7 @@ import simpy
 import specsched
 from sim.acceptance import AcceptanceModel
 from sim.config import SimConfig
-from sim.curves import curve_matrix, load_curves
+from sim.curves import DOMAINS, curve_matrix, load_curves
 from sim.drafter import draft_seconds_table
 from sim.empirical import EmpiricalModel
 from sim.metrics import request_table, summarize, time_series
@@ -117,8 +117,6 @@ def prepare(cfg: SimConfig) -> Prepared:
     except ValueError as err:
         raise _as_input_error(err, "policy.name") from None
     curves = load_curves(cfg.drafter.curves) if cfg.drafter.curves else None
-    matrix = curve_matrix(curves, cfg.drafter.name, cfg.drafter.effective_gamma)
-    model = _acceptance_model(cfg, curves, matrix, rngs["model"])
     wcfg = cfg.workload
     table = None
     if wcfg.kind == "trace" or "trace" in (wcfg.input_dist, wcfg.output_dist):
@@ -138,6 +136,10 @@ def prepare(cfg: SimConfig) -> Prepared:
         if len(table) == 0:
             raise InputError("the trace has no requests", file=wcfg.trace, field="workload.trace")
     workload = build_workload(wcfg, rngs, table)
+    # Only the workload's domains need a curve (a curves file may give a drafter any subset of them).
+    present = tuple(DOMAINS[i] for i in np.unique(workload.domain)) or DOMAINS
+    matrix = curve_matrix(curves, cfg.drafter.name, cfg.drafter.effective_gamma, present)
+    model = _acceptance_model(cfg, curves, matrix, rngs["model"])
     need = workload.input_tokens + workload.output_tokens + cfg.drafter.effective_gamma
     worst = int(np.argmax(need))
     if need[worst] > cfg.server.kv_tokens:
