@@ -3,7 +3,8 @@
 Role: parse flags, run `sim.simulate`, print a summary table, and write the results:
 DIR/summary.json (the summary dict; NaN written as null), DIR/requests.csv (one row per request),
 DIR/series.csv (time series), DIR/confidence.json (the acceptance model's ECE/AUC report) and
-DIR/config.toml (the resolved config, which `specbed run DIR/config.toml` replays).
+DIR/config.toml (the resolved config, which `specbed run DIR/config.toml` replays); with --timeline also
+DIR/timeline.json (every engine step, Chrome Trace Event format: `sim.timeline`).
 
 Nothing is written until the config, every input file and the run itself have succeeded; then each file is
 written to a temporary name in DIR and renamed over the old one, so bad input leaves DIR untouched and a
@@ -75,6 +76,11 @@ def _parser() -> argparse.ArgumentParser:
         "--out", metavar="DIR", help="write summary.json, requests.csv, series.csv, config.toml here"
     )
     p.add_argument("--quiet", action="store_true", help="print no table and no progress")
+    p.add_argument(
+        "--timeline",
+        action="store_true",
+        help="also write DIR/timeline.json: every engine step in Chrome Trace Event format (Perfetto)",
+    )
     return p
 
 
@@ -173,9 +179,23 @@ def main(argv: list[str]) -> int:
     out = Path(args.out) if args.out else None
     if out is not None and out.exists() and not out.is_dir():
         raise InputError("exists and is not a directory", file=str(out), field="--out")
+    if args.timeline and out is None:
+        raise InputError("needs --out DIR (timeline.json is written there)", field="--timeline")
     cfg = load_config(args.config, args.sets)
+    timeline = None
+    if args.timeline:
+        from sim.timeline import TimelineWriter
+
+        out.mkdir(parents=True, exist_ok=True)
+        meta = {"policy": cfg.policy.name, "drafter": cfg.drafter.name, "seed": cfg.seed}
+        timeline = TimelineWriter(out / "timeline.json", gamma=cfg.drafter.effective_gamma, meta=meta)
     start = time.perf_counter()
-    result = simulate(cfg, progress=not args.quiet)
+    try:
+        result = simulate(cfg, progress=not args.quiet, observer=timeline)
+    except BaseException:
+        if timeline is not None:
+            timeline.abort()
+        raise
     wall = time.perf_counter() - start
     if not args.quiet:
         print(format_table(result.summary))
@@ -191,8 +211,11 @@ def main(argv: list[str]) -> int:
                 "config.toml": config_to_toml(cfg),
             },
         )
+        if timeline is not None:
+            timeline.close()
         if not args.quiet:
-            print(f"wrote {out}/summary.json, requests.csv, series.csv, confidence.json, config.toml")
+            extra = ", timeline.json" if timeline is not None else ""
+            print(f"wrote {out}/summary.json, requests.csv, series.csv, confidence.json, config.toml{extra}")
     return 0
 
 

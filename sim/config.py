@@ -32,8 +32,11 @@ WORKLOAD_KINDS = ("poisson", "gamma", "closed", "trace")
 LENGTH_DISTS = ("fixed", "uniform", "exponential", "lognormal", "trace")
 THINK_DISTS = ("fixed", "exponential")
 ROUTERS = ("round_robin", "least_outstanding")
-#: draft cost model per drafter (see sim.drafter)
-PARALLEL_DRAFTERS = ("dflash", "dspark")
+#: how a drafter's pass is priced (see sim.drafter): drafter.kind, or the built-in name's own kind
+DRAFTER_KINDS = ("parallel", "autoregressive", "free")
+BUILTIN_KINDS = {"none": "free", "mtp": "autoregressive", "eagle3": "autoregressive", "dflash": "parallel",
+                 "dspark": "parallel"}  # fmt: skip
+PARALLEL_DRAFTERS = tuple(name for name, kind in BUILTIN_KINDS.items() if kind == "parallel")
 
 
 def _fail(section: str, key: str, message: str) -> InputError:
@@ -131,10 +134,15 @@ class WorkloadConfig:
 class DrafterConfig:
     """The drafter and how its pass is priced (see `sim.drafter`).
 
-    name: "none" | "mtp" | "eagle3" | "dflash" | "dspark". gamma: drafts per request per step (γ; ignored,
-        i.e. 0, for "none"; at most the length of the drafter's acceptance curve).
-    layers: draft layers; default (None) 5 for dflash/dspark (the paper's offline drafters), 1 for
-        eagle3 and mtp. layer_cost: price of one draft layer relative to one target layer.
+    name: a built-in ("none" | "mtp" | "eagle3" | "dflash" | "dspark") or any drafter the `curves` file
+        names (n-gram, suffix, a team's own). gamma: drafts per request per step (γ; ignored, i.e. 0, for
+        "none"; at most the length of the drafter's acceptance curve).
+    kind: how its draft pass is priced (`sim.drafter`): "parallel" (one pass over R·γ positions, like
+        DFlash), "autoregressive" (γ passes over R tokens, like EAGLE-3) or "free" (no draft cost, like
+        n-gram lookup). Default (None): the built-in name's kind (dflash/dspark parallel, eagle3/mtp
+        autoregressive); required for any other name.
+    layers: draft layers; default (None) 5 for parallel drafters (the paper's offline drafters), 1 for
+        the others. layer_cost: price of one draft layer relative to one target layer.
     markov_overhead: DSpark's Markov head, as a fraction of an AR step over the same requests
         (paper Fig. 4: +0.2–1.3 % per round); only charged for "dspark".
     curves: optional JSON curves file (`sim.curves.load_curves`); default: the built-in curves.
@@ -152,10 +160,25 @@ class DrafterConfig:
     markov_overhead: float = 0.007
     curves: str | None = None
     cost: str | None = None
+    kind: str | None = None
 
     def __post_init__(self) -> None:
         s = self._section
-        _check_choice(s, "name", self.name, DRAFTERS)
+        if not isinstance(self.name, str) or not self.name:
+            raise _fail(s, "name", f"must be a drafter name; got {self.name!r}")
+        if self.name not in DRAFTERS and self.curves is None:
+            raise _fail(
+                s,
+                "name",
+                f"{self.name!r} is not a built-in drafter ({', '.join(DRAFTERS)}): set drafter.curves to a "
+                "curves file that names it (e.g. from `specbed curves from-vllm`)",
+            )
+        if self.kind is not None:
+            _check_choice(s, "kind", self.kind, DRAFTER_KINDS)
+        elif self.name not in BUILTIN_KINDS:
+            raise _fail(
+                s, "kind", f"is required for drafter {self.name!r}: one of {', '.join(DRAFTER_KINDS)}"
+            )
         if self.cost is not None and (not isinstance(self.cost, str) or not self.cost):
             raise _fail(s, "cost", "must name a CSV (tokens,seconds or requests,seconds) or a fit .json")
         _check_range(s, "gamma", self.gamma, 0)
@@ -170,10 +193,15 @@ class DrafterConfig:
         return 0 if self.name == "none" else self.gamma
 
     @property
+    def effective_kind(self) -> str:
+        """How the draft pass is priced: `kind`, else the built-in name's kind."""
+        return self.kind if self.kind is not None else BUILTIN_KINDS[self.name]
+
+    @property
     def effective_layers(self) -> int:
         if self.layers is not None:
             return self.layers
-        return 5 if self.name in PARALLEL_DRAFTERS else 1
+        return 5 if self.effective_kind == "parallel" else 1
 
 
 @dataclass(frozen=True)

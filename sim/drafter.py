@@ -4,12 +4,13 @@ Role: price the draft pass the server charges every step before verification, fr
 table (`CostTable.layer_seconds(B)` = one target-sized layer over B tokens). The drafter always drafts the
 full γ for every decoding request, whatever verify lengths the policy then picks.
 
+By `drafter.kind` (default: the built-in name's kind):
 - parallel ("dflash", "dspark"): one pass of its `layers` draft layers over R·γ positions (anchor + γ − 1
   mask tokens per request): layers · layer_cost · layer_seconds(R·γ).
 - autoregressive ("eagle3"): γ sequential passes of its layers over R tokens:
   γ · layers · layer_cost · layer_seconds(R).
-- "mtp": k = γ sequential one-layer (MTP-module) passes over R tokens, priced like EAGLE-3.
-- "none": 0.
+  "mtp": k = γ sequential one-layer (MTP-module) passes over R tokens, priced like EAGLE-3.
+- free ("none", and e.g. n-gram / suffix lookup): 0.
 - Markov head (DSpark only): γ tiny sequential sampling steps; modelled as `markov_overhead` times an AR
   verify step over the same R requests, latency(R) (paper Fig. 4: +0.2–1.3 % of a round).
 
@@ -30,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.config import PARALLEL_DRAFTERS, DrafterConfig
+from sim.config import DrafterConfig
 from specsched import CostTable, InputError
 
 
@@ -78,14 +79,14 @@ def draft_seconds_table(cfg: DrafterConfig, cost: CostTable, max_requests: int, 
     gamma = cfg.effective_gamma
     r = np.arange(max_requests + 1, dtype=np.int64)
     out = np.zeros(max_requests + 1, dtype=np.float64)
-    if gamma == 0 or max_requests == 0:
+    if gamma == 0 or max_requests == 0 or cfg.effective_kind == "free":
         return out
     live = r[1:]
     if cfg.cost is not None:
         out[1:] = _measured(cfg, live, gamma, tp)
         return out
     per_layer = cfg.layer_cost * cfg.effective_layers
-    if cfg.name in PARALLEL_DRAFTERS:
+    if cfg.effective_kind == "parallel":
         out[1:] = per_layer * cost.layer_seconds(live * gamma)
     else:  # eagle3, mtp: γ sequential passes over R tokens
         out[1:] = gamma * per_layer * cost.layer_seconds(live)

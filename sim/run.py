@@ -27,7 +27,7 @@ import simpy
 import specsched
 from sim.acceptance import AcceptanceModel
 from sim.config import SimConfig
-from sim.curves import curve_matrix, load_curves
+from sim.curves import DOMAINS, curve_matrix, load_curves
 from sim.drafter import draft_seconds_table, load_draft_cost
 from sim.empirical import EmpiricalModel
 from sim.metrics import request_table, summarize, time_series
@@ -131,8 +131,6 @@ def prepare(cfg: SimConfig) -> Prepared:
     except ValueError as err:
         raise _as_input_error(err, "policy.name") from None
     curves = load_curves(cfg.drafter.curves) if cfg.drafter.curves else None
-    matrix = curve_matrix(curves, cfg.drafter.name, cfg.drafter.effective_gamma)
-    model = _acceptance_model(cfg, curves, matrix, rngs["model"])
     wcfg = cfg.workload
     table = None
     if wcfg.kind == "trace" or "trace" in (wcfg.input_dist, wcfg.output_dist):
@@ -152,6 +150,10 @@ def prepare(cfg: SimConfig) -> Prepared:
         if len(table) == 0:
             raise InputError("the trace has no requests", file=wcfg.trace, field="workload.trace")
     workload = build_workload(wcfg, rngs, table)
+    # Only the workload's domains need a curve (a curves file may give a drafter any subset of them).
+    present = tuple(DOMAINS[i] for i in np.unique(workload.domain)) or DOMAINS
+    matrix = curve_matrix(curves, cfg.drafter.name, cfg.drafter.effective_gamma, present)
+    model = _acceptance_model(cfg, curves, matrix, rngs["model"])
     need = workload.input_tokens + workload.output_tokens + cfg.drafter.effective_gamma
     worst = int(np.argmax(need))
     if need[worst] > cfg.server.kv_tokens:
@@ -208,17 +210,23 @@ def _progress_printer(total: int, every_s: float = 2.0) -> Callable[[int, float]
     return report
 
 
-def simulate(config: SimConfig, *, progress: bool | Callable[[int, float], None] = False) -> SimResult:
+def simulate(
+    config: SimConfig,
+    *,
+    progress: bool | Callable[[int, float], None] = False,
+    observer: Callable[..., None] | None = None,
+) -> SimResult:
     """Run the simulator on `config` and return its results (no files written).
 
     progress: True prints progress with an ETA to stderr every ~2 s of wall time; a callable gets
     (completed requests, simulated seconds) every 1024 engine steps.
+    observer: called at the end of every engine step (`sim.server.Engine.observer`), e.g. the timeline.
     """
     t_start = time.perf_counter()
     prep = prepare(config)
     cfg, wl = config, prep.workload
     n = len(wl)
-    rec = Recorder(n, max_bins=4 * cfg.metrics.series_bins)
+    rec = Recorder(n, max_bins=4 * cfg.metrics.series_bins, gamma=cfg.drafter.effective_gamma)
     env = simpy.Environment()
     gamma = cfg.drafter.effective_gamma
     budget = cfg.server.max_num_batched_tokens
@@ -242,6 +250,7 @@ def simulate(config: SimConfig, *, progress: bool | Callable[[int, float], None]
         rng_conf=prep.rngs["confidence"],
         policy_cost=prep.policy_cost,
         prefill_request_s=float(cfg.server.prefill_request_seconds),
+        observer=observer,
         policy_draft_s=None
         if prep.policy_cost is None
         else draft_seconds_table(

@@ -61,6 +61,7 @@ class Engine:
     policy_cost, policy_draft_s: the table and draft seconds the policy plans with when they differ from
     the ones that time the steps (server.policy_cost); None = cost and draft_s.
     prefill_request_s: seconds added per request prefilling in a step (server.prefill_request_seconds).
+    observer: optional per-step callback (e.g. `sim.timeline.TimelineWriter`), see the field.
     """
 
     env: simpy.Environment
@@ -85,6 +86,9 @@ class Engine:
     policy_cost: CostTable | None = None
     policy_draft_s: np.ndarray | None = None
     prefill_request_s: float = 0.0
+    #: called at the end of every step as observer(replica, start, seconds, decoding requests, verify
+    #: tokens, prefill tokens, lengths, accepted, emitted tokens); None (the default) costs nothing
+    observer: Callable[..., None] | None = None
 
     def __post_init__(self) -> None:
         self.views: list[CostTable | None] = [None] * (self.max_num_seqs + 1)
@@ -293,11 +297,11 @@ class Replica:
                 self.gen[ready] += 1
                 emitted += int(ready.size)
                 self.n_decoding += int(ready.size)
-                rids = self.rid[ready]
-                first = rids[np.isnan(rec.first_token_s[rids])]
-                rec.first_token_s[first] = now
+                rec.prefilled(self.rid[ready], now)
         self.kv_used += emitted + prefill
-        rec.step(start, seconds, float(eng.draft_s[r]), r, verify, emitted)
+        rec.step(start, seconds, float(eng.draft_s[r]), r, verify, emitted, lengths, accepted)
+        if eng.observer is not None:  # off by default (the timeline): one None check per step
+            eng.observer(self, start, seconds, r, verify, prefill, lengths, accepted, emitted)
         n = self.n
         done = self.gen[:n] >= self.olen[:n]
         if done.any():
