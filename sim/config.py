@@ -20,7 +20,7 @@ May import: the standard library, `specsched` (errors, policy/cost names), `sim.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import ClassVar
 
 from sim.acceptance import AcceptanceConfig
@@ -37,6 +37,62 @@ DRAFTER_KINDS = ("parallel", "autoregressive", "free")
 BUILTIN_KINDS = {"none": "free", "mtp": "autoregressive", "eagle3": "autoregressive", "dflash": "parallel",
                  "dspark": "parallel"}  # fmt: skip
 PARALLEL_DRAFTERS = tuple(name for name, kind in BUILTIN_KINDS.items() if kind == "parallel")
+
+
+#: Largest value accepted for each numeric key ("section.key" -> bound; for `workload.mix`, each share).
+#: Checked when a config is built, i.e. before anything is allocated, and named in the error. A numeric
+#: key missing here gets DEFAULT_INT_MAX / DEFAULT_FLOAT_MAX; add a line when a key needs its own.
+#: The bounds keep every size the simulator allocates (requests × columns, batch × delay × γ history) and
+#: every int64 sum of token counts far from memory and overflow limits.
+UPPER_BOUNDS: dict[str, float] = {
+    "seed": 2**63 - 1,
+    "workload.rate": 1e6,  # arrivals / s
+    "workload.cv": 100.0,
+    "workload.concurrency": 1_000_000,
+    "workload.think_s": 1e7,  # seconds
+    "workload.num_requests": 10_000_000,
+    "workload.input_tokens": 10_000_000,
+    "workload.output_tokens": 10_000_000,
+    "workload.input_cv": 100.0,
+    "workload.output_cv": 100.0,
+    "workload.max_input_tokens": 10_000_000,
+    "workload.max_output_tokens": 10_000_000,
+    "workload.mix": 1e6,
+    "workload.speedup": 1e6,
+    "drafter.gamma": 64,
+    "drafter.layers": 1024,
+    "drafter.layer_cost": 1000.0,
+    "policy.k": 64,
+    "policy.threshold": 1.0,
+    "policy.delay": 64,  # steps of confidence history kept per running request
+    "server.replicas": 4096,
+    "server.tp": 4096,
+    "server.layers": 1024,
+    "server.max_num_seqs": 16_384,
+    "server.max_num_batched_tokens": 1 << 20,  # = specsched.cost.MAX_TOKENS, the largest table size
+    "server.kv_tokens": 10**12,
+    "server.prefill_request_seconds": 3600.0,
+    "metrics.slo_ttft_s": 1e7,
+    "metrics.slo_tpot_s": 1e7,
+    "metrics.series_bins": 1_000_000,
+}
+DEFAULT_INT_MAX = 10**9
+DEFAULT_FLOAT_MAX = 1e12
+
+
+def check_bounds(section: str, obj) -> None:
+    """Every numeric field of dataclass `obj` ≤ its UPPER_BOUNDS entry; InputError naming the key if not."""
+    for f in fields(obj):
+        values = getattr(obj, f.name)
+        dotted = f"{section}.{f.name}" if section else f.name
+        for value in values if isinstance(values, tuple) else (values,):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                continue
+            default = DEFAULT_INT_MAX if isinstance(value, int) else DEFAULT_FLOAT_MAX
+            bound = UPPER_BOUNDS.get(dotted, default)
+            if value > bound:
+                shown = f"{bound:,}" if isinstance(bound, int) else f"{bound:g}"
+                raise InputError(f"must be ≤ {shown} (its upper bound); got {value!r}", field=dotted)
 
 
 def _fail(section: str, key: str, message: str) -> InputError:
@@ -102,6 +158,7 @@ class WorkloadConfig:
 
     def __post_init__(self) -> None:
         s = self._section
+        check_bounds(s, self)
         _check_choice(s, "kind", self.kind, WORKLOAD_KINDS)
         _check_range(s, "rate", self.rate, 0, lo_open=True)
         _check_range(s, "cv", self.cv, 0, lo_open=True)
@@ -125,6 +182,8 @@ class WorkloadConfig:
         if not sum(self.mix) > 0:
             raise _fail(s, "mix", "shares must not all be 0")
         _check_range(s, "speedup", self.speedup, 0, lo_open=True)
+        if self.trace is not None and not self.trace.strip():
+            raise _fail(s, "trace", "is empty: name a trace file or built-in trace, or none")
         uses_trace = self.kind == "trace" or "trace" in (self.input_dist, self.output_dist)
         if uses_trace and not self.trace:
             raise _fail(s, "trace", "is required when workload.kind or a length distribution is 'trace'")
@@ -164,6 +223,7 @@ class DrafterConfig:
 
     def __post_init__(self) -> None:
         s = self._section
+        check_bounds(s, self)
         if not isinstance(self.name, str) or not self.name:
             raise _fail(s, "name", f"must be a drafter name; got {self.name!r}")
         if self.name not in DRAFTERS and self.curves is None:
@@ -186,6 +246,8 @@ class DrafterConfig:
             _check_range(s, "layers", self.layers, 1)
         _check_range(s, "layer_cost", self.layer_cost, 0)
         _check_range(s, "markov_overhead", self.markov_overhead, 0, 1)
+        if self.curves is not None and not self.curves.strip():
+            raise _fail(s, "curves", "is empty: name a curves file, or none for the built-in curves")
 
     @property
     def effective_gamma(self) -> int:
@@ -220,6 +282,7 @@ class PolicyConfig:
 
     def __post_init__(self) -> None:
         s = self._section
+        check_bounds(s, self)
         _check_choice(s, "name", self.name, POLICIES)
         if self.k is not None:
             _check_range(s, "k", self.k, 0)
@@ -282,6 +345,7 @@ class ServerConfig:
 
     def __post_init__(self) -> None:
         s = self._section
+        check_bounds(s, self)
         if not self.cost:
             raise _fail(s, "cost", "must name a built-in cost table or a CSV file")
         if self.policy_cost is not None and (not isinstance(self.policy_cost, str) or not self.policy_cost):
@@ -328,6 +392,7 @@ class MetricsConfig:
 
     def __post_init__(self) -> None:
         s = self._section
+        check_bounds(s, self)
         _check_range(s, "warmup", self.warmup, 0, 1, hi_open=True)
         _check_range(s, "drain", self.drain, 0, 1, hi_open=True)
         if self.warmup + self.drain >= 1:
@@ -354,6 +419,8 @@ class SimConfig:
 
     def __post_init__(self) -> None:
         _check_range("", "seed", self.seed, 0)
+        check_bounds("", self)  # seed; the sections checked their own (acceptance included, below)
+        check_bounds("acceptance", self.acceptance)
         if self.drafter.gamma > self.server.max_num_batched_tokens:
             raise _fail("drafter", "gamma", "must be ≤ server.max_num_batched_tokens")
 

@@ -25,6 +25,8 @@ Mode = Literal["step", "linear"]
 # Latencies for every integer B up to this bound are precomputed so that a policy's lookup of
 # sps(R .. R + R·γ) is one slice, not a search (the scheduler runs every engine step).
 _DENSE_MIN = 16_384
+#: largest batch size (tokens per step) a table may list: the dense lookup holds 2× this many float64s
+MAX_TOKENS = 1 << 20
 
 
 @dataclass(frozen=True, eq=False)
@@ -74,8 +76,11 @@ class CostTable:
             raise ValueError("cost table: empty (no points)")
         if tokens.size != seconds.size:
             raise ValueError(f"cost table: {tokens.size} token sizes but {seconds.size} latencies")
-        if not np.all(np.isfinite(tokens.astype(np.float64))) or np.any(tokens != np.round(tokens)):
+        as_float = tokens.astype(np.float64)
+        if not np.all(np.isfinite(as_float)) or np.any(as_float != np.round(as_float)):
             raise ValueError(f"cost table: tokens must be whole numbers, got {tokens.tolist()[:8]}")
+        if np.any(as_float > MAX_TOKENS):
+            raise ValueError(f"cost table: tokens must be ≤ {MAX_TOKENS}, got {as_float.max():.6g}")
         tokens = tokens.astype(np.int64)
         if tokens[0] < 1:
             raise ValueError(f"cost table: tokens must be ≥ 1, got {int(tokens[0])}")
@@ -150,9 +155,13 @@ class CostTable:
         """
         path = Path(path)
         try:
-            text = path.read_text()
+            text = path.read_text(encoding="utf-8")
         except OSError as err:
             raise InputError(f"cannot read cost table ({err.strerror or err})", file=str(path)) from None
+        except UnicodeDecodeError as err:
+            raise InputError(
+                f"not a UTF-8 text file (undecodable byte at offset {err.start})", file=str(path)
+            ) from None
         rows = [
             (i, line)
             for i, line in enumerate(text.splitlines(), start=1)
@@ -183,6 +192,13 @@ class CostTable:
                 raise InputError(
                     f"not a number: {cells[it]!r}", file=str(path), line=lineno, field=key
                 ) from None
+            if t.is_integer() and t > MAX_TOKENS:
+                raise InputError(
+                    f"must be ≤ {MAX_TOKENS} (the largest batch a table may list), got {cells[it]!r}",
+                    file=str(path),
+                    line=lineno,
+                    field="tokens",
+                )
             if not t.is_integer() or t < 1:
                 raise InputError(
                     f"must be a whole number ≥ 1, got {cells[it]!r}",
