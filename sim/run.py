@@ -177,7 +177,7 @@ def prepare(cfg: SimConfig) -> Prepared:
     present = tuple(DOMAINS[i] for i in np.unique(workload.domain)) or DOMAINS
     matrix = curve_matrix(curves, cfg.drafter.name, cfg.drafter.effective_gamma, present)
     model = _acceptance_model(cfg, curves, matrix, rngs["model"])
-    # int64 throughout: the config's bounds (sim.config.UPPER_BOUNDS) keep this sum far from overflow
+    # int64 throughout: the config's bounds (sim.bounds.UPPER_BOUNDS) keep this sum far from overflow
     need = (
         np.asarray(workload.input_tokens, dtype=np.int64)
         + np.asarray(workload.output_tokens, dtype=np.int64)
