@@ -61,6 +61,7 @@ class Engine:
     policy_cost, policy_draft_s: the table and draft seconds the policy plans with when they differ from
     the ones that time the steps (server.policy_cost); None = cost and draft_s.
     prefill_request_s: seconds added per request prefilling in a step (server.prefill_request_seconds).
+    draft_kv_s: the measured draft cost's seconds per KV token held (drafter.cost with a context column).
     """
 
     env: simpy.Environment
@@ -85,6 +86,7 @@ class Engine:
     policy_cost: CostTable | None = None
     policy_draft_s: np.ndarray | None = None
     prefill_request_s: float = 0.0
+    draft_kv_s: float = 0.0
 
     def __post_init__(self) -> None:
         self.views: list[CostTable | None] = [None] * (self.max_num_seqs + 1)
@@ -93,7 +95,7 @@ class Engine:
         """The table the policy plans with at R = r decoding requests holding `kv` KV tokens in all: the
         draft seconds and the context's KV reads both go into its fixed (ℓ-independent) term."""
         v = self._view(r)
-        extra = v.kv_token_seconds * kv
+        extra = (v.kv_token_seconds + self.draft_kv_s) * kv
         return v.with_draft(v.draft_seconds + extra) if extra else v
 
     def _view(self, r: int) -> CostTable:
@@ -203,7 +205,7 @@ class Replica:
         seconds = float(
             eng.draft_s[r]
             + eng.cost.request_seconds * self.n
-            + eng.cost.kv_token_seconds * self.kv_used
+            + (eng.cost.kv_token_seconds + eng.draft_kv_s) * self.kv_used
             + eng.latency[verify + prefill]
         )
         if eng.prefill_request_s and prefill:
