@@ -153,7 +153,8 @@ class DrafterConfig:
     cost: optional measured draft cost, replacing the layer-ratio pricing for any drafter kind: a CSV
         `tokens,seconds` (drafted positions in the step, R·γ → seconds of the whole draft pass), a CSV
         `requests,seconds` (requests drafting, R → seconds), or a fit file (`specbed cost fit` on
-        `phase = draft` rows, priced at R·γ tokens over R requests). See `sim.drafter`.
+        `phase = draft` rows, priced at R·γ tokens over R requests). A `context_tokens` column (or a
+        context-aware fit) adds the drafter's KV reads per context token held. See `sim.drafter`.
     """
 
     _section: ClassVar[str] = "drafter"
