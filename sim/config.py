@@ -146,6 +146,10 @@ class DrafterConfig:
     markov_overhead: DSpark's Markov head, as a fraction of an AR step over the same requests
         (paper Fig. 4: +0.2–1.3 % per round); only charged for "dspark".
     curves: optional JSON curves file (`sim.curves.load_curves`); default: the built-in curves.
+    cost: optional measured draft cost, replacing the layer-ratio pricing for any drafter kind: a CSV
+        `tokens,seconds` (drafted positions in the step, R·γ → seconds of the whole draft pass), a CSV
+        `requests,seconds` (requests drafting, R → seconds), or a fit file (`specbed cost fit` on
+        `phase = draft` rows, priced at R·γ tokens over R requests). See `sim.drafter`.
     """
 
     _section: ClassVar[str] = "drafter"
@@ -155,6 +159,7 @@ class DrafterConfig:
     layer_cost: float = 1.0
     markov_overhead: float = 0.007
     curves: str | None = None
+    cost: str | None = None
     kind: str | None = None
 
     def __post_init__(self) -> None:
@@ -174,6 +179,8 @@ class DrafterConfig:
             raise _fail(
                 s, "kind", f"is required for drafter {self.name!r}: one of {', '.join(DRAFTER_KINDS)}"
             )
+        if self.cost is not None and (not isinstance(self.cost, str) or not self.cost):
+            raise _fail(s, "cost", "must name a CSV (tokens,seconds or requests,seconds) or a fit .json")
         _check_range(s, "gamma", self.gamma, 0)
         if self.layers is not None:
             _check_range(s, "layers", self.layers, 1)
@@ -239,9 +246,11 @@ class PolicyConfig:
 class ServerConfig:
     """The deployment.
 
-    cost: a built-in cost table name (`specsched.BUILTIN_COSTS`) or a `tokens,seconds` CSV path; it gives
-        one replica's step latency. replicas: copies behind the router. tp: GPUs per replica (for
-        throughput per GPU); None = the built-in table's own GPU count (1 for a CSV).
+    cost: a built-in cost table name (`specsched.BUILTIN_COSTS`), a `tokens,seconds` CSV path, or a fit
+        file (`specbed cost fit`'s FIT.json, priced for `tp` and `ep`); it gives one replica's step
+        latency. replicas: copies behind the router. tp: GPUs per replica (for throughput per GPU, and the
+        tensor-parallel degree of a fit file's table); None = the built-in table's own GPU count (1 for a
+        CSV or fit file). ep: expert-parallel degree of a fit file's table (MoE models only); None = 1.
     cost_mode: how a CSV table is read between its points: "step" (the next measured size at or above B,
         as engines pad to captured sizes) or "linear" (interpolate); built-in tables ignore it.
     layers: target layers, to price draft layers (one draft layer = latency / layers); default: the
@@ -262,6 +271,7 @@ class ServerConfig:
     cost_mode: str = "step"
     replicas: int = 1
     tp: int | None = None
+    ep: int | None = None
     layers: int | None = None
     router: str = "least_outstanding"
     max_num_seqs: int = 256
@@ -280,6 +290,8 @@ class ServerConfig:
         _check_range(s, "replicas", self.replicas, 1)
         if self.tp is not None:
             _check_range(s, "tp", self.tp, 1)
+        if self.ep is not None:
+            _check_range(s, "ep", self.ep, 1)
         if self.layers is not None:
             _check_range(s, "layers", self.layers, 1)
         _check_choice(s, "router", self.router, ROUTERS)

@@ -28,7 +28,7 @@ import specsched
 from sim.acceptance import AcceptanceModel
 from sim.config import SimConfig
 from sim.curves import DOMAINS, curve_matrix, load_curves
-from sim.drafter import draft_seconds_table
+from sim.drafter import draft_seconds_table, load_draft_cost
 from sim.empirical import EmpiricalModel
 from sim.metrics import request_table, summarize, time_series
 from sim.recorder import Recorder
@@ -79,16 +79,28 @@ def _as_input_error(err: ValueError, fieldname: str) -> InputError:
 
 
 def _load_table(cfg: SimConfig, source: str, fieldname: str) -> specsched.CostTable:
-    """A cost table named by `source` (built-in name or CSV) with cfg.server's mode and layers."""
+    """A cost table named by `source` (built-in name, CSV or fit file) with cfg.server's mode, layers and
+    replica shape (tp, ep: fit files only)."""
     try:
-        cost = specsched.load_cost(source, mode=cfg.server.cost_mode)
+        cost = specsched.load_cost(source, mode=cfg.server.cost_mode, tp=cfg.server.tp, ep=cfg.server.ep)
     except ValueError as err:
         raise _as_input_error(err, fieldname) from None
     if cfg.server.layers is not None:
         cost = specsched.CostTable.from_points(
-            cost.tokens, cost.seconds, mode=cost.mode, layers=cfg.server.layers, name=cost.name
+            cost.tokens,
+            cost.seconds,
+            mode=cost.mode,
+            layers=cfg.server.layers,
+            name=cost.name,
+            request_seconds=cost.request_seconds,
+            kv_token_seconds=cost.kv_token_seconds,
         )
-    elif source not in specsched.BUILTIN_COSTS and cfg.drafter.effective_gamma > 0:
+    elif (
+        source not in specsched.BUILTIN_COSTS
+        and not source.lower().endswith(".json")
+        and cfg.drafter.effective_gamma > 0
+        and cfg.drafter.cost is None
+    ):
         raise InputError(
             "is required with a CSV cost table to price the draft layers "
             "(the number of target layers the table's latency covers)",
@@ -102,6 +114,8 @@ def prepare(cfg: SimConfig) -> Prepared:
     seeds = np.random.SeedSequence(cfg.seed).spawn(len(STREAMS))
     rngs = {name: np.random.default_rng(s) for name, s in zip(STREAMS, seeds)}
     cost = _load_table(cfg, cfg.server.cost, "server.cost")
+    if cfg.drafter.cost is not None and cfg.drafter.effective_gamma > 0:
+        load_draft_cost(cfg.drafter.cost, tp=cfg.server.tp or 1)  # bad input fails before any work
     policy_cost = None
     if cfg.server.policy_cost is not None:
         policy_cost = _load_table(cfg, cfg.server.policy_cost, "server.policy_cost")
@@ -230,7 +244,7 @@ def simulate(
         output_tokens=wl.output_tokens,
         domain=wl.domain,
         latent=prep.latent,
-        draft_s=draft_seconds_table(cfg.drafter, prep.cost, cfg.server.max_num_seqs),
+        draft_s=draft_seconds_table(cfg.drafter, prep.cost, cfg.server.max_num_seqs, tp=cfg.server.tp or 1),
         latency=np.asarray(prep.cost.latency(np.arange(budget + 1)), dtype=np.float64),
         rng_accept=prep.rngs["acceptance"],
         rng_conf=prep.rngs["confidence"],
@@ -239,7 +253,9 @@ def simulate(
         observer=observer,
         policy_draft_s=None
         if prep.policy_cost is None
-        else draft_seconds_table(cfg.drafter, prep.policy_cost, cfg.server.max_num_seqs),
+        else draft_seconds_table(
+            cfg.drafter, prep.policy_cost, cfg.server.max_num_seqs, tp=cfg.server.tp or 1
+        ),
     )
     replicas = [Replica(i, eng) for i in range(cfg.server.replicas)]
     router = Router(replicas, cfg.server.router)

@@ -28,6 +28,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "curves": ("sim.vllm.cli", "curves from-vllm: a curves file from vLLM's acceptance counters"),
     "export": ("sim.vllm.cli", "a run's results in vllm bench serve's shape"),
     "compare": ("sim.vllm.cli", "a simulated run beside a vllm bench serve result"),
+    "cost": ("specbed.cost_cli", "cost fit / check: a cost model fitted to measured GPU steps"),
 }
 
 
