@@ -89,11 +89,13 @@ def draft_seconds_table(cfg: DrafterConfig, cost: CostTable, max_requests: int, 
     gamma = cfg.effective_gamma
     r = np.arange(max_requests + 1, dtype=np.int64)
     out = np.zeros(max_requests + 1, dtype=np.float64)
-    if gamma == 0 or max_requests == 0 or cfg.effective_kind == "free":
+    if gamma == 0 or max_requests == 0:
         return out
     live = r[1:]
     if cfg.cost is not None:
         out[1:] = _measured(cfg, live, gamma, tp)
+        return out
+    if cfg.effective_kind == "free":
         return out
     per_layer = cfg.layer_cost * cfg.effective_layers
     if cfg.effective_kind == "parallel":
