@@ -82,6 +82,7 @@ def _load_table(cfg: SimConfig, source: str, fieldname: str) -> specsched.CostTa
     """A cost table named by `source` (built-in name or CSV) with cfg.server's mode and layers."""
     try:
         cost = specsched.load_cost(source, mode=cfg.server.cost_mode)
+        cost = _with_graphs(cfg, source, cost)
     except ValueError as err:
         raise _as_input_error(err, fieldname) from None
     if cfg.server.layers is not None:
@@ -95,6 +96,30 @@ def _load_table(cfg: SimConfig, source: str, fieldname: str) -> specsched.CostTa
             field="server.layers",
         )
     return cost
+
+
+def _with_graphs(cfg: SimConfig, source: str, cost: specsched.CostTable) -> specsched.CostTable:
+    """`cost` re-padded to the config's CUDA-graph capture sizes, when the config sets them."""
+    srv = cfg.server
+    if not srv.models_graphs:
+        return cost
+    builtin = source in specsched.BUILTIN_COSTS
+    own = specsched.builtin_graphs(source) if builtin else None
+    eager = srv.eager_factor or (own[1] if own else specsched.graphs.EAGER_FACTOR)
+    base = specsched.builtin_cost(source, graphs=False) if builtin else cost
+    return specsched.with_cudagraphs(
+        base,
+        srv.cudagraph_capture_sizes,
+        max_capture_size=srv.max_cudagraph_capture_size,
+        eager_factor=eager,
+        name=cost.name,
+    )
+
+
+def _draft_table(cfg: SimConfig, cost: specsched.CostTable, source: str | None) -> np.ndarray:
+    """Draft seconds by decoding-request count: the built-in setup's own table when it ships one."""
+    per_request = specsched.builtin_draft_cost(source) if source in specsched.BUILTIN_COSTS else None
+    return draft_seconds_table(cfg.drafter, cost, cfg.server.max_num_seqs, per_request=per_request)
 
 
 def prepare(cfg: SimConfig) -> Prepared:
@@ -222,7 +247,7 @@ def simulate(config: SimConfig, *, progress: bool | Callable[[int, float], None]
         output_tokens=wl.output_tokens,
         domain=wl.domain,
         latent=prep.latent,
-        draft_s=draft_seconds_table(cfg.drafter, prep.cost, cfg.server.max_num_seqs),
+        draft_s=_draft_table(cfg, prep.cost, cfg.server.cost),
         latency=np.asarray(prep.cost.latency(np.arange(budget + 1)), dtype=np.float64),
         rng_accept=prep.rngs["acceptance"],
         rng_conf=prep.rngs["confidence"],
@@ -230,7 +255,7 @@ def simulate(config: SimConfig, *, progress: bool | Callable[[int, float], None]
         prefill_request_s=float(cfg.server.prefill_request_seconds),
         policy_draft_s=None
         if prep.policy_cost is None
-        else draft_seconds_table(cfg.drafter, prep.policy_cost, cfg.server.max_num_seqs),
+        else _draft_table(cfg, prep.policy_cost, cfg.server.policy_cost),
     )
     replicas = [Replica(i, eng) for i in range(cfg.server.replicas)]
     router = Router(replicas, cfg.server.router)
