@@ -14,7 +14,8 @@ Sections (TOML tables) and their public keys — every key can be set with `--se
   confidence-estimate knobs (difficulty spread, step noise, AUC, over-confidence, STS).
 - `[metrics]` (`MetricsConfig`): steady-state window, SLOs for goodput, time-series resolution.
 
-May import: the standard library, `specsched` (errors, policy/cost names, graph sizes), `sim.acceptance`, `sim.curves`.
+May import: the standard library, `specsched` (errors, policy/cost names, graph sizes), `sim.acceptance`,
+`sim.curves`.
 """
 
 from __future__ import annotations
