@@ -80,3 +80,13 @@ def test_b300_and_the_v4pro_setup():
     one = draft.latency(1) + t.step_seconds(8, 1)
     assert one == pytest.approx(3.40 * 3.7e-3, rel=0.02)
     assert specsched.builtin_draft_cost("h200-v4flash") is None
+
+
+def test_early_stop_stalls_on_the_staircase_where_the_global_search_does_not():
+    """Algorithm 1 stops at the first admission that does not raise Θ: with 8 requests the 9th token runs
+    the 16-token graph, so `dspark` admits nothing; the full search (`dspark_global`) admits the drafts.
+    This is why production sizes the budget by a global search on a jagged (padded) table."""
+    t = specsched.builtin_cost("b300x8-v4pro").with_draft(4e-3)
+    conf = np.full((8, 7), 0.8)
+    assert specsched.make_policy("dspark")(conf, t).sum() == 0
+    assert specsched.make_policy("dspark_global", delay=1)(conf, t, stale=conf).sum() == 56
