@@ -236,6 +236,8 @@ class ServerConfig:
         = the table as it is (a built-in setup that models graphs keeps its own). They re-pad the
         built-in's graph-free table, a CSV's points, and `policy_cost` alike. eager_factor: ≥ 1; None =
         the built-in setup's own, else `specsched.graphs.EAGER_FACTOR`.
+    A built-in setup that ships a draft pass by request count (`specsched.builtin_draft_cost`, e.g.
+    "b300x8-v4pro") prices drafting from it: drafter.layers and layer_cost are then unused.
     """
 
     _section: ClassVar[str] = "server"

@@ -69,9 +69,10 @@ def with_cudagraphs(
     """`table` as an engine with captured CUDA graphs pays it (see the module docstring).
 
     capture_sizes: the captured token counts; None = `vllm_capture_sizes(max_capture_size)`, and with both
-        given the sizes above `max_capture_size` are dropped (vLLM's rule). eager_factor ≥ 1: eager cost
-        over graph cost past the limit. The draft, per-request and layer fields are kept. Applying it to
-        a table that already is one re-pads the padded costs (idempotent on the same sizes).
+        given the sizes above `max_capture_size` are dropped (vLLM's rule; the smallest is always kept).
+        eager_factor ≥ 1: eager cost over graph cost past the limit. The draft, per-request and layer
+        fields are kept. Applying it to a table that already is one re-pads the padded costs (idempotent
+        on the same sizes).
     """
     if not (math.isfinite(eager_factor) and eager_factor >= 1.0):
         raise ValueError(f"eager_factor must be a number ≥ 1, got {eager_factor!r}")
