@@ -18,7 +18,8 @@ One engine step of a replica, at time t (`Replica._plan`, then `yield timeout`, 
 3. Prefill: the token budget left after verify tokens (verify first, as vLLM) goes to running requests
    still prefilling, in admission order, then to waiting requests admitted FIFO while `max_num_seqs`,
    the budget and free KV allow (no admission in a step that preempted). Chunks are limited by free KV.
-4. Time: step = draft_s(R) + cost.request_seconds · (running requests) + cost.latency(prefill tokens
+4. Time: step = draft_s(R) + cost.request_seconds · (running requests) + cost.kv_token_seconds · (KV
+   tokens they hold: prompt + generated, or the computed part of a prompt) + cost.latency(prefill tokens
    + Σ (1 + ℓ_r)) + server.prefill_request_seconds · (requests prefilling in this step) (see `sim.drafter`
    and `specsched.CostTable`).
 5. At t + step: each decoding request emits min(accepted + 1, tokens still owed); a request whose
@@ -60,6 +61,7 @@ class Engine:
     policy_cost, policy_draft_s: the table and draft seconds the policy plans with when they differ from
     the ones that time the steps (server.policy_cost); None = cost and draft_s.
     prefill_request_s: seconds added per request prefilling in a step (server.prefill_request_seconds).
+    observer: optional per-step callback (e.g. `sim.timeline.TimelineWriter`), see the field.
     """
 
     env: simpy.Environment
@@ -84,11 +86,21 @@ class Engine:
     policy_cost: CostTable | None = None
     policy_draft_s: np.ndarray | None = None
     prefill_request_s: float = 0.0
+    #: called at the end of every step as observer(replica, start, seconds, decoding requests, verify
+    #: tokens, prefill tokens, lengths, accepted, emitted tokens); None (the default) costs nothing
+    observer: Callable[..., None] | None = None
 
     def __post_init__(self) -> None:
         self.views: list[CostTable | None] = [None] * (self.max_num_seqs + 1)
 
-    def view(self, r: int) -> CostTable:
+    def view(self, r: int, kv: int = 0) -> CostTable:
+        """The table the policy plans with at R = r decoding requests holding `kv` KV tokens in all: the
+        draft seconds and the context's KV reads both go into its fixed (ℓ-independent) term."""
+        v = self._view(r)
+        extra = v.kv_token_seconds * kv
+        return v.with_draft(v.draft_seconds + extra) if extra else v
+
+    def _view(self, r: int) -> CostTable:
         v = self.views[r]
         if v is None:
             if self.policy_cost is None:
@@ -168,7 +180,9 @@ class Replica:
             if r and gamma:
                 true, conf = eng.model.step(self.dom[di], self.lat[di], eng.rng_accept, eng.rng_conf)
                 stale = self._stale(di, conf) if self.hist is not None else None
-                lengths = eng.policy(conf, eng.view(r), stale=stale, max_batch_tokens=eng.max_batch_tokens)
+                lengths = eng.policy(
+                    conf, eng.view(r, self.kv_used), stale=stale, max_batch_tokens=eng.max_batch_tokens
+                )
                 accepted = eng.model.sample_accepted(true, lengths, eng.rng_accept)
                 verify = r + int(lengths.sum())
             else:
@@ -188,8 +202,14 @@ class Replica:
                 break
             # Only prefilling requests whose next chunk does not fit in KV: free some and plan again.
             self._preempt_newest(now)
-        # Attention reads every running request's KV once per step, prefilling ones included.
-        seconds = float(eng.draft_s[r] + eng.cost.request_seconds * self.n + eng.latency[verify + prefill])
+        # Attention reads every running request's KV once per step, prefilling ones included: a fixed
+        # charge per request plus, for a context-aware table, one per KV token held (kv_used = Σ context).
+        seconds = float(
+            eng.draft_s[r]
+            + eng.cost.request_seconds * self.n
+            + eng.cost.kv_token_seconds * self.kv_used
+            + eng.latency[verify + prefill]
+        )
         if eng.prefill_request_s and prefill:
             seconds += eng.prefill_request_s * int(np.count_nonzero(chunks))
         self.plan = (di, r, lengths, accepted, pf, chunks, prefill, now, seconds, verify)
@@ -277,11 +297,11 @@ class Replica:
                 self.gen[ready] += 1
                 emitted += int(ready.size)
                 self.n_decoding += int(ready.size)
-                rids = self.rid[ready]
-                first = rids[np.isnan(rec.first_token_s[rids])]
-                rec.first_token_s[first] = now
+                rec.prefilled(self.rid[ready], now)
         self.kv_used += emitted + prefill
-        rec.step(start, seconds, float(eng.draft_s[r]), r, verify, emitted)
+        rec.step(start, seconds, float(eng.draft_s[r]), r, verify, emitted, lengths, accepted)
+        if eng.observer is not None:  # off by default (the timeline): one None check per step
+            eng.observer(self, start, seconds, r, verify, prefill, lengths, accepted, emitted)
         n = self.n
         done = self.gen[:n] >= self.olen[:n]
         if done.any():

@@ -8,7 +8,6 @@ made here; nothing else in specbed decides verify lengths. Imports numpy and the
 from specsched.builtin import (
     BUILTIN_COSTS,
     builtin_cost,
-    builtin_draft_cost,
     builtin_gpus_per_replica,
     builtin_graphs,
     load_cost,
@@ -38,7 +37,6 @@ __all__ = [
     "ModelShape",
     "Policy",
     "builtin_cost",
-    "builtin_draft_cost",
     "builtin_gpus_per_replica",
     "builtin_graphs",
     "check_conf",

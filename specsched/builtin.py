@@ -3,11 +3,10 @@
 All built-ins are roofline-synthesized (`specsched.hardware`): labelled "-like" where the model's shape
 is an assumption. A measured profile (`specbed engine profile --out cost.csv`) always beats them.
 Setups listed in `_GRAPHS` model an engine that replays CUDA graphs (`specsched.graphs`: padding to the
-captured sizes, eager cliff past them); setups in `_DRAFT` ship a draft pass priced by request count
-(`builtin_draft_cost`), as vLLM's adaptive verification profiles it.
+captured sizes, eager cliff past them).
 
 May import: numpy, the standard library, specsched.cost, specsched.graphs, specsched.hardware,
-specsched.errors.
+specsched.errors, specsched.fit.
 """
 
 from __future__ import annotations
@@ -19,14 +18,19 @@ from specsched.cost import CostTable
 from specsched.errors import InputError
 from specsched.graphs import with_cudagraphs
 
+_CTX = {"context_tokens": None}
+# The V4-like tables keep a fixed 4,096-token context per request: it stands for the context of a
+# disaggregated decode instance, which the figures' 16-token prompts do not carry (paper_figs.common).
 _EP_NET = {"context_tokens": 4096, "link_bw": 60e9, "overlap_comm": True}
 
 #: name -> (model shape, gpu, GPUs per replica, roofline knobs)
 _SPECS: dict[str, tuple[str, str, int, dict]] = {
-    "h100-dense8b": ("dense-8b", "h100", 1, {}),
-    "h200-dense8b": ("dense-8b", "h200", 1, {}),
-    "h100-dense70b-tp4": ("dense-70b", "h100", 4, {}),
-    "h200-dense70b-tp4": ("dense-70b", "h200", 4, {}),
+    # Dense tables are context-aware: each step is charged its requests' actual KV context. At the
+    # 1,024-token context they used to assume for every request, their step times are unchanged.
+    "h100-dense8b": ("dense-8b", "h100", 1, _CTX),
+    "h200-dense8b": ("dense-8b", "h200", 1, _CTX),
+    "h100-dense70b-tp4": ("dense-70b", "h100", 4, _CTX),
+    "h200-dense70b-tp4": ("dense-70b", "h200", 4, _CTX),
     # V4-like MoE, served DeepSeek-style: data-parallel attention, experts spread over a large EP group
     # across nodes, dispatch/combine overlapped with compute (two micro-batches). These tables are per GPU
     # (one DP rank's batch); "concurrency" in the paper's Fig. 8 is per rank. Context length, the
@@ -42,8 +46,9 @@ _SPECS: dict[str, tuple[str, str, int, dict]] = {
     # batch touches and does 1/8 of its FLOPs), NVLink 5 at 900 GB/s per direction, KV read at the blog's
     # 8,192-token profiling context. FITTED to the blog by simulating its sweep (paper_figs/REPRODUCTION.md,
     # "vLLM adaptive verification"): eta_f = 0.0573 (an effective compute efficiency; it folds in attention
-    # over 8K of context, the sparse-attention indexer and MoE GEMM inefficiency) together with the draft
-    # scale below, so that the adaptive arm at concurrency 256 runs the blog's 26.0 ms per token; then
+    # over 8K of context, the sparse-attention indexer and MoE GEMM inefficiency) together with the scale
+    # of its draft table (paper_figs/data/b300x8-v4pro-draft.csv, given as `drafter.cost`), so that the
+    # adaptive arm at concurrency 256 runs the blog's 26.0 ms per token; then
     # c0 = 56 µs per layer so that a concurrency-1 step verifying all 7 drafts takes 3.40 × 3.7 ms (the
     # blog's TPOT there at τ ≈ 3.4).
     "b300x8-v4pro": (
@@ -59,16 +64,6 @@ _SPECS: dict[str, tuple[str, str, int, dict]] = {
 #: concurrency 256 near the blog's "26 % below no speculation"; the blog's one measured jump (V4-Flash TP 4,
 #: 20.6 → 104 ms, ×5.05, `graphs.EAGER_FACTOR`) is for another model and TP and overshoots on this table.
 _GRAPHS: dict[str, tuple[int, float]] = {"b300x8-v4pro": (1024, 1.56)}
-
-#: draft pass seconds by decoding-request count: name -> ((requests...), (seconds...)), linear between.
-#: The SHAPE is the blog's V4-Flash TP 4 draft table (0.9 ms at 1 request, 5.4 ms at 256); the SCALE, ×4
-#: for V4-Pro at TP 8, is FITTED with eta_f above: at this eta_f, ×4 is the one of ×2 and ×4 whose
-#: simulated adaptive arm runs the blog's 26 ms per token at concurrency 256 (25.2; ×2 — what per-GPU
-#: bytes of one draft layer alone suggest, 1.6T/61/8 ≈ 3.3 GB vs 284B/43/4 ≈ 1.65 GB — gives 21.8).
-#: It covers the whole drafter (its layers, Markov head, sampling) and does not depend on γ.
-_DRAFT: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {
-    "b300x8-v4pro": ((1, 256), (3.6e-3, 21.6e-3)),
-}
 
 BUILTIN_COSTS: tuple[str, ...] = tuple(_SPECS)
 
@@ -100,27 +95,27 @@ def builtin_graphs(name: str) -> tuple[int, float] | None:
     return _GRAPHS.get(name)
 
 
-@cache
-def builtin_draft_cost(name: str) -> CostTable | None:
-    """The built-in setup's draft pass by request count, or None when it prices drafting by layers.
-
-    Returned as a `CostTable` indexed by REQUESTS, not tokens: `latency(R)` = seconds of one draft pass
-    over R decoding requests ("linear" between the points, flat below the first).
-    """
-    if name not in _DRAFT:
-        return None
-    requests, seconds = _DRAFT[name]
-    return CostTable.from_points(requests, seconds, mode="linear", name=f"{name}:draft-by-requests")
-
-
-def load_cost(spec: str | Path, *, mode: str = "step") -> CostTable:
-    """A built-in table by name, or a `tokens,seconds` CSV by path (InputError if neither)."""
+def load_cost(
+    spec: str | Path, *, mode: str = "step", tp: int | None = None, ep: int | None = None
+) -> CostTable:
+    """A built-in table by name, a `tokens,seconds` CSV by path, or a fit file (`specbed cost fit`'s
+    FIT.json) priced for a `tp`-GPU replica with `ep`-way expert parallelism (both default 1; they
+    apply to fit files only). InputError if none of these."""
     if isinstance(spec, str) and spec in _SPECS:
         return builtin_cost(spec)
     path = Path(spec)
+    if path.suffix.lower() == ".json":
+        from specsched.fit import fit_table, load_fit  # a fit file: the roofline with its knobs
+
+        fitted = load_fit(path)
+        try:
+            return fit_table(fitted, tp=tp or 1, ep=ep or 1)
+        except ValueError as err:
+            raise InputError(str(err), file=str(path)) from None
     if path.suffix.lower() == ".csv" or path.exists():
         return CostTable.from_csv(path, mode=mode)  # type: ignore[arg-type]
     raise InputError(
-        f"unknown cost table {str(spec)!r}: not a built-in ({', '.join(BUILTIN_COSTS)}) and not a CSV file",
+        f"unknown cost table {str(spec)!r}: not a built-in ({', '.join(BUILTIN_COSTS)}), "
+        "a CSV or a fit .json",
         field="server.cost",
     )

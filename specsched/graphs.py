@@ -70,9 +70,9 @@ def with_cudagraphs(
 
     capture_sizes: the captured token counts; None = `vllm_capture_sizes(max_capture_size)`, and with both
         given the sizes above `max_capture_size` are dropped (vLLM's rule; the smallest is always kept).
-        eager_factor ≥ 1: eager cost over graph cost past the limit. The draft, per-request and layer
-        fields are kept. Applying it to a table that already is one re-pads the padded costs (idempotent
-        on the same sizes).
+        eager_factor ≥ 1: eager cost over graph cost past the limit. The draft, per-request, per-KV-token
+        and layer fields are kept. Applying it to a table that already is one re-pads the padded costs
+        (idempotent on the same sizes).
     """
     if not (math.isfinite(eager_factor) and eager_factor >= 1.0):
         raise ValueError(f"eager_factor must be a number ≥ 1, got {eager_factor!r}")
@@ -95,4 +95,5 @@ def with_cudagraphs(
         layers=table.layers,
         name=name or f"{table.name}+graphs≤{limit}",
         request_seconds=table.request_seconds,
+        kv_token_seconds=table.kv_token_seconds,
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import specsched
@@ -52,18 +51,19 @@ def test_bad_graph_keys_name_the_key(item, field):
     assert f"'{field}'" in str(info.value) and "\n" not in str(info.value)
 
 
-def test_draft_priced_by_request_count():
-    per = specsched.builtin_draft_cost("b300x8-v4pro")
-    cfg = config("drafter.gamma=7").drafter
-    table = draft_seconds_table(cfg, specsched.builtin_cost("h200-v4flash"), 256, per_request=per)
+def test_the_v4pro_draft_table_is_a_requests_csv():
+    """The b300x8-v4pro draft pass is data for #12's drafter.cost (seconds by request count)."""
+    from paper_figs.vllm_adaptive import DRAFT
+
+    cfg = config("drafter.gamma=7", f"drafter.cost={DRAFT}").drafter
+    table = draft_seconds_table(cfg, specsched.builtin_cost("b300x8-v4pro"), 256)
     assert table[0] == 0 and table[1] == pytest.approx(3.6e-3) and table[256] == pytest.approx(21.6e-3)
-    none = draft_seconds_table(config("drafter.name=none").drafter, per, 4, per_request=per)
-    assert np.all(none == 0)
     res = run(
         "server.cost=b300x8-v4pro",
+        f"drafter.cost={DRAFT}",
         "workload.kind=closed",
         "workload.concurrency=4",
         "workload.num_requests=8",
         "workload.output_tokens=16",
     )
-    assert res.summary["draft_s_mean"] == pytest.approx(float(per.latency(4)), rel=0.5)
+    assert res.summary["draft_s_mean"] == pytest.approx(float(table[4]), rel=0.5)
