@@ -21,10 +21,11 @@ May import: the standard library, `specsched` (errors, policy/cost names, graph 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from sim.acceptance import AcceptanceConfig
+from sim.bounds import check_bounds
 from sim.curves import DOMAINS, DRAFTERS
 from specsched import POLICIES, policy_params
 from specsched.errors import InputError
@@ -39,65 +40,6 @@ DRAFTER_KINDS = ("parallel", "autoregressive", "free")
 BUILTIN_KINDS = {"none": "free", "mtp": "autoregressive", "eagle3": "autoregressive", "dflash": "parallel",
                  "dspark": "parallel"}  # fmt: skip
 PARALLEL_DRAFTERS = tuple(name for name, kind in BUILTIN_KINDS.items() if kind == "parallel")
-
-
-#: Largest value accepted for each numeric key ("section.key" -> bound; for `workload.mix`, each share).
-#: Checked when a config is built, i.e. before anything is allocated, and named in the error. A numeric
-#: key missing here gets DEFAULT_INT_MAX / DEFAULT_FLOAT_MAX; add a line when a key needs its own.
-#: The bounds keep every size the simulator allocates (requests × columns, batch × delay × γ history) and
-#: every int64 sum of token counts far from memory and overflow limits.
-UPPER_BOUNDS: dict[str, float] = {
-    "seed": 2**63 - 1,
-    "workload.rate": 1e6,  # arrivals / s
-    "workload.cv": 100.0,
-    "workload.concurrency": 1_000_000,
-    "workload.think_s": 1e7,  # seconds
-    "workload.num_requests": 10_000_000,
-    "workload.input_tokens": 10_000_000,
-    "workload.output_tokens": 10_000_000,
-    "workload.input_cv": 100.0,
-    "workload.output_cv": 100.0,
-    "workload.max_input_tokens": 10_000_000,
-    "workload.max_output_tokens": 10_000_000,
-    "workload.mix": 1e6,
-    "workload.speedup": 1e6,
-    "drafter.gamma": 64,
-    "drafter.layers": 1024,
-    "drafter.layer_cost": 1000.0,
-    "policy.k": 64,
-    "policy.threshold": 1.0,
-    "policy.delay": 64,  # steps of confidence history kept per running request
-    "server.replicas": 4096,
-    "server.tp": 4096,
-    "server.layers": 1024,
-    "server.max_num_seqs": 16_384,
-    "server.max_num_batched_tokens": 1 << 20,  # = specsched.cost.MAX_TOKENS, the largest table size
-    "server.kv_tokens": 10**12,
-    "server.prefill_request_seconds": 3600.0,
-    "server.max_cudagraph_capture_size": 1 << 16,  # eager points are tabulated per token up to 2× it
-    "server.cudagraph_capture_sizes": 1 << 16,
-    "server.eager_factor": 1000.0,
-    "metrics.slo_ttft_s": 1e7,
-    "metrics.slo_tpot_s": 1e7,
-    "metrics.series_bins": 1_000_000,
-}
-DEFAULT_INT_MAX = 10**9
-DEFAULT_FLOAT_MAX = 1e12
-
-
-def check_bounds(section: str, obj) -> None:
-    """Every numeric field of dataclass `obj` ≤ its UPPER_BOUNDS entry; InputError naming the key if not."""
-    for f in fields(obj):
-        values = getattr(obj, f.name)
-        dotted = f"{section}.{f.name}" if section else f.name
-        for value in values if isinstance(values, tuple) else (values,):
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                continue
-            default = DEFAULT_INT_MAX if isinstance(value, int) else DEFAULT_FLOAT_MAX
-            bound = UPPER_BOUNDS.get(dotted, default)
-            if value > bound:
-                shown = f"{bound:,}" if isinstance(bound, int) else f"{bound:g}"
-                raise InputError(f"must be ≤ {shown} (its upper bound); got {value!r}", field=dotted)
 
 
 def _fail(section: str, key: str, message: str) -> InputError:
@@ -213,7 +155,8 @@ class DrafterConfig:
     cost: optional measured draft cost, replacing the layer-ratio pricing for any drafter kind: a CSV
         `tokens,seconds` (drafted positions in the step, R·γ → seconds of the whole draft pass), a CSV
         `requests,seconds` (requests drafting, R → seconds), or a fit file (`specbed cost fit` on
-        `phase = draft` rows, priced at R·γ tokens over R requests). See `sim.drafter`.
+        `phase = draft` rows, priced at R·γ tokens over R requests). A `context_tokens` column (or a
+        context-aware fit) adds the drafter's KV reads per context token held. See `sim.drafter`.
     """
 
     _section: ClassVar[str] = "drafter"

@@ -16,8 +16,10 @@ By `drafter.kind` (default: the built-in name's kind):
 
 Measured draft cost (`drafter.cost`) replaces all of the above for any kind: a CSV `tokens,seconds`
 (drafted positions R·γ → seconds of the whole draft pass, read "linear" like a cost table), a CSV
-`requests,seconds` (R → seconds), or a fit file of `phase = draft` rows (`specbed cost fit`; its
-context-blind step time at R·γ tokens over R requests, at the server's `tp`).
+`requests,seconds` (R → seconds), or a fit file of `phase = draft` rows (`specbed cost fit`; its step
+time at R·γ tokens over R requests, at the server's `tp`). A CSV with a `context_tokens` column, or a fit,
+also prices the drafter's KV reads per context token (`draft_kv_seconds`; the server charges it on the
+running requests' context, like the target's).
 
 Everything is tabulated once per run for R = 0..max_num_seqs (the per-step lookup is one index).
 
@@ -63,6 +65,14 @@ def load_draft_cost(path: str, *, tp: int = 1) -> tuple[CostTable, str]:
             field="drafter.cost",
         )
     return CostTable.from_csv(path, mode="linear", key=key), key
+
+
+def draft_kv_seconds(cfg: DrafterConfig, *, tp: int = 1) -> float:
+    """Seconds per KV token held that the measured draft cost adds to a step (0 without drafter.cost or a
+    context column / context-aware fit): the server charges it on the running requests' context."""
+    if cfg.cost is None or cfg.effective_gamma == 0:
+        return 0.0
+    return load_draft_cost(cfg.cost, tp=tp)[0].kv_token_seconds
 
 
 def _measured(cfg: DrafterConfig, live: np.ndarray, gamma: int, tp: int) -> np.ndarray:

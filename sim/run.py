@@ -28,7 +28,7 @@ import specsched
 from sim.acceptance import AcceptanceModel
 from sim.config import SimConfig
 from sim.curves import DOMAINS, curve_matrix, load_curves
-from sim.drafter import draft_seconds_table, load_draft_cost
+from sim.drafter import draft_kv_seconds, draft_seconds_table, load_draft_cost
 from sim.empirical import EmpiricalModel
 from sim.metrics import request_table, summarize, time_series
 from sim.recorder import Recorder
@@ -196,7 +196,7 @@ def prepare(cfg: SimConfig) -> Prepared:
     present = tuple(DOMAINS[i] for i in np.unique(workload.domain)) or DOMAINS
     matrix = curve_matrix(curves, cfg.drafter.name, cfg.drafter.effective_gamma, present)
     model = _acceptance_model(cfg, curves, matrix, rngs["model"])
-    # int64 throughout: the config's bounds (sim.config.UPPER_BOUNDS) keep this sum far from overflow
+    # int64 throughout: the config's bounds (sim.bounds.UPPER_BOUNDS) keep this sum far from overflow
     need = (
         np.asarray(workload.input_tokens, dtype=np.int64)
         + np.asarray(workload.output_tokens, dtype=np.int64)
@@ -298,6 +298,7 @@ def simulate(
         policy_cost=prep.policy_cost,
         prefill_request_s=float(cfg.server.prefill_request_seconds),
         observer=observer,
+        draft_kv_s=draft_kv_seconds(cfg.drafter, tp=cfg.server.tp or 1),
         policy_draft_s=None
         if prep.policy_cost is None
         else draft_seconds_table(
