@@ -53,7 +53,7 @@ from specsched.errors import InputError
 __all__ = ["PRESETS", "TrainConfig", "dump_toml", "main", "resolve", "run"]
 
 
-class Progress:
+class PhaseProgress:
     """Prints `phase done/total, note, s/step, ETA` to stderr at most every `every` seconds."""
 
     def __init__(self, phase: str, total: int, quiet: bool = False, every: float = 10.0) -> None:
@@ -108,7 +108,7 @@ def train_target(cfg: TrainConfig, corpus: Corpus, gens, quiet=False) -> tuple[d
     """Float32 weights (rounded through float16) and metrics of a freshly trained target."""
     model = TargetLM(cfg.model_config(), gens[0])
     opt = _optimizer(model.parameters(), cfg.target_lr)
-    prog = Progress("target", cfg.target_steps, quiet)
+    prog = PhaseProgress("target", cfg.target_steps, quiet)
     losses = []
     for step in range(cfg.target_steps):
         for g in opt.param_groups:
@@ -149,7 +149,7 @@ def generate_data(cfg: TrainConfig, corpus: Corpus, weights: dict, quiet=False) 
     engine = Engine(
         TinyLM(cfg.model_config(), weights), None, EngineConfig(gamma=0, max_running=64), max_len=cfg.context
     )
-    prog = Progress("generate", n, quiet)
+    prog = PhaseProgress("generate", n, quiet)
     rows = []
     for start in range(0, n, 64):
         chunk = reqs[start : start + 64]
@@ -171,7 +171,7 @@ def train_drafters(cfg: TrainConfig, corpus: Corpus, weights: dict, gen, quiet=F
     opts = {name: _optimizer(net.parameters(), cfg.drafter_lr) for name, net in nets.items()}
     hist: dict[str, list[dict]] = {name: [] for name in nets}
     data = generate_data(cfg, corpus, weights, quiet) if cfg.drafter_data == "target" else None
-    prog = Progress("drafters", cfg.drafter_steps, quiet)
+    prog = PhaseProgress("drafters", cfg.drafter_steps, quiet)
     for step in range(cfg.drafter_steps):
         if data is None:
             batch = corpus.batch("train", cfg.drafter_batch, cfg.context, gen)
