@@ -400,9 +400,3 @@ class SimConfig:
         check_bounds("acceptance", self.acceptance)
         if self.drafter.gamma > self.server.max_num_batched_tokens:
             raise _fail("drafter", "gamma", "must be ≤ server.max_num_batched_tokens")
-
-    def to_dict(self) -> dict:
-        """Nested plain dict {section: {key: value}} with tuples as lists (None values kept)."""
-        from sim.config_io import config_to_dict
-
-        return config_to_dict(self)
