@@ -1,4 +1,4 @@
-"""specsched — the one scheduler of specbed: cost tables and verify-length policies.
+"""specsched — the one scheduler of specbed: cost tables, verify-length policies, draft depths, stale rows.
 
 Both the simulator (`sim/`) and the real engine (`engine/`) build `conf: float64[R, γ]` and call a policy
 made here; nothing else in specbed decides verify lengths. Imports numpy and the standard library only
@@ -7,6 +7,7 @@ made here; nothing else in specbed decides verify lengths. Imports numpy and the
 
 from specsched.builtin import BUILTIN_COSTS, builtin_cost, builtin_gpus_per_replica, load_cost
 from specsched.cost import CostTable
+from specsched.depth import DRAFT_MODES, AdaptivePolicy, DraftCost, plan_depths
 from specsched.errors import InputError
 from specsched.hardware import GPU, GPUS, MODELS, ModelShape
 from specsched.policies import (
@@ -17,9 +18,15 @@ from specsched.policies import (
     make_policy,
     policy_params,
 )
+from specsched.stale import StaleBuffer
 
 __all__ = [
     "BUILTIN_COSTS",
+    "DRAFT_MODES",
+    "AdaptivePolicy",
+    "DraftCost",
+    "StaleBuffer",
+    "plan_depths",
     "GPU",
     "GPUS",
     "MODELS",
