@@ -22,7 +22,8 @@ before ℓ. The scheduler still sees only the estimate; outcomes still come from
 row of it). Shapes: R running requests, D domains (DOMAINS order), γ draft positions (the file's may be
 longer: its first γ are used).
 
-May import: numpy, the standard library, `specsched.calibration`, `sim.acceptance`, `sim.curves`.
+May import: numpy, the standard library, `specsched.calibration`, `specsched.contracts` (the curves
+file it reads), `sim.acceptance`.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ import math
 import numpy as np
 
 from sim.acceptance import sample_chain
-from sim.curves import DOMAINS, Samples
 from specsched.calibration import auc, ece, survival_labels
+from specsched.contracts import DOMAINS, Samples
 
 
 class EmpiricalModel:

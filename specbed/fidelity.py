@@ -8,8 +8,9 @@ Role: the bridge between engine/ and sim/ (the only module allowed to import bot
    cancels slow drifts of a shared machine) and its policy plans with the first, as the engine's did
    (server.policy_cost). When the mean step time of the two profiles differs by more than --max-drift the
    machine's speed changed during the run, and the policy is measured again (up to --attempts times; the
-   drift and attempts are printed). Or read `--cost CSV` (draft seconds from its `# draft_seconds_by_R:`
-   comment, or `--draft-seconds`), used by both sides.
+   drift and attempts are printed). Or read `--cost CSV` (a measured profile,
+   specsched.contracts.profile: draft and join seconds by R from its comments, or `--draft-seconds`), used
+   by both sides.
 2. Curves: measure the drafter's per-position acceptance, confidence stats and request-step samples in the
    engine (engine.measure.evaluate, all γ verified): by default on the workload's own prompts with other
    sampling noise (`--curves-prompts workload`; the simulator's i-th request of a domain then replays the
@@ -41,7 +42,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 import sys
 import time
 from dataclasses import replace
@@ -53,7 +53,6 @@ from specbed.fidelity_stats import METRICS, engine_summary, ks_statistic, level_
 from specsched.errors import InputError
 
 SIM_NAME = {"eagle": "eagle3", "dflash": "dflash", "dspark": "dspark"}
-ENGINE_DOMAIN = {"chat": "prose", "math": "math", "code": "code"}
 
 
 def requests_by_domain(corpus, domains: list[str], prompt_len: int, output_len: int, seed: int):
@@ -71,16 +70,6 @@ def requests_by_domain(corpus, domains: list[str], prompt_len: int, output_len: 
         used[d] += 1
         out.append(type(r)(rid, r.prompt, r.max_new_tokens, r.params, seed=r.seed))
     return out
-
-
-def _from_csv(path: Path, key: str, r: int) -> float | None:
-    """The value for R = r of a `# <key>_by_R: R=seconds, ...` comment of a profile CSV, if any."""
-    for line in path.read_text().splitlines():
-        if line.startswith(f"# {key}_by_R:"):
-            pairs = dict(re.findall(r"(\d+)=([0-9.eE+-]+)", line))
-            if str(r) in pairs:
-                return float(pairs[str(r)])
-    return None
 
 
 def _workload(args: argparse.Namespace):
@@ -205,17 +194,17 @@ def main(argv: list[str] | None = None) -> int:
     import sim
     from engine.lm.checkpoint import corpus_for, load_bundle
     from engine.lm.drafters import runtime_drafter
-    from engine.measure.curves import curves_document, write_curves
+    from engine.measure.curves import build_curves
     from engine.measure.evaluate import EvalConfig, evaluate
-    from engine.measure.profile import Profile, ProfileConfig, profile, warm_up
+    from engine.measure.profile import ProfileConfig, profile, warm_up
     from engine.measure.rollout import check_device, engine_config, run_rollout
     from sim.acceptance import AcceptanceConfig
     from sim.config import DrafterConfig, MetricsConfig, PolicyConfig, ServerConfig, SimConfig
-    from sim.curves import DOMAINS as SIM_DOMAINS
-    from sim.curves import load_curves
     from sim.drafter import draft_seconds_table
     from sim.run import prepare
     from specsched import CostTable
+    from specsched.contracts import DOMAINS as SIM_DOMAINS
+    from specsched.contracts import Profile, engine_domain, load_curves, read_profile, save_curves
 
     torch.set_num_threads(args.threads)
     check_device(args.device)
@@ -227,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  [{time.perf_counter() - start:6.1f}s] {msg}", file=sys.stderr, flush=True)
 
     # Input files first: a bad cost table or curves file is reported before any work starts.
-    given_table = CostTable.from_csv(args.cost, mode="linear") if args.cost else None
+    given = read_profile(args.cost) if args.cost else None
     curves = load_curves(args.curves) if args.curves else None
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -249,13 +238,9 @@ def main(argv: list[str] | None = None) -> int:
             f"prompt + output + gamma + 1 exceeds the target's context {max_len}", field="--output-len"
         )
     given_draft, given_join = None, 0.0
-    if given_table is not None:
-        given_draft = (
-            args.draft_seconds
-            if args.draft_seconds is not None
-            else _from_csv(Path(args.cost), "draft_seconds", n)
-        )
-        given_join = _from_csv(Path(args.cost), "join_seconds", n) or 0.0
+    if given is not None:
+        given_draft = args.draft_seconds if args.draft_seconds is not None else given.draft_s.get(n)
+        given_join = given.join_s.get(n, 0.0)
         if given_draft is None:
             raise InputError(
                 f"no draft seconds for R={n} in the cost file; pass --draft-seconds", file=args.cost
@@ -282,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     # The engine serves the domain sequence the simulator draws (request i of both has the same domain).
     sim_domains = [SIM_DOMAINS[int(d)] for d in prepare(_probe_config(args, out)).workload.domain]
     (out / "probe.csv").unlink()
-    eng_domains = [ENGINE_DOMAIN[d] for d in sim_domains]
+    eng_domains = [engine_domain(d) for d in sim_domains]
     reqs = requests_by_domain(corpus, eng_domains, args.prompt_len, args.output_len, args.seed + 1000)
     curves_path = out / "curves.json"
     in_order = False
@@ -305,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
             in_order = True
         say(f"measuring acceptance curves and samples on {args.curves_prompts} prompts")
         res = evaluate(bundle, corpus, ecfg, [args.drafter], progress=say, requests=measure_on)
-        write_curves(curves_document(res, {SIM_NAME[kind]: args.drafter}, "specbed fidelity"), curves_path)
+        save_curves(build_curves(res, {SIM_NAME[kind]: args.drafter}, "specbed fidelity"), curves_path)
         curves = load_curves(curves_path)
     aucs = [(curves.confidence_stats(SIM_NAME[kind], d) or {}).get("auc_raw") for d in SIM_DOMAINS]
     aucs = [float(np.mean(a)) for a in aucs if a is not None]
@@ -362,19 +347,13 @@ def main(argv: list[str] | None = None) -> int:
         params = {"k": args.fixed_k} if pol == "fixed" else {}
         cost_path, policy_path = out / f"cost_{pol}.csv", None
         for attempt in range(1, args.attempts + 1):
-            if given_table is None:
+            if given is None:
                 before = profile_now()
                 table, draft_s, join_s = before.table(layers=tcfg.n_layers), before.draft_s[n], 0.0
                 policy_path = out / f"cost_{pol}_policy.csv"  # what the engine's policy plans with
                 before.write(policy_path)
             else:
-                table = CostTable.from_points(
-                    given_table.tokens,
-                    given_table.seconds,
-                    mode="linear",
-                    layers=tcfg.n_layers,
-                    name=given_table.name,
-                )
+                table = given.table(layers=tcfg.n_layers, name=Path(args.cost).stem)
                 draft_s, join_s = given_draft, given_join
                 cost_path.write_text(Path(args.cost).read_text())
             ecfg = engine_config(
@@ -389,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             eng, eng_tpot = engine_summary(ro, args.warmup, args.drain)
             drift = 0.0
-            if given_table is None:  # bracket the run: the simulator gets the mean of the profiles around it
+            if given is None:  # bracket the run: the simulator gets the mean of the profiles around it
                 after = profile_now()
                 drift = level_drift(before.seconds, before.draft_s[n], after.seconds, after.draft_s[n])
                 draft_s = 0.5 * (before.draft_s[n] + after.draft_s[n])

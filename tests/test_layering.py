@@ -2,11 +2,13 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 RULES = [
     ("specsched", ["torch", "simpy", "sim", "engine", "traces", "matplotlib"]),
+    ("specsched.contracts", ["torch", "simpy", "sim", "engine", "traces", "matplotlib"]),
     ("traces", ["torch", "simpy", "sim", "engine"]),
     ("sim", ["torch", "engine", "matplotlib"]),
     ("engine", ["sim", "simpy"]),
@@ -24,3 +26,21 @@ def test_import_rules(package, forbidden):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"{package} pulls in: {out.stdout.strip()}"
+
+
+ROOT = Path(__file__).resolve().parents[1]
+# Markers of the files between the engine and the simulator: only the contract floor may spell them.
+CONTRACT_MARKERS = ("draft_seconds_by_R", "join_seconds_by_R", '"prose": "chat"', '"chat": "prose"')
+
+
+def test_only_the_contract_floor_knows_the_file_formats():
+    floor = ROOT / "specsched" / "contracts"
+    offenders = [
+        f"{path.relative_to(ROOT)}: {marker}"
+        for pkg in ("specsched", "sim", "engine", "specbed", "analysis", "paper_figs", "traces")
+        for path in (ROOT / pkg).rglob("*.py")
+        if floor not in path.parents
+        for marker in CONTRACT_MARKERS
+        if marker in path.read_text()
+    ]
+    assert offenders == [], "contract formats spelled outside specsched/contracts: " + "; ".join(offenders)

@@ -9,12 +9,13 @@ and deterministically from a seed:
 - math: generated arithmetic problems with worked answers (one `numpy.random.Generator` per build).
 Documents are split into train / val / test by a seeded permutation (about 90/5/5, at least one document
 in each). Tokens are bytes 0..255 (`VOCAB = 256`); byte 0 separates documents (it never occurs in text).
-The simulator names its domains chat/math/code: `SIM_DOMAIN` maps "prose" to "chat".
+The simulator names its domains chat/math/code; the alias ("prose" is the simulator's "chat") lives in
+`specsched.contracts.domains`, the one place both sides read it from.
 
 Sampling: `Corpus.batch(split, n, length, gen)` draws `n` windows of `length` bytes, the domain of each
 row uniform, the start uniform over the domain's concatenated stream; all draws from one torch.Generator.
 
-May import: numpy, torch, stdlib.
+May import: numpy, torch, stdlib, `specsched.contracts.domains`.
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from specsched.contracts.domains import ENGINE_DOMAINS as DOMAINS
+
 VOCAB = 256
 SEP = 0
-DOMAINS = ("code", "prose", "math")
-SIM_DOMAIN = {"code": "code", "prose": "chat", "math": "math"}
 SPLITS = ("train", "val", "test")
 
 

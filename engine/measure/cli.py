@@ -120,7 +120,7 @@ def _profile(argv: list[str]) -> int:
         "--extra-requests",
         type=int,
         default=0,
-        help="requests beyond R that join mid-run, to measure the per-join cost (# join_seconds_by_R)",
+        help="requests beyond R that join mid-run, to measure the per-join cost (in the CSV's comments)",
     )
     args = parser.parse_args(argv)
     from engine.measure.profile import ProfileConfig, profile
@@ -160,21 +160,22 @@ def _curves(argv: list[str]) -> int:
         help="sim=engine drafter pairs (default eagle3=eagle1,dflash=dflash2,dspark=dspark2)",
     )
     args = parser.parse_args(argv)
-    from engine.measure.curves import curves_document, parse_map, write_curves
+    from engine.measure.curves import build_curves, parse_map
     from engine.measure.evaluate import evaluate
+    from specsched.contracts.curves import save_curves
 
     mapping = parse_map(args.map)
     args.drafters = ",".join(sorted(set(mapping.values())))
     bundle, corpus = _setup(args)
     res = evaluate(bundle, corpus, _eval_config(args), progress=_progress(args.quiet))
-    doc = curves_document(
+    curves = build_curves(
         res,
         mapping,
         f"measured by specbed engine curves (gamma {args.gamma}, temperature "
         f"{args.temperature}, {args.prompts} prompts/domain, {bundle.directory})",
     )
-    write_curves(doc, args.out)
-    for sim_name, per in doc["curves"].items():
+    save_curves(curves, args.out)
+    for sim_name, per in curves.curves.items():
         print(
             f"{sim_name:<7}"
             + "  ".join(f"{dom} " + " ".join(f"{v:.3f}" for v in c) for dom, c in per.items())

@@ -1,30 +1,26 @@
 """`specbed engine curves`: the engine's measured acceptance curves as a simulator curves file.
 
-Role: write the JSON that `sim.curves.load_curves` reads (version 2, docs/sim-acceptance-api.md): per
-simulator drafter name (eagle3, dflash, dspark) and simulator domain (chat, math, code), the measured
-per-position conditional acceptance, plus confidence stats (ECE/AUC of the survival per position, raw and
-after STS, and the STS temperatures) where measured, plus "samples": the measured request-steps (the
-confidences the policy saw, accepted drafts, request id; at most `max_samples` rows per domain, evenly
-spaced) that the simulator's acceptance.model "empirical" resamples. engine/ never imports sim, so the
-schema is written here and a test checks that sim reads it back. Our "prose" domain is the simulator's "chat"
-(engine.lm.data.SIM_DOMAIN). Values are clipped into [0, 1]; a statistic with an undefined value at some
-position (AUC with one class only) is left out for that domain.
+Role: turn `engine.measure.evaluate` results into a `specsched.contracts.curves.Curves` and save it through
+the contract (`save_curves`: the format, its version and its checks live there, beside the reader the
+simulator uses). Per simulator drafter name (eagle3, dflash, dspark) and simulator domain (the contract maps
+our "prose" to "chat"): the measured per-position conditional acceptance, confidence stats (ECE/AUC of the
+survival per position, raw and after STS, and the STS temperatures) where measured, and the measured
+request-steps (the confidences the policy saw, accepted drafts, request id; at most `max_samples` rows per
+domain, evenly spaced) that the simulator's acceptance.model "empirical" resamples. Values are clipped into
+[0, 1]; a statistic with an undefined value at some position (AUC with one class only) is left out for that
+domain.
 
-May import: numpy, stdlib, engine.lm.data, engine.measure.evaluate.
+May import: numpy, stdlib, specsched.contracts, engine.lm.data.
 """
 
 from __future__ import annotations
 
-import json
-import math
-from pathlib import Path
+from specsched.contracts.curves import MAX_SAMPLES, Curves, Samples, clipped
+from specsched.contracts.domains import ENGINE_DOMAINS, sim_domain
 
-from engine.lm.data import DOMAINS, SIM_DOMAIN
-
-VERSION = 2
-MAX_SAMPLES = 4096
 DEFAULT_MAP = {"eagle3": "eagle1", "dflash": "dflash2", "dspark": "dspark2"}
 SIM_DRAFTERS = ("mtp", "eagle3", "dflash", "dspark")
+STAT_KEYS = ("ece_raw", "auc_raw", "ece_calibrated", "auc_calibrated")
 
 
 def parse_map(text: str | None) -> dict[str, str]:
@@ -40,75 +36,38 @@ def parse_map(text: str | None) -> dict[str, str]:
     return out
 
 
-def _clean(values, lo: float | None = 0.0, hi: float | None = 1.0):
-    out = []
-    for v in values:
-        if v is None or not math.isfinite(v):
-            return None
-        out.append(min(max(float(v), lo), hi) if lo is not None else float(v))
-    return out
+def _domain_stats(d: dict, temps, gamma: int) -> dict[str, tuple[float, ...]]:
+    """One domain's confidence stats: the defined ones of STAT_KEYS plus the first γ STS temperatures."""
+    stats = {}
+    for key in STAT_KEYS:
+        vals = clipped(d[key]) if key in d else None
+        if vals is not None:
+            stats[key] = vals
+    if temps is not None and len(temps) >= gamma:
+        stats["temperatures"] = tuple(float(t) for t in temps[:gamma])
+    return stats
 
 
-def samples_document(conf, accepted, group, max_samples: int = MAX_SAMPLES) -> dict:
-    """One domain's "samples" object (rows evenly thinned to at most `max_samples`; confidences rounded
-    to 6 decimals and clipped into [0, 1])."""
-    n = len(accepted)
-    keep = (
-        range(n)
-        if n <= max_samples
-        else sorted({round(i * (n - 1) / (max_samples - 1)) for i in range(max_samples)})
-    )
-    return {
-        "conf": [[round(min(max(float(x), 0.0), 1.0), 6) for x in conf[i]] for i in keep],
-        "accepted": [int(accepted[i]) for i in keep],
-        "group": [int(group[i]) for i in keep],
-    }
-
-
-def curves_document(
-    res: dict, mapping: dict[str, str], description: str = "", max_samples: int = MAX_SAMPLES
-) -> dict:
-    """The version-2 curves document from `engine.measure.evaluate.evaluate` results (samples where every
-    domain has at least one measured request-step; `max_samples` 0 leaves them out)."""
-    doc: dict = {
-        "version": VERSION,
-        "description": description,
-        "curves": {},
-        "confidence": {},
-        "samples": {},
-    }
+def build_curves(res: dict, mapping: dict[str, str], description: str = "", max_samples: int = MAX_SAMPLES):
+    """The curves file's content from `engine.measure.evaluate.evaluate` results (samples where every domain
+    has at least one measured request-step; `max_samples` 0 leaves them out)."""
+    curves, confidence, samples = {}, {}, {}
     for sim_name, eng_name in mapping.items():
         if eng_name not in res["drafters"]:
             raise ValueError(f"curves: no results for drafter {eng_name!r} (mapped to {sim_name})")
         per = res["drafters"][eng_name]
-        doc["curves"][sim_name] = {}
-        conf = {}
-        for dom in DOMAINS:
-            d = per[dom]
-            curve = [0.0 if v is None else v for v in d["curve"]]
-            doc["curves"][sim_name][SIM_DOMAIN[dom]] = _clean(curve)
-            stats = {}
-            for key in ("ece_raw", "auc_raw", "ece_calibrated", "auc_calibrated"):
-                vals = _clean(d[key]) if key in d else None
-                if vals is not None:
-                    stats[key] = vals
-            temps = per["pooled"].get("temperatures")
-            if temps is not None and len(temps) >= len(curve):
-                stats["temperatures"] = [float(t) for t in temps[: len(curve)]]
+        curves[sim_name], conf = {}, {}
+        for dom in ENGINE_DOMAINS:
+            curve = [0.0 if v is None else v for v in per[dom]["curve"]]
+            curves[sim_name][sim_domain(dom)] = clipped(curve)
+            stats = _domain_stats(per[dom], per["pooled"].get("temperatures"), len(curve))
             if stats:
-                conf[SIM_DOMAIN[dom]] = stats
+                conf[sim_domain(dom)] = stats
         if conf:
-            doc["confidence"][sim_name] = conf
-        samples = per.get("_samples", {})
-        if max_samples > 0 and all(len(samples.get(dom, ((), (), ()))[1]) for dom in DOMAINS):
-            doc["samples"][sim_name] = {
-                SIM_DOMAIN[dom]: samples_document(*samples[dom], max_samples) for dom in DOMAINS
+            confidence[sim_name] = conf
+        measured = per.get("_samples", {})
+        if max_samples > 0 and all(len(measured.get(dom, ((), (), ()))[1]) for dom in ENGINE_DOMAINS):
+            samples[sim_name] = {
+                sim_domain(dom): Samples.measured(*measured[dom], max_samples) for dom in ENGINE_DOMAINS
             }
-    for key in ("confidence", "samples"):
-        if not doc[key]:
-            del doc[key]
-    return doc
-
-
-def write_curves(doc: dict, path: str | Path) -> None:
-    Path(path).write_text(json.dumps(doc, indent=1) + "\n")
+    return Curves(curves, confidence, samples, description)

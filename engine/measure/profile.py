@@ -18,17 +18,17 @@ plus the same for the draft seconds of the steps right after (`join_s`, by R).
 Clock: "process" (this process's CPU seconds; the default on the CPU, where other jobs share the cores) or
 "wall" (needed on CUDA); see engine.measure.rollout.
 
-Output CSV: `tokens,seconds` (specsched.CostTable.from_csv), preceded by `#` comment lines naming the
-device, torch version, drafter and the draft seconds.
+Output: a `specsched.contracts.profile.Profile` (re-exported here), the measured-profile CSV of the contract:
+`tokens,seconds` preceded by `#` comment lines naming the device, torch version, drafter and the draft (and
+join) seconds by R.
 
-May import: numpy, torch, stdlib, specsched, engine.* (never sim).
+May import: numpy, torch, stdlib, specsched (incl. specsched.contracts), engine.* (never sim).
 """
 
 from __future__ import annotations
 
 import platform
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -38,7 +38,7 @@ from engine.lm.data import DOMAINS, Corpus
 from engine.lm.drafters import runtime_drafter
 from engine.measure.rollout import engine_config, run_rollout
 from engine.measure.stats import requests_for
-from specsched import CostTable
+from specsched.contracts.profile import Profile
 
 
 @dataclass(frozen=True)
@@ -69,37 +69,6 @@ class ProfileConfig:
             raise ValueError(f"ProfileConfig field 'clock': wall or process, got {self.clock!r}")
         if self.gamma < 0 or self.prompt_len < 2 or self.new_tokens < 4:
             raise ValueError("ProfileConfig fields: gamma >= 0, prompt_len >= 2, new_tokens >= 4")
-
-
-@dataclass
-class Profile:
-    """tokens int64[n] (strictly increasing), seconds float64[n], draft_s {R: seconds}, samples per point,
-    join_s {R: extra seconds per request joining} (measured with extra_requests > 0)."""
-
-    tokens: np.ndarray
-    seconds: np.ndarray
-    draft_s: dict[int, float]
-    samples: list[int] = field(default_factory=list)
-    note: str = ""
-    join_s: dict[int, float] = field(default_factory=dict)
-
-    def table(self, layers: int = 1, name: str = "engine") -> CostTable:
-        return CostTable.from_points(self.tokens, self.seconds, mode="linear", layers=layers, name=name)
-
-    def to_csv(self) -> str:
-        head = [
-            f"# specbed engine profile: {self.note}",
-            "# draft_seconds_by_R: " + ", ".join(f"{r}={s:.6g}" for r, s in sorted(self.draft_s.items())),
-        ]
-        if self.join_s:
-            head.append(
-                "# join_seconds_by_R: " + ", ".join(f"{r}={s:.6g}" for r, s in sorted(self.join_s.items()))
-            )
-        head += ["tokens,seconds"]
-        return "\n".join(head + [f"{int(t)},{s:.6g}" for t, s in zip(self.tokens, self.seconds)]) + "\n"
-
-    def write(self, path: str | Path) -> None:
-        Path(path).write_text(self.to_csv())
 
 
 def _device_name(device: str) -> str:

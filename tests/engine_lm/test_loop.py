@@ -9,12 +9,13 @@ from hypothesis import strategies as st
 
 from engine.lm.drafters import runtime_drafter
 from engine.loop import EngineConfig
-from engine.measure.curves import curves_document, parse_map, write_curves
+from engine.measure.curves import build_curves, parse_map
 from engine.measure.evaluate import EvalConfig, evaluate, format_report, write_outputs
 from engine.measure.profile import ProfileConfig, mixed_requests, profile
 from engine.measure.rollout import run_rollout
 from engine.measure.stats import confidence_quality, fit_temperatures, full_conf
 from specbed.cli import main as specbed
+from specsched.contracts import save_curves
 
 MAP = "eagle3=eagle1,dflash=dflash1,dspark=dspark1"
 
@@ -35,7 +36,7 @@ def test_exported_curves_and_cost_load_in_the_simulator(tiny_bundle, tmp_path):
     files = write_outputs(res, tmp_path / "eval")
     assert (tmp_path / "eval" / "reliability_dspark1.png").stat().st_size > 1000 and len(files) == 3
     path = tmp_path / "curves.json"
-    write_curves(curves_document(res, parse_map(MAP)), path)
+    save_curves(build_curves(res, parse_map(MAP)), path)
     curves = load_curves(path)
     for d in ("chat", "math", "code"):
         assert np.allclose(

@@ -4,11 +4,12 @@ file carries them, and the simulator's empirical model replays exactly those row
 import numpy as np
 import pytest
 
-from engine.measure.curves import curves_document, parse_map, samples_document, write_curves
+from engine.measure.curves import build_curves, parse_map
 from engine.measure.evaluate import EvalConfig, evaluate
 from engine.measure.profile import ProfileConfig
 from engine.measure.stats import requests_for
 from specbed.fidelity import measurement_requests, parse_args
+from specsched.contracts import save_curves
 
 MAP = "eagle3=eagle1,dflash=dflash1,dspark=dspark1"
 
@@ -20,7 +21,7 @@ def test_samples_reach_the_simulator_unchanged(tiny_bundle, tmp_path):
     bundle, corpus = tiny_bundle
     res = evaluate(bundle, corpus, EvalConfig(prompts=3, prompt_len=10, new_tokens=20, gamma=4))
     path = tmp_path / "curves.json"
-    write_curves(curves_document(res, parse_map(MAP)), path)
+    save_curves(build_curves(res, parse_map(MAP)), path)
     curves = load_curves(path)
     assert curves.version == 2
     for sim_name, eng in parse_map(MAP).items():
@@ -37,15 +38,8 @@ def test_samples_reach_the_simulator_unchanged(tiny_bundle, tmp_path):
     assert raw.shape == seen.shape
     model = EmpiricalModel(np.array([curves.get("dspark", d) for d in ("chat", "math", "code")]), got)
     assert model.report["samples"] == [got[d].accepted.size for d in ("chat", "math", "code")]
-    no_samples = curves_document(res, parse_map(MAP), max_samples=0)
-    assert "samples" not in no_samples
-
-
-def test_samples_document_thins_evenly():
-    conf = np.linspace(0, 1, 100)[:, None].repeat(3, 1)
-    doc = samples_document(conf, np.arange(100) % 4, np.arange(100) // 10, max_samples=10)
-    assert len(doc["conf"]) == len(doc["accepted"]) == len(doc["group"]) == 10
-    assert doc["group"][0] == 0 and doc["group"][-1] == 9
+    no_samples = build_curves(res, parse_map(MAP), max_samples=0)
+    assert "samples" not in no_samples.to_json()
 
 
 def test_evaluate_on_given_requests_and_measurement_requests(tiny_bundle):
@@ -82,7 +76,7 @@ def test_fidelity_refuses_a_curves_file_without_samples(tiny_dir, tmp_path, caps
 
 def test_profile_measures_the_join_cost_with_extra_requests(tiny_bundle, tmp_path):
     from engine.measure.profile import profile
-    from specbed.fidelity import _from_csv
+    from specsched.contracts import read_profile
 
     bundle, corpus = tiny_bundle
     cfg = ProfileConfig(
@@ -97,8 +91,9 @@ def test_profile_measures_the_join_cost_with_extra_requests(tiny_bundle, tmp_pat
     prof = profile(bundle, corpus, cfg)
     assert set(prof.join_s) == {2} and np.isfinite(prof.join_s[2])
     prof.write(tmp_path / "cost.csv")
-    assert _from_csv(tmp_path / "cost.csv", "join_seconds", 2) == pytest.approx(prof.join_s[2], rel=1e-5)
-    assert _from_csv(tmp_path / "cost.csv", "draft_seconds", 2) == pytest.approx(prof.draft_s[2], rel=1e-5)
+    back = read_profile(tmp_path / "cost.csv")
+    assert back.join_s[2] == pytest.approx(prof.join_s[2], rel=1e-5)
+    assert back.draft_s[2] == pytest.approx(prof.draft_s[2], rel=1e-5)
     plain = profile(
         bundle, corpus, ProfileConfig(requests=(2,), gamma=2, prompt_len=10, new_tokens=12, drafter="dspark1")
     )

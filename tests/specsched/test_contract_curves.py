@@ -1,4 +1,5 @@
-"""sim.curves: built-in curves (Fig. 2 / T1), the JSON curves file (round trip, every bad-file case)."""
+"""specsched.contracts curves (what sim.curves re-exports): built-in curves (Fig. 2 / T1), the JSON curves
+file (round trip, every bad-file case)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from sim.curves import (
+from specsched.contracts import (
     DOMAINS,
     DRAFTERS,
     TABLE1_TAU,

@@ -1,0 +1,96 @@
+"""The measured-profile CSV: the engine's step cost on one device, written and read in one place.
+
+Role: `specbed engine profile` and `specbed fidelity` write it (`Profile.write`); `specbed fidelity --cost`
+and any cost-table reader (`specsched.CostTable.from_csv`) read it. The file is a `tokens,seconds` cost table
+preceded by `#` comment lines; two of them carry numbers by batch size R:
+
+    # specbed engine profile: <free-text note: device, clock, torch, drafter, ...>
+    # draft_seconds_by_R: 8=0.00123, 16=0.00201      <- the drafter's seconds per engine step
+    # join_seconds_by_R: 8=0.000456                   <- extra seconds per request joining (optional)
+    tokens,seconds
+    8,0.00412
+    ...
+
+tokens: int64[n] strictly increasing verify tokens B per step; seconds: float64[n] verify latency at B.
+
+May import: numpy, the standard library, `specsched.errors`, `specsched.cost`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from specsched.cost import CostTable
+from specsched.errors import InputError
+
+NOTE_PREFIX = "# specbed engine profile: "
+DRAFT_KEY = "draft_seconds_by_R"
+JOIN_KEY = "join_seconds_by_R"
+
+
+@dataclass
+class Profile:
+    """tokens int64[n] (strictly increasing), seconds float64[n], draft_s {R: seconds}, samples per point,
+    join_s {R: extra seconds per request joining} (measured with extra requests > 0)."""
+
+    tokens: np.ndarray
+    seconds: np.ndarray
+    draft_s: dict[int, float]
+    samples: list[int] = field(default_factory=list)
+    note: str = ""
+    join_s: dict[int, float] = field(default_factory=dict)
+
+    def table(self, layers: int = 1, name: str = "engine") -> CostTable:
+        """The verify-latency table (linear between measured B), for the policy and the simulator."""
+        return CostTable.from_points(self.tokens, self.seconds, mode="linear", layers=layers, name=name)
+
+    def to_csv(self) -> str:
+        head = [NOTE_PREFIX + self.note, _by_r_line(DRAFT_KEY, self.draft_s)]
+        if self.join_s:
+            head.append(_by_r_line(JOIN_KEY, self.join_s))
+        head += ["tokens,seconds"]
+        return "\n".join(head + [f"{int(t)},{s:.6g}" for t, s in zip(self.tokens, self.seconds)]) + "\n"
+
+    def write(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_csv())
+
+
+def _by_r_line(key: str, values: dict[int, float]) -> str:
+    return f"# {key}: " + ", ".join(f"{r}={s:.6g}" for r, s in sorted(values.items()))
+
+
+def _parse_by_r(text: str, file: str, line: int, key: str) -> dict[int, float]:
+    """`R=seconds, ...` -> {R: seconds}; R a positive integer, seconds finite (a measured join excess may be
+    slightly negative: noise around zero)."""
+    out: dict[int, float] = {}
+    for item in filter(None, (x.strip() for x in text.split(","))):
+        r, sep, sec = item.partition("=")
+        try:
+            rr, ss = int(r), float(sec)
+        except ValueError:
+            rr, ss = 0, math.nan
+        if not sep or rr < 1 or not math.isfinite(ss):
+            raise InputError(
+                f"expected R=seconds (R >= 1, seconds finite), got {item!r}", file=file, line=line, field=key
+            )
+        out[rr] = ss
+    return out
+
+
+def read_profile(path: str | Path) -> Profile:
+    """Read a profile CSV (any cost table reads: the comment lines are optional, `draft_s` / `join_s` are then
+    empty). Raises `InputError` naming the file, line and field for a malformed comment or table."""
+    file = str(path)
+    table = CostTable.from_csv(path, mode="linear")  # the table's own checks, one CSV reader
+    note, by_r = "", {DRAFT_KEY: {}, JOIN_KEY: {}}
+    for i, line in enumerate(Path(path).read_text().splitlines(), start=1):
+        if line.startswith(NOTE_PREFIX):
+            note = line[len(NOTE_PREFIX) :]
+        for key in by_r:
+            if line.startswith(f"# {key}:"):
+                by_r[key] = _parse_by_r(line.split(":", 1)[1], file, i, key)
+    return Profile(table.tokens, table.seconds, by_r[DRAFT_KEY], note=note, join_s=by_r[JOIN_KEY])

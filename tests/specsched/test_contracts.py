@@ -1,0 +1,90 @@
+"""specsched.contracts: the domain alias, the curves writer's side, and the measured-profile CSV."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import sim.curves
+import specsched.contracts.curves as contract_curves
+from specsched.contracts import (
+    DOMAINS,
+    ENGINE_DOMAINS,
+    Curves,
+    Profile,
+    Samples,
+    clipped,
+    engine_domain,
+    load_curves,
+    read_profile,
+    save_curves,
+    sim_domain,
+)
+from specsched.errors import InputError
+
+
+def test_domain_alias_round_trips_and_refuses_unknown_names():
+    assert sim_domain("prose") == "chat" and engine_domain("chat") == "prose"
+    assert sorted(map(sim_domain, ENGINE_DOMAINS)) == sorted(DOMAINS)
+    assert all(sim_domain(engine_domain(d)) == d for d in DOMAINS)
+    with pytest.raises(InputError, match="field 'domain'"):
+        sim_domain("chat")
+    with pytest.raises(InputError, match="field 'domain'"):
+        engine_domain("prose")
+
+
+def test_sim_curves_is_the_contract_not_a_copy():
+    assert sim.curves.parse_curves is contract_curves.parse_curves
+    assert sim.curves.Curves is Curves and sim.curves.DOMAINS is DOMAINS
+
+
+def test_samples_measured_thins_evenly_and_clips():
+    conf = np.linspace(-0.5, 1.5, 100)[:, None].repeat(3, 1)
+    s = Samples.measured(conf, np.arange(100) % 4, np.arange(100) // 10, max_samples=10)
+    assert s.conf.shape == (10, 3) and s.accepted.size == s.group.size == 10
+    assert s.group[0] == 0 and s.group[-1] == 9 and s.conf.min() == 0.0 and s.conf.max() == 1.0
+    assert Samples.measured(conf[:5], np.zeros(5), np.zeros(5)).conf.shape == (5, 3)
+    assert clipped([0.5, 1.2, -1]) == (0.5, 1.0, 0.0) and clipped([0.5, float("nan")]) is None
+
+
+def test_written_curves_read_back_equal_and_a_bad_one_is_never_written(tmp_path):
+    samples = {
+        d: Samples.measured(np.full((4, 2), 0.7), np.array([0, 1, 2, 2]), np.arange(4)) for d in DOMAINS
+    }
+    curves = Curves(
+        {"dspark": {d: (0.8, 0.7) for d in DOMAINS}}, samples={"dspark": samples}, description="t"
+    )
+    save_curves(curves, tmp_path / "c.json")
+    back = load_curves(tmp_path / "c.json")
+    assert back == curves and back.version == 2
+    np.testing.assert_array_equal(back.samples_for("dspark")["math"].accepted, [0, 1, 2, 2])
+    bad = Curves({"dspark": {"chat": (0.8,), "math": (0.8,)}})  # no "code"
+    with pytest.raises(InputError, match=r"bad\.json: field 'curves\.dspark\.code'"):
+        save_curves(bad, tmp_path / "bad.json")
+    assert not (tmp_path / "bad.json").exists()
+
+
+def test_profile_csv_round_trip(tmp_path):
+    prof = Profile(
+        np.array([8, 16, 24]), np.array([0.01, 0.015, 0.02]), {8: 0.004}, note="cpu", join_s={8: 1e-3}
+    )
+    prof.write(tmp_path / "p.csv")
+    back = read_profile(tmp_path / "p.csv")
+    np.testing.assert_array_equal(back.tokens, prof.tokens)
+    np.testing.assert_allclose(back.seconds, prof.seconds)
+    assert back.draft_s == {8: 0.004} and back.join_s == {8: 1e-3} and back.note == "cpu"
+    assert back.table(layers=2).latency(16) == pytest.approx(0.015)
+    (tmp_path / "plain.csv").write_text("tokens,seconds\n1,0.5\n")
+    plain = read_profile(tmp_path / "plain.csv")
+    assert plain.draft_s == {} and plain.join_s == {}
+
+
+@pytest.mark.parametrize("comment", ["8=abc", "0=0.1", "8", "8=inf", "x=1"])
+def test_profile_bad_comment_names_file_line_and_field(tmp_path, comment):
+    path = tmp_path / "p.csv"
+    path.write_text(f"# note\n# draft_seconds_by_R: {comment}\ntokens,seconds\n1,0.5\n")
+    with pytest.raises(InputError, match=r"p\.csv:2: field 'draft_seconds_by_R'"):
+        read_profile(path)
+    path.write_text("tokens,seconds\n1,-0.5\n")
+    with pytest.raises(InputError, match=r"p\.csv:2"):
+        read_profile(path)
