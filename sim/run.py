@@ -28,7 +28,7 @@ import specsched
 from sim.acceptance import AcceptanceModel
 from sim.config import SimConfig
 from sim.curves import curve_matrix, load_curves
-from sim.drafter import draft_seconds_table
+from sim.drafter import draft_cost, draft_seconds_table
 from sim.empirical import EmpiricalModel
 from sim.metrics import request_table, summarize, time_series
 from sim.recorder import Recorder
@@ -228,6 +228,7 @@ def simulate(config: SimConfig, *, progress: bool | Callable[[int, float], None]
         rng_conf=prep.rngs["confidence"],
         policy_cost=prep.policy_cost,
         prefill_request_s=float(cfg.server.prefill_request_seconds),
+        drafter=draft_cost(cfg.drafter),
         policy_draft_s=None
         if prep.policy_cost is None
         else draft_seconds_table(cfg.drafter, prep.policy_cost, cfg.server.max_num_seqs),

@@ -6,7 +6,7 @@ on those depths are fixed numbers: the schedule a vLLM deployment can set (num_s
 size). R requests are spread over the domains in order (chat, math, code, chat, …). Estimated throughput
 Θ = expected tokens / step seconds is shown beside full drafting and no speculation.
 
-May import: numpy, the standard library, specsched, sim.curves, sim.config (drafter defaults).
+May import: numpy, the standard library, specsched (and its contracts), sim.config (drafter defaults).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 
 import specsched as S
 from sim.config import DrafterConfig
-from sim.curves import DOMAINS, curve_matrix, load_curves
+from specsched.contracts import DOMAINS, curve_matrix, load_curves
 from specsched.depth import DraftCost
 from specsched.errors import InputError
 

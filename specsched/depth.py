@@ -15,10 +15,20 @@ where draft(d) is `DraftCost.seconds`: a parallel drafter runs its layers over �
 autoregressive one runs max d_r sequential passes over the requests with d_r > 0, a free one (n-gram)
 costs nothing; plus a per-step sampling overhead (DSpark's Markov head) over the drafting requests.
 
-Search: candidates by stale survival, best first; every prefix that ends at a change of value is a plan
-(tied candidates are admitted or refused together, so the plan never depends on array order); Θ is
-evaluated for all of them at once and the first maximum wins (on equal Θ the plan with fewer drafts).
-Depths are then d_r = #{j : s[r, j] ≥ the last admitted value}, a prefix of each row because s is
+Search: the plans are thresholds on the stale survival, g / LEVELS for g = LEVELS..1 (plus "draft
+nothing"): plan g drafts every candidate with s ≥ g / LEVELS, so tied candidates are drafted or refused
+together and the plan never depends on row order. Θ is evaluated for all of them at once from per-level
+histograms (bincount), and the first maximum wins (on equal Θ the plan with fewer drafts).
+
+Slack (the hedge): the plan prices every drafted position as verified, but verification later sees the
+CURRENT confidences and verifies what pays on those. Refusing to draft a position the fresh confidences
+would have verified loses a token; drafting one that is then declined loses only its draft cost, which is
+small beside a verify step unless the drafter is dear. So an adaptive policy takes the DEEPEST plan whose
+estimated Θ is within `slack` (default 10 %) of the best; where drafting is dear (past the knee of a
+saturating table) the plans that draft lose far more than that and it still drafts nothing. Measured: with
+slack 0 adaptive DSpark-5 lost 4–6 % to full drafting on h200-v4flash at 32–384 users; with 0.1 it is
+within 1 % (see the issue-14 notes in README).
+Depths are then d_r = #{j : s[r, j] ≥ the plan's threshold}, a prefix of each row because s is
 non-increasing along j. Zero-survival candidates are never drafted. One value sort of R·γ floats (no
 argsort), a cumulative sum and two searchsorted calls: vectorised numpy.
 
@@ -45,6 +55,8 @@ DRAFT_MODES = ("full", "adaptive")
 DRAFT_KINDS = ("parallel", "autoregressive", "free")
 #: survival resolution of the depth search: plans draft every candidate with survival ≥ g / LEVELS
 LEVELS = 256
+#: default hedge of adaptive policies (see the module doc, "Slack")
+SLACK = 0.1
 
 
 @dataclass(frozen=True)
@@ -75,10 +87,11 @@ class DraftCost:
         """float64[n]: draft seconds of plans with `positions` = Σ d_r, `drafting` = #{d_r > 0} and
         `deepest` = max d_r (int64[n] each; a plan with no draft costs 0)."""
         out = np.zeros(len(positions))
+        # Operation order as layers · layer_seconds(B), so full depths reproduce the full pass to the ulp.
         if self.kind == "parallel" and self.layers:
-            out += (self.layers / cost.layers) * _latency(cost, positions)
+            out += self.layers * (_latency(cost, positions) / cost.layers)
         elif self.kind == "autoregressive" and self.layers:
-            out += (self.layers / cost.layers) * np.asarray(deepest) * _latency(cost, drafting)
+            out += (np.asarray(deepest) * self.layers) * (_latency(cost, drafting) / cost.layers)
         if self.overhead:
             out += self.overhead * _latency(cost, drafting)
         out[np.asarray(drafting) == 0] = 0.0
@@ -92,14 +105,18 @@ class DraftCost:
         return float(self.price([d.sum()], [np.count_nonzero(d)], [d.max()], cost)[0])
 
 
-def plan_depths(stale, cost: CostTable, draft: DraftCost, *, max_batch_tokens=None) -> np.ndarray:
+def plan_depths(
+    stale, cost: CostTable, draft: DraftCost, *, max_batch_tokens=None, slack: float = 0.0
+) -> np.ndarray:
     """int64[R]: draft depth per request maximising Θ (module doc), from lagged confidences.
 
     stale: float64[R, γ] (rows from ≥ 1 step earlier, or priors); cost: the target's table (its own
     draft_seconds, if any, is a fixed cost); draft: how the draft pass is priced; max_batch_tokens caps
-    R + Σ d_r (every drafted position could be verified). Raises ValueError on bad input.
+    R + Σ d_r (every drafted position could be verified); slack ∈ [0, 1): take the deepest plan whose Θ is
+    within that fraction of the best (0 = the best plan itself). Raises ValueError on bad input.
     """
     s = check_conf(stale, "stale")
+    slack = _check_slack(slack)
     budget = _check_budget(max_batch_tokens)
     R, gamma = s.shape
     if R == 0 or gamma == 0:
@@ -125,9 +142,17 @@ def plan_depths(stale, cost: CostTable, draft: DraftCost, *, max_batch_tokens=No
     if budget is not None:
         theta[positions > budget - R] = -np.inf
     best = int(np.argmax(theta))  # first maximum: on equal Θ the plan with fewer drafts
+    if slack and best:
+        best = int(np.flatnonzero(theta >= theta[best] * (1.0 - slack))[-1])
     if best == 0:
         return np.zeros(R, dtype=np.int64)
     return np.count_nonzero(level >= LEVELS + 1 - best, axis=0).astype(np.int64)
+
+
+def _check_slack(slack) -> float:
+    if isinstance(slack, bool) or not isinstance(slack, (int, float)) or not (0.0 <= slack < 1.0):
+        raise ValueError(f"slack: must be a number in [0, 1), got {slack!r}")
+    return float(slack)
 
 
 def _latency(cost: CostTable, b) -> np.ndarray:
@@ -148,15 +173,16 @@ def _suffix(per_level: np.ndarray) -> np.ndarray:
 class AdaptivePolicy:
     """A verify-length policy that also plans draft depths (`make_policy(name, draft="adaptive")`).
 
-    Call `depths(stale, cost, draft)` before drafting, then `policy(conf, cost, stale=..., depths=d)`
-    after: the base policy picks verify lengths on `conf` with the positions past d_r zeroed, and
-    ℓ_r ≤ d_r always. Without `depths` it is the base policy (full drafting). `delay`: staleness of the
-    rows the caller passes as `stale` (the base policy's own delay when it has one); `lossless` needs
-    delay ≥ 1.
+    Call `depths(stale, cost, draft)` before drafting (the plan, hedged by `slack`), then
+    `policy(conf, cost, stale=..., depths=d)` after: the base policy picks verify lengths on `conf` with
+    the positions past d_r zeroed, and ℓ_r ≤ d_r always. Without `depths` it is the base policy (full
+    drafting). `delay`: staleness of the rows the caller passes as `stale` (the base policy's own delay
+    when it has one); `lossless` needs delay ≥ 1.
     """
 
     base: Policy
     delay: int
+    slack: float = SLACK
 
     draft = "adaptive"
     uses_stale = True
@@ -174,7 +200,7 @@ class AdaptivePolicy:
         return self.base.lossless and self.delay >= 1
 
     def depths(self, stale, cost: CostTable, draft: DraftCost, *, max_batch_tokens=None) -> np.ndarray:
-        return plan_depths(stale, cost, draft, max_batch_tokens=max_batch_tokens)
+        return plan_depths(stale, cost, draft, max_batch_tokens=max_batch_tokens, slack=self.slack)
 
     def __call__(self, conf, cost: CostTable, *, stale=None, max_batch_tokens=None, depths=None):
         use = stale if self.base.uses_stale else None
@@ -189,14 +215,15 @@ class AdaptivePolicy:
         return np.minimum(lengths, d.astype(np.int64))
 
     def __repr__(self) -> str:
-        return f"{self.base!r}"[:-1] + f", draft='adaptive', delay={self.delay})"
+        return f"{self.base!r}"[:-1] + f", draft='adaptive', delay={self.delay}, slack={self.slack!r})"
 
 
 def adaptive(name: str, draft: str, params: dict):
     """`make_policy(name, draft=..., **params)` for draft ≠ "full" (see the module doc).
 
     "ar" ignores the draft mode; "lookahead" (the negative control of verify sizing) refuses it. Policies
-    without a `delay` parameter take one here (default 1: the previous step's confidences).
+    without a `delay` parameter take one here (default 1: the previous step's confidences); every adaptive
+    policy takes `slack` (default SLACK).
     """
     if draft not in DRAFT_MODES:
         raise ValueError(f"policy '{name}': draft must be one of {', '.join(DRAFT_MODES)}; got {draft!r}")
@@ -204,11 +231,16 @@ def adaptive(name: str, draft: str, params: dict):
         return make_policy(name, **params)
     if name == "lookahead":
         raise ValueError("policy 'lookahead' is a negative control of verify sizing; it takes draft='full'")
-    base = make_policy(name, **{k: v for k, v in params.items() if k != "delay" or name in _OWN_DELAY})
+    ours = {"slack"} | (set() if name in _OWN_DELAY else {"delay"})
+    base = make_policy(name, **{k: v for k, v in params.items() if k not in ours})
     if name == "ar":
         return base
     delay = base.delay if name in _OWN_DELAY else _int_param(name, "delay", params.get("delay", 1), 0)
-    return AdaptivePolicy(base, delay)
+    try:
+        slack = _check_slack(params.get("slack", SLACK))
+    except ValueError as err:
+        raise ValueError(f"policy '{name}': parameter {err}") from None
+    return AdaptivePolicy(base, delay, slack)
 
 
 #: policies whose own `delay` parameter gives the staleness of their rows

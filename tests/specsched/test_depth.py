@@ -57,6 +57,21 @@ def test_plan_is_the_best_of_the_search(stale, draft, cost, budget):
     assert theta(stale, d, cost, draft) >= best * (1 - 1e-9)
 
 
+@given(
+    hnp.arrays(np.float64, st.tuples(st.integers(1, 10), st.integers(1, 6)), elements=probs),
+    st.sampled_from([0.05, 0.1, 0.5]),
+)
+def test_slack_takes_the_deepest_plan_within_it(stale, slack):
+    cost = S.builtin_cost("h200-v4flash")
+    d = plan_depths(stale, cost, DSPARK, slack=slack)
+    best = plan_depths(stale, cost, DSPARK)
+    assert d.sum() >= best.sum()
+    if best.sum():  # a plan that drafts something hedges; "nothing" stays nothing
+        assert theta(stale, d, cost, DSPARK) >= reference(stale, cost, DSPARK) * (1 - slack) * (1 - 1e-9)
+    else:
+        assert d.sum() == 0
+
+
 def test_saturating_table_drafts_at_light_load_and_stops_at_heavy_load():
     rng = np.random.default_rng(0)
     light = plan_depths(rng.beta(8, 2, (8, 7)), SATURATING, DSPARK)
@@ -127,7 +142,8 @@ def test_make_policy_draft_modes():
         True,
         "dspark",
     )
-    assert repr(pol) == "Policy(dspark, draft='adaptive', delay=1)"
+    assert repr(pol) == "Policy(dspark, draft='adaptive', delay=1, slack=0.1)"
+    assert S.make_policy("dspark", draft="adaptive", slack=0).slack == 0.0
     assert S.make_policy("dspark_global", draft="adaptive", delay=3).delay == 3  # its own delay
     assert S.make_policy("fixed", draft="adaptive", k=3, delay=2).params["k"] == 3
     assert S.make_policy("ar", draft="adaptive").name == "ar"  # ignores the draft mode
@@ -143,6 +159,8 @@ def test_make_policy_draft_modes():
         (lambda: S.make_policy("dspark", draft="partial"), "draft must be one of full, adaptive"),
         (lambda: S.make_policy("lookahead", draft="adaptive"), "negative control"),
         (lambda: S.make_policy("dspark", draft="adaptive", delay=-1), "delay"),
+        (lambda: S.make_policy("dspark", draft="adaptive", slack=1.0), "slack"),
+        (lambda: plan_depths([[0.5]], SATURATING, DSPARK, slack=-0.1), "slack"),
         (lambda: S.make_policy("dspark", delay=1), "unknown parameter"),  # full drafting: no delay
         (lambda: DraftCost("speculative"), "kind must be one of"),
         (lambda: DraftCost("parallel", layers=float("nan")), "layers"),
