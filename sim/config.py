@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from sim.acceptance import AcceptanceConfig
+from sim.bounds import check_bounds
 from sim.curves import DOMAINS, DRAFTERS
 from specsched import DRAFT_MODES, POLICIES, policy_params
 from specsched.errors import InputError
@@ -32,8 +33,11 @@ WORKLOAD_KINDS = ("poisson", "gamma", "closed", "trace")
 LENGTH_DISTS = ("fixed", "uniform", "exponential", "lognormal", "trace")
 THINK_DISTS = ("fixed", "exponential")
 ROUTERS = ("round_robin", "least_outstanding")
-#: draft cost model per drafter (see sim.drafter)
-PARALLEL_DRAFTERS = ("dflash", "dspark")
+#: how a drafter's pass is priced (see sim.drafter): drafter.kind, or the built-in name's own kind
+DRAFTER_KINDS = ("parallel", "autoregressive", "free")
+BUILTIN_KINDS = {"none": "free", "mtp": "autoregressive", "eagle3": "autoregressive", "dflash": "parallel",
+                 "dspark": "parallel"}  # fmt: skip
+PARALLEL_DRAFTERS = tuple(name for name, kind in BUILTIN_KINDS.items() if kind == "parallel")
 
 
 def _fail(section: str, key: str, message: str) -> InputError:
@@ -99,6 +103,7 @@ class WorkloadConfig:
 
     def __post_init__(self) -> None:
         s = self._section
+        check_bounds(s, self)
         _check_choice(s, "kind", self.kind, WORKLOAD_KINDS)
         _check_range(s, "rate", self.rate, 0, lo_open=True)
         _check_range(s, "cv", self.cv, 0, lo_open=True)
@@ -122,6 +127,8 @@ class WorkloadConfig:
         if not sum(self.mix) > 0:
             raise _fail(s, "mix", "shares must not all be 0")
         _check_range(s, "speedup", self.speedup, 0, lo_open=True)
+        if self.trace is not None and not self.trace.strip():
+            raise _fail(s, "trace", "is empty: name a trace file or built-in trace, or none")
         uses_trace = self.kind == "trace" or "trace" in (self.input_dist, self.output_dist)
         if uses_trace and not self.trace:
             raise _fail(s, "trace", "is required when workload.kind or a length distribution is 'trace'")
@@ -131,13 +138,22 @@ class WorkloadConfig:
 class DrafterConfig:
     """The drafter and how its pass is priced (see `sim.drafter`).
 
-    name: "none" | "mtp" | "eagle3" | "dflash" | "dspark". gamma: drafts per request per step (γ; ignored,
-        i.e. 0, for "none"; at most the length of the drafter's acceptance curve).
-    layers: draft layers; default (None) 5 for dflash/dspark (the paper's offline drafters), 1 for
-        eagle3 and mtp. layer_cost: price of one draft layer relative to one target layer.
+    name: a built-in ("none" | "mtp" | "eagle3" | "dflash" | "dspark") or any drafter the `curves` file
+        names (n-gram, suffix, a team's own). gamma: drafts per request per step (γ; ignored, i.e. 0, for
+        "none"; at most the length of the drafter's acceptance curve).
+    kind: how its draft pass is priced (`sim.drafter`): "parallel" (one pass over R·γ positions, like
+        DFlash), "autoregressive" (γ passes over R tokens, like EAGLE-3) or "free" (no draft cost, like
+        n-gram lookup). Default (None): the built-in name's kind (dflash/dspark parallel, eagle3/mtp
+        autoregressive); required for any other name.
+    layers: draft layers; default (None) 5 for parallel drafters (the paper's offline drafters), 1 for
+        the others. layer_cost: price of one draft layer relative to one target layer.
     markov_overhead: DSpark's Markov head, as a fraction of an AR step over the same requests
         (paper Fig. 4: +0.2–1.3 % per round); only charged for "dspark".
     curves: optional JSON curves file (`sim.curves.load_curves`); default: the built-in curves.
+    cost: optional measured draft cost, replacing the layer-ratio pricing for any drafter kind: a CSV
+        `tokens,seconds` (drafted positions in the step, R·γ → seconds of the whole draft pass), a CSV
+        `requests,seconds` (requests drafting, R → seconds), or a fit file (`specbed cost fit` on
+        `phase = draft` rows, priced at R·γ tokens over R requests). See `sim.drafter`.
     """
 
     _section: ClassVar[str] = "drafter"
@@ -147,15 +163,36 @@ class DrafterConfig:
     layer_cost: float = 1.0
     markov_overhead: float = 0.007
     curves: str | None = None
+    cost: str | None = None
+    kind: str | None = None
 
     def __post_init__(self) -> None:
         s = self._section
-        _check_choice(s, "name", self.name, DRAFTERS)
+        check_bounds(s, self)
+        if not isinstance(self.name, str) or not self.name:
+            raise _fail(s, "name", f"must be a drafter name; got {self.name!r}")
+        if self.name not in DRAFTERS and self.curves is None:
+            raise _fail(
+                s,
+                "name",
+                f"{self.name!r} is not a built-in drafter ({', '.join(DRAFTERS)}): set drafter.curves to a "
+                "curves file that names it (e.g. from `specbed curves from-vllm`)",
+            )
+        if self.kind is not None:
+            _check_choice(s, "kind", self.kind, DRAFTER_KINDS)
+        elif self.name not in BUILTIN_KINDS:
+            raise _fail(
+                s, "kind", f"is required for drafter {self.name!r}: one of {', '.join(DRAFTER_KINDS)}"
+            )
+        if self.cost is not None and (not isinstance(self.cost, str) or not self.cost):
+            raise _fail(s, "cost", "must name a CSV (tokens,seconds or requests,seconds) or a fit .json")
         _check_range(s, "gamma", self.gamma, 0)
         if self.layers is not None:
             _check_range(s, "layers", self.layers, 1)
         _check_range(s, "layer_cost", self.layer_cost, 0)
         _check_range(s, "markov_overhead", self.markov_overhead, 0, 1)
+        if self.curves is not None and not self.curves.strip():
+            raise _fail(s, "curves", "is empty: name a curves file, or none for the built-in curves")
 
     @property
     def effective_gamma(self) -> int:
@@ -163,10 +200,15 @@ class DrafterConfig:
         return 0 if self.name == "none" else self.gamma
 
     @property
+    def effective_kind(self) -> str:
+        """How the draft pass is priced: `kind`, else the built-in name's kind."""
+        return self.kind if self.kind is not None else BUILTIN_KINDS[self.name]
+
+    @property
     def effective_layers(self) -> int:
         if self.layers is not None:
             return self.layers
-        return 5 if self.name in PARALLEL_DRAFTERS else 1
+        return 5 if self.effective_kind == "parallel" else 1
 
 
 @dataclass(frozen=True)
@@ -192,6 +234,7 @@ class PolicyConfig:
 
     def __post_init__(self) -> None:
         s = self._section
+        check_bounds(s, self)
         _check_choice(s, "name", self.name, POLICIES)
         _check_choice(s, "draft", self.draft, DRAFT_MODES)
         if self.draft == "adaptive" and self.name == "lookahead":
@@ -231,9 +274,11 @@ class PolicyConfig:
 class ServerConfig:
     """The deployment.
 
-    cost: a built-in cost table name (`specsched.BUILTIN_COSTS`) or a `tokens,seconds` CSV path; it gives
-        one replica's step latency. replicas: copies behind the router. tp: GPUs per replica (for
-        throughput per GPU); None = the built-in table's own GPU count (1 for a CSV).
+    cost: a built-in cost table name (`specsched.BUILTIN_COSTS`), a `tokens,seconds` CSV path, or a fit
+        file (`specbed cost fit`'s FIT.json, priced for `tp` and `ep`); it gives one replica's step
+        latency. replicas: copies behind the router. tp: GPUs per replica (for throughput per GPU, and the
+        tensor-parallel degree of a fit file's table); None = the built-in table's own GPU count (1 for a
+        CSV or fit file). ep: expert-parallel degree of a fit file's table (MoE models only); None = 1.
     cost_mode: how a CSV table is read between its points: "step" (the next measured size at or above B,
         as engines pad to captured sizes) or "linear" (interpolate); built-in tables ignore it.
     layers: target layers, to price draft layers (one draft layer = latency / layers); default: the
@@ -254,6 +299,7 @@ class ServerConfig:
     cost_mode: str = "step"
     replicas: int = 1
     tp: int | None = None
+    ep: int | None = None
     layers: int | None = None
     router: str = "least_outstanding"
     max_num_seqs: int = 256
@@ -264,6 +310,7 @@ class ServerConfig:
 
     def __post_init__(self) -> None:
         s = self._section
+        check_bounds(s, self)
         if not self.cost:
             raise _fail(s, "cost", "must name a built-in cost table or a CSV file")
         if self.policy_cost is not None and (not isinstance(self.policy_cost, str) or not self.policy_cost):
@@ -272,6 +319,8 @@ class ServerConfig:
         _check_range(s, "replicas", self.replicas, 1)
         if self.tp is not None:
             _check_range(s, "tp", self.tp, 1)
+        if self.ep is not None:
+            _check_range(s, "ep", self.ep, 1)
         if self.layers is not None:
             _check_range(s, "layers", self.layers, 1)
         _check_choice(s, "router", self.router, ROUTERS)
@@ -308,6 +357,7 @@ class MetricsConfig:
 
     def __post_init__(self) -> None:
         s = self._section
+        check_bounds(s, self)
         _check_range(s, "warmup", self.warmup, 0, 1, hi_open=True)
         _check_range(s, "drain", self.drain, 0, 1, hi_open=True)
         if self.warmup + self.drain >= 1:
@@ -334,6 +384,8 @@ class SimConfig:
 
     def __post_init__(self) -> None:
         _check_range("", "seed", self.seed, 0)
+        check_bounds("", self)  # seed; the sections checked their own (acceptance included, below)
+        check_bounds("acceptance", self.acceptance)
         if self.drafter.gamma > self.server.max_num_batched_tokens:
             raise _fail("drafter", "gamma", "must be ≤ server.max_num_batched_tokens")
 

@@ -27,8 +27,8 @@ import simpy
 import specsched
 from sim.acceptance import AcceptanceModel
 from sim.config import SimConfig
-from sim.curves import curve_matrix, load_curves
-from sim.drafter import draft_cost, draft_seconds_table
+from sim.curves import DOMAINS, curve_matrix, load_curves
+from sim.drafter import draft_cost, draft_seconds_table, load_draft_cost
 from sim.empirical import EmpiricalModel
 from sim.metrics import request_table, summarize, time_series
 from sim.recorder import Recorder
@@ -79,16 +79,31 @@ def _as_input_error(err: ValueError, fieldname: str) -> InputError:
 
 
 def _load_table(cfg: SimConfig, source: str, fieldname: str) -> specsched.CostTable:
-    """A cost table named by `source` (built-in name or CSV) with cfg.server's mode and layers."""
+    """A cost table named by `source` (built-in name, CSV or fit file) with cfg.server's mode, layers and
+    replica shape (tp, ep: fit files only)."""
     try:
-        cost = specsched.load_cost(source, mode=cfg.server.cost_mode)
+        cost = specsched.load_cost(source, mode=cfg.server.cost_mode, tp=cfg.server.tp, ep=cfg.server.ep)
+    except InputError as err:  # load_cost names server.cost; the table may be server.policy_cost's
+        field = fieldname if err.field in (None, "server.cost") else err.field
+        raise InputError(err.message, file=err.file, line=err.line, field=field) from None
     except ValueError as err:
         raise _as_input_error(err, fieldname) from None
     if cfg.server.layers is not None:
         cost = specsched.CostTable.from_points(
-            cost.tokens, cost.seconds, mode=cost.mode, layers=cfg.server.layers, name=cost.name
+            cost.tokens,
+            cost.seconds,
+            mode=cost.mode,
+            layers=cfg.server.layers,
+            name=cost.name,
+            request_seconds=cost.request_seconds,
+            kv_token_seconds=cost.kv_token_seconds,
         )
-    elif source not in specsched.BUILTIN_COSTS and cfg.drafter.effective_gamma > 0:
+    elif (
+        source not in specsched.BUILTIN_COSTS
+        and not source.lower().endswith(".json")
+        and cfg.drafter.effective_gamma > 0
+        and cfg.drafter.cost is None
+    ):
         raise InputError(
             "is required with a CSV cost table to price the draft layers "
             "(the number of target layers the table's latency covers)",
@@ -97,11 +112,49 @@ def _load_table(cfg: SimConfig, source: str, fieldname: str) -> specsched.CostTa
     return cost
 
 
+def _load_trace(cfg: SimConfig):
+    """The trace `cfg.workload` replays or resamples (a `traces.RequestTable`), or None if it uses none."""
+    wcfg = cfg.workload
+    if not (wcfg.kind == "trace" or "trace" in (wcfg.input_dist, wcfg.output_dist)):
+        return None
+    import traces
+
+    try:
+        table = traces.load(wcfg.trace)
+    except InputError as err:
+        raise InputError(
+            err.message,
+            file=err.file,
+            line=err.line,
+            field="workload.trace" if err.field in (None, "trace") else err.field,
+        ) from None
+    except ValueError as err:
+        raise _as_input_error(err, "workload.trace") from None
+    if len(table) == 0:
+        raise InputError("the trace has no requests", file=wcfg.trace, field="workload.trace")
+    return table
+
+
+def check_inputs(cfg: SimConfig) -> None:
+    """Read and check the files `cfg` names (cost tables, curves, trace) without building anything big.
+
+    Sweeps call it for every cell before their results folder is touched; InputError if one is bad.
+    """
+    _load_table(cfg, cfg.server.cost, "server.cost")
+    if cfg.server.policy_cost is not None:
+        _load_table(cfg, cfg.server.policy_cost, "server.policy_cost")
+    curves = load_curves(cfg.drafter.curves) if cfg.drafter.curves else None
+    curve_matrix(curves, cfg.drafter.name, cfg.drafter.effective_gamma)
+    _load_trace(cfg)
+
+
 def prepare(cfg: SimConfig) -> Prepared:
     """Read and check every input of `cfg` (cost table, trace, curves, policy, KV fit); InputError if bad."""
     seeds = np.random.SeedSequence(cfg.seed).spawn(len(STREAMS))
     rngs = {name: np.random.default_rng(s) for name, s in zip(STREAMS, seeds)}
     cost = _load_table(cfg, cfg.server.cost, "server.cost")
+    if cfg.drafter.cost is not None and cfg.drafter.effective_gamma > 0:
+        load_draft_cost(cfg.drafter.cost, tp=cfg.server.tp or 1)  # bad input fails before any work
     policy_cost = None
     if cfg.server.policy_cost is not None:
         policy_cost = _load_table(cfg, cfg.server.policy_cost, "server.policy_cost")
@@ -117,28 +170,19 @@ def prepare(cfg: SimConfig) -> Prepared:
     except ValueError as err:
         raise _as_input_error(err, "policy.name") from None
     curves = load_curves(cfg.drafter.curves) if cfg.drafter.curves else None
-    matrix = curve_matrix(curves, cfg.drafter.name, cfg.drafter.effective_gamma)
-    model = _acceptance_model(cfg, curves, matrix, rngs["model"])
     wcfg = cfg.workload
-    table = None
-    if wcfg.kind == "trace" or "trace" in (wcfg.input_dist, wcfg.output_dist):
-        import traces
-
-        try:
-            table = traces.load(wcfg.trace)
-        except InputError as err:
-            raise InputError(
-                err.message,
-                file=err.file,
-                line=err.line,
-                field="workload.trace" if err.field in (None, "trace") else err.field,
-            ) from None
-        except ValueError as err:
-            raise _as_input_error(err, "workload.trace") from None
-        if len(table) == 0:
-            raise InputError("the trace has no requests", file=wcfg.trace, field="workload.trace")
+    table = _load_trace(cfg)
     workload = build_workload(wcfg, rngs, table)
-    need = workload.input_tokens + workload.output_tokens + cfg.drafter.effective_gamma
+    # Only the workload's domains need a curve (a curves file may give a drafter any subset of them).
+    present = tuple(DOMAINS[i] for i in np.unique(workload.domain)) or DOMAINS
+    matrix = curve_matrix(curves, cfg.drafter.name, cfg.drafter.effective_gamma, present)
+    model = _acceptance_model(cfg, curves, matrix, rngs["model"])
+    # int64 throughout: the config's bounds (sim.bounds.UPPER_BOUNDS) keep this sum far from overflow
+    need = (
+        np.asarray(workload.input_tokens, dtype=np.int64)
+        + np.asarray(workload.output_tokens, dtype=np.int64)
+        + cfg.drafter.effective_gamma
+    )
     worst = int(np.argmax(need))
     if need[worst] > cfg.server.kv_tokens:
         raise InputError(
@@ -194,17 +238,23 @@ def _progress_printer(total: int, every_s: float = 2.0) -> Callable[[int, float]
     return report
 
 
-def simulate(config: SimConfig, *, progress: bool | Callable[[int, float], None] = False) -> SimResult:
+def simulate(
+    config: SimConfig,
+    *,
+    progress: bool | Callable[[int, float], None] = False,
+    observer: Callable[..., None] | None = None,
+) -> SimResult:
     """Run the simulator on `config` and return its results (no files written).
 
     progress: True prints progress with an ETA to stderr every ~2 s of wall time; a callable gets
     (completed requests, simulated seconds) every 1024 engine steps.
+    observer: called at the end of every engine step (`sim.server.Engine.observer`), e.g. the timeline.
     """
     t_start = time.perf_counter()
     prep = prepare(config)
     cfg, wl = config, prep.workload
     n = len(wl)
-    rec = Recorder(n, max_bins=4 * cfg.metrics.series_bins)
+    rec = Recorder(n, max_bins=4 * cfg.metrics.series_bins, gamma=cfg.drafter.effective_gamma)
     env = simpy.Environment()
     gamma = cfg.drafter.effective_gamma
     budget = cfg.server.max_num_batched_tokens
@@ -222,16 +272,19 @@ def simulate(config: SimConfig, *, progress: bool | Callable[[int, float], None]
         output_tokens=wl.output_tokens,
         domain=wl.domain,
         latent=prep.latent,
-        draft_s=draft_seconds_table(cfg.drafter, prep.cost, cfg.server.max_num_seqs),
+        draft_s=draft_seconds_table(cfg.drafter, prep.cost, cfg.server.max_num_seqs, tp=cfg.server.tp or 1),
         latency=np.asarray(prep.cost.latency(np.arange(budget + 1)), dtype=np.float64),
         rng_accept=prep.rngs["acceptance"],
         rng_conf=prep.rngs["confidence"],
         policy_cost=prep.policy_cost,
         prefill_request_s=float(cfg.server.prefill_request_seconds),
-        drafter=draft_cost(cfg.drafter),
+        drafter=draft_cost(cfg.drafter, tp=cfg.server.tp or 1),
+        observer=observer,
         policy_draft_s=None
         if prep.policy_cost is None
-        else draft_seconds_table(cfg.drafter, prep.policy_cost, cfg.server.max_num_seqs),
+        else draft_seconds_table(
+            cfg.drafter, prep.policy_cost, cfg.server.max_num_seqs, tp=cfg.server.tp or 1
+        ),
     )
     replicas = [Replica(i, eng) for i in range(cfg.server.replicas)]
     router = Router(replicas, cfg.server.router)

@@ -23,7 +23,8 @@ One engine step of a replica, at time t (`Replica._plan`, then `yield timeout`, 
    still prefilling, in admission order, then to waiting requests admitted FIFO while `max_num_seqs`,
    the budget and free KV allow (no admission in a step that preempted). Chunks are limited by free KV.
 4. Time: step = draft seconds (draft_s(R), or priced from the planned depths) + cost.request_seconds ·
-   (running requests) + cost.latency(prefill tokens + Σ (1 + ℓ_r)) + server.prefill_request_seconds ·
+   (running requests) + cost.kv_token_seconds · (KV tokens they hold: prompt + generated, or the computed
+   part of a prompt) + cost.latency(prefill tokens + Σ (1 + ℓ_r)) + server.prefill_request_seconds ·
    (requests prefilling in this step) (see `sim.drafter` and `specsched.CostTable`).
 5. At t + step: each decoding request emits min(accepted + 1, tokens still owed); a request whose
    prefill completes emits its first token (TTFT); requests that reached their output length leave.
@@ -66,6 +67,7 @@ class Engine:
     the ones that time the steps (server.policy_cost); None = cost and draft_s.
     prefill_request_s: seconds added per request prefilling in a step (server.prefill_request_seconds).
     drafter: how the draft pass is priced from planned depths (used with draft = "adaptive").
+    observer: optional per-step callback (e.g. `sim.timeline.TimelineWriter`), see the field.
     """
 
     env: simpy.Environment
@@ -91,6 +93,9 @@ class Engine:
     policy_draft_s: np.ndarray | None = None
     prefill_request_s: float = 0.0
     drafter: DraftCost | None = None
+    #: called at the end of every step as observer(replica, start, seconds, decoding requests, verify
+    #: tokens, prefill tokens, lengths, accepted, emitted tokens); None (the default) costs nothing
+    observer: Callable[..., None] | None = None
 
     def __post_init__(self) -> None:
         self.views: list[CostTable | None] = [None] * (self.max_num_seqs + 1)
@@ -98,7 +103,14 @@ class Engine:
         if self.adaptive and self.drafter is None:
             raise ValueError("Engine: an adaptive policy needs `drafter` (how to price the draft pass)")
 
-    def view(self, r: int) -> CostTable:
+    def view(self, r: int, kv: int = 0) -> CostTable:
+        """The table the policy plans with at R = r decoding requests holding `kv` KV tokens in all: the
+        draft seconds and the context's KV reads both go into its fixed (ℓ-independent) term."""
+        v = self._view(r)
+        extra = v.kv_token_seconds * kv
+        return v.with_draft(v.draft_seconds + extra) if extra else v
+
+    def _view(self, r: int) -> CostTable:
         v = self.views[r]
         if v is None:
             if self.policy_cost is None:
@@ -182,7 +194,7 @@ class Replica:
                     lengths, draft_s = self._adaptive(r, conf, stale)
                 else:
                     lengths = eng.policy(
-                        conf, eng.view(r), stale=stale, max_batch_tokens=eng.max_batch_tokens
+                        conf, eng.view(r, self.kv_used), stale=stale, max_batch_tokens=eng.max_batch_tokens
                     )
                 accepted = eng.model.sample_accepted(true, lengths, eng.rng_accept)
                 verify = r + int(lengths.sum())
@@ -203,8 +215,14 @@ class Replica:
                 break
             # Only prefilling requests whose next chunk does not fit in KV: free some and plan again.
             self._preempt_newest(now)
-        # Attention reads every running request's KV once per step, prefilling ones included.
-        seconds = float(draft_s + eng.cost.request_seconds * self.n + eng.latency[verify + prefill])
+        # Attention reads every running request's KV once per step, prefilling ones included: a fixed
+        # charge per request plus, for a context-aware table, one per KV token held (kv_used = Σ context).
+        seconds = float(
+            draft_s
+            + eng.cost.request_seconds * self.n
+            + eng.cost.kv_token_seconds * self.kv_used
+            + eng.latency[verify + prefill]
+        )
         if eng.prefill_request_s and prefill:
             seconds += eng.prefill_request_s * int(np.count_nonzero(chunks))
         self.plan = (di, r, lengths, accepted, pf, chunks, prefill, now, seconds, verify, draft_s)
@@ -232,10 +250,13 @@ class Replica:
         """
         eng = self.eng
         plan_cost = eng.cost if eng.policy_cost is None else eng.policy_cost
-        depths = eng.policy.depths(stale, plan_cost, eng.drafter, max_batch_tokens=eng.max_batch_tokens)
+        # The context's KV reads are a fixed (depth- and ℓ-independent) term, carried as draft_seconds.
+        context = plan_cost.kv_token_seconds * self.kv_used
+        fixed = plan_cost.with_draft(context) if context else plan_cost
+        depths = eng.policy.depths(stale, fixed, eng.drafter, max_batch_tokens=eng.max_batch_tokens)
         draft_s = eng.drafter.seconds(depths, eng.cost)
         plan_s = draft_s if eng.policy_cost is None else eng.drafter.seconds(depths, plan_cost)
-        view = plan_cost.with_draft(plan_s)
+        view = plan_cost.with_draft(plan_s + context)
         lengths = eng.policy(conf, view, stale=stale, max_batch_tokens=eng.max_batch_tokens, depths=depths)
         return lengths, draft_s
 
@@ -303,11 +324,11 @@ class Replica:
                 self.gen[ready] += 1
                 emitted += int(ready.size)
                 self.n_decoding += int(ready.size)
-                rids = self.rid[ready]
-                first = rids[np.isnan(rec.first_token_s[rids])]
-                rec.first_token_s[first] = now
+                rec.prefilled(self.rid[ready], now)
         self.kv_used += emitted + prefill
-        rec.step(start, seconds, draft_s, r, verify, emitted)
+        rec.step(start, seconds, draft_s, r, verify, emitted, lengths, accepted)
+        if eng.observer is not None:  # off by default (the timeline): one None check per step
+            eng.observer(self, start, seconds, r, verify, prefill, lengths, accepted, emitted)
         n = self.n
         done = self.gen[:n] >= self.olen[:n]
         if done.any():

@@ -3,7 +3,8 @@
 All built-ins are roofline-synthesized (`specsched.hardware`): labelled "-like" where the model's shape
 is an assumption. A measured profile (`specbed engine profile --out cost.csv`) always beats them.
 
-May import: numpy, the standard library, specsched.cost, specsched.hardware, specsched.errors.
+May import: numpy, the standard library, specsched.cost, specsched.hardware, specsched.errors,
+specsched.fit.
 """
 
 from __future__ import annotations
@@ -14,14 +15,19 @@ from pathlib import Path
 from specsched.cost import CostTable
 from specsched.errors import InputError
 
+_CTX = {"context_tokens": None}
+# The V4-like tables keep a fixed 4,096-token context per request: it stands for the context of a
+# disaggregated decode instance, which the figures' 16-token prompts do not carry (paper_figs.common).
 _EP_NET = {"context_tokens": 4096, "link_bw": 60e9, "overlap_comm": True}
 
 #: name -> (model shape, gpu, GPUs per replica, roofline knobs)
 _SPECS: dict[str, tuple[str, str, int, dict]] = {
-    "h100-dense8b": ("dense-8b", "h100", 1, {}),
-    "h200-dense8b": ("dense-8b", "h200", 1, {}),
-    "h100-dense70b-tp4": ("dense-70b", "h100", 4, {}),
-    "h200-dense70b-tp4": ("dense-70b", "h200", 4, {}),
+    # Dense tables are context-aware: each step is charged its requests' actual KV context. At the
+    # 1,024-token context they used to assume for every request, their step times are unchanged.
+    "h100-dense8b": ("dense-8b", "h100", 1, _CTX),
+    "h200-dense8b": ("dense-8b", "h200", 1, _CTX),
+    "h100-dense70b-tp4": ("dense-70b", "h100", 4, _CTX),
+    "h200-dense70b-tp4": ("dense-70b", "h200", 4, _CTX),
     # V4-like MoE, served DeepSeek-style: data-parallel attention, experts spread over a large EP group
     # across nodes, dispatch/combine overlapped with compute (two micro-batches). These tables are per GPU
     # (one DP rank's batch); "concurrency" in the paper's Fig. 8 is per rank. Context length, the
@@ -51,14 +57,27 @@ def builtin_cost(name: str) -> CostTable:
     return CostTable.roofline(model, gpu, tp=tp, name=name, **knobs)
 
 
-def load_cost(spec: str | Path, *, mode: str = "step") -> CostTable:
-    """A built-in table by name, or a `tokens,seconds` CSV by path (InputError if neither)."""
+def load_cost(
+    spec: str | Path, *, mode: str = "step", tp: int | None = None, ep: int | None = None
+) -> CostTable:
+    """A built-in table by name, a `tokens,seconds` CSV by path, or a fit file (`specbed cost fit`'s
+    FIT.json) priced for a `tp`-GPU replica with `ep`-way expert parallelism (both default 1; they
+    apply to fit files only). InputError if none of these."""
     if isinstance(spec, str) and spec in _SPECS:
         return builtin_cost(spec)
     path = Path(spec)
+    if path.suffix.lower() == ".json":
+        from specsched.fit import fit_table, load_fit  # a fit file: the roofline with its knobs
+
+        fitted = load_fit(path)
+        try:
+            return fit_table(fitted, tp=tp or 1, ep=ep or 1)
+        except ValueError as err:
+            raise InputError(str(err), file=str(path)) from None
     if path.suffix.lower() == ".csv" or path.exists():
         return CostTable.from_csv(path, mode=mode)  # type: ignore[arg-type]
     raise InputError(
-        f"unknown cost table {str(spec)!r}: not a built-in ({', '.join(BUILTIN_COSTS)}) and not a CSV file",
+        f"unknown cost table {str(spec)!r}: not a built-in ({', '.join(BUILTIN_COSTS)}), "
+        "a CSV or a fit .json",
         field="server.cost",
     )

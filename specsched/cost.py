@@ -25,6 +25,8 @@ Mode = Literal["step", "linear"]
 # Latencies for every integer B up to this bound are precomputed so that a policy's lookup of
 # sps(R .. R + R·γ) is one slice, not a search (the scheduler runs every engine step).
 _DENSE_MIN = 16_384
+#: largest batch size (tokens per step) a table may list: the dense lookup holds 2× this many float64s
+MAX_TOKENS = 1 << 20
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,10 +46,13 @@ class CostTable:
             γ, so this does not depend on the verify lengths chosen; it still moves the optimum of Θ.
         layers: target layers, to price draft layers: `layer_seconds(B) = latency(B) / layers`.
         name: label for reports.
-        request_seconds: cost per running request per step (seconds), independent of B: reading its KV cache
-            in attention. A whole step over R requests and B tokens takes
-            `draft_seconds + request_seconds·R + latency(B)`. 0 for measured profiles (their KV cost is
-            folded into the points).
+        request_seconds: cost per running request per step (seconds), independent of B (and, for a
+            context-aware table, of its context): per-request work, or — for a table with a fixed assumed
+            context — reading that context's KV. 0 for measured profiles (folded into the points).
+        kv_token_seconds: cost per KV token of context the running requests hold, per step (seconds): the
+            attention's KV reads. A whole step over R requests holding C KV tokens in all and B query tokens
+            takes `draft_seconds + request_seconds·R + kv_token_seconds·C + latency(B)`; it does not depend
+            on the verify lengths, so policies see it as part of the fixed term. 0 = context-blind.
     """
 
     tokens: np.ndarray
@@ -57,6 +62,7 @@ class CostTable:
     layers: int = 1
     name: str = ""
     request_seconds: float = 0.0
+    kv_token_seconds: float = 0.0
     _dense: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -70,8 +76,11 @@ class CostTable:
             raise ValueError("cost table: empty (no points)")
         if tokens.size != seconds.size:
             raise ValueError(f"cost table: {tokens.size} token sizes but {seconds.size} latencies")
-        if not np.all(np.isfinite(tokens.astype(np.float64))) or np.any(tokens != np.round(tokens)):
+        as_float = tokens.astype(np.float64)
+        if not np.all(np.isfinite(as_float)) or np.any(as_float != np.round(as_float)):
             raise ValueError(f"cost table: tokens must be whole numbers, got {tokens.tolist()[:8]}")
+        if np.any(as_float > MAX_TOKENS):
+            raise ValueError(f"cost table: tokens must be ≤ {MAX_TOKENS}, got {as_float.max():.6g}")
         tokens = tokens.astype(np.int64)
         if tokens[0] < 1:
             raise ValueError(f"cost table: tokens must be ≥ 1, got {int(tokens[0])}")
@@ -96,6 +105,8 @@ class CostTable:
             raise ValueError(f"cost table: draft_seconds must be ≥ 0, got {self.draft_seconds!r}")
         if not (math.isfinite(self.request_seconds) and self.request_seconds >= 0):
             raise ValueError(f"cost table: request_seconds must be ≥ 0, got {self.request_seconds!r}")
+        if not (math.isfinite(self.kv_token_seconds) and self.kv_token_seconds >= 0):
+            raise ValueError(f"cost table: kv_token_seconds must be ≥ 0, got {self.kv_token_seconds!r}")
         if int(self.layers) != self.layers or self.layers < 1:
             raise ValueError(f"cost table: layers must be a positive integer, got {self.layers!r}")
         tokens.setflags(write=False)
@@ -106,6 +117,7 @@ class CostTable:
         object.__setattr__(self, "draft_seconds", float(self.draft_seconds))
         object.__setattr__(self, "layers", int(self.layers))
         object.__setattr__(self, "request_seconds", float(self.request_seconds))
+        object.__setattr__(self, "kv_token_seconds", float(self.kv_token_seconds))
         dense = self._evaluate(np.arange(max(_DENSE_MIN, 2 * int(tokens[-1])) + 1, dtype=np.int64))
         dense.setflags(write=False)
         object.__setattr__(self, "_dense", dense)
@@ -123,23 +135,33 @@ class CostTable:
         layers: int = 1,
         name: str = "",
         request_seconds: float = 0.0,
+        kv_token_seconds: float = 0.0,
     ) -> CostTable:
         """A table from measured (tokens, seconds) points, sorted by tokens."""
         secs = np.asarray(seconds, dtype=np.float64)
-        return cls(np.asarray(tokens), secs, mode, draft_seconds, layers, name, request_seconds)
+        return cls(
+            np.asarray(tokens), secs, mode, draft_seconds, layers, name, request_seconds, kv_token_seconds
+        )
 
     @classmethod
-    def from_csv(cls, path: str | Path, *, mode: Mode = "step", layers: int = 1) -> CostTable:
-        """Read a `tokens,seconds` CSV (header required; blank lines and `#` comments skipped).
+    def from_csv(
+        cls, path: str | Path, *, mode: Mode = "step", layers: int = 1, key: str = "tokens"
+    ) -> CostTable:
+        """Read a `tokens,seconds` CSV (header required; blank lines and `#` comments skipped). `key` names
+        the size column (e.g. "requests" for a draft cost indexed by requests).
 
         Raises `InputError` naming the file, the line and the field for a missing file, a wrong header, a
         non-numeric or non-positive value, or unsorted/duplicate sizes.
         """
         path = Path(path)
         try:
-            text = path.read_text()
+            text = path.read_text(encoding="utf-8")
         except OSError as err:
             raise InputError(f"cannot read cost table ({err.strerror or err})", file=str(path)) from None
+        except UnicodeDecodeError as err:
+            raise InputError(
+                f"not a UTF-8 text file (undecodable byte at offset {err.start})", file=str(path)
+            ) from None
         rows = [
             (i, line)
             for i, line in enumerate(text.splitlines(), start=1)
@@ -149,13 +171,13 @@ class CostTable:
             raise InputError("empty cost table (expected header 'tokens,seconds')", file=str(path))
         header_line, header = rows[0]
         names = [h.strip() for h in next(csv.reader([header]))]
-        if "tokens" not in names or "seconds" not in names:
+        if key not in names or "seconds" not in names:
             raise InputError(
-                f"header must have columns 'tokens,seconds', got {','.join(names)!r}",
+                f"header must have columns '{key},seconds', got {','.join(names)!r}",
                 file=str(path),
                 line=header_line,
             )
-        it, isec = names.index("tokens"), names.index("seconds")
+        it, isec = names.index(key), names.index("seconds")
         tokens: list[int] = []
         seconds: list[float] = []
         for lineno, line in rows[1:]:
@@ -168,14 +190,21 @@ class CostTable:
                 t = float(cells[it])
             except ValueError:
                 raise InputError(
-                    f"not a number: {cells[it]!r}", file=str(path), line=lineno, field="tokens"
+                    f"not a number: {cells[it]!r}", file=str(path), line=lineno, field=key
                 ) from None
+            if t.is_integer() and t > MAX_TOKENS:
+                raise InputError(
+                    f"must be ≤ {MAX_TOKENS} (the largest batch a table may list), got {cells[it]!r}",
+                    file=str(path),
+                    line=lineno,
+                    field="tokens",
+                )
             if not t.is_integer() or t < 1:
                 raise InputError(
                     f"must be a whole number ≥ 1, got {cells[it]!r}",
                     file=str(path),
                     line=lineno,
-                    field="tokens",
+                    field=key,
                 )
             try:
                 s = float(cells[isec])
@@ -193,7 +222,7 @@ class CostTable:
                     if int(t) == tokens[-1]
                     else f"sizes not sorted ({int(t)} after {tokens[-1]})"
                 )
-                raise InputError(what, file=str(path), line=lineno, field="tokens")
+                raise InputError(what, file=str(path), line=lineno, field=key)
             tokens.append(int(t))
             seconds.append(s)
         if not tokens:
@@ -212,10 +241,12 @@ class CostTable:
     ) -> CostTable:
         """A table synthesized from a roofline when no profile exists (see `specsched.hardware.step_seconds`).
 
-        The KV-cache reads of attention become `request_seconds` (they scale with running requests, not
-        with B). `knobs` are the roofline's parallelism, efficiency and workload assumptions (ep, eta_bw,
-        eta_f, c0, context_tokens,
-        link_bw, link_latency, bytes_per_param); every one is documented there.
+        The KV-cache reads of attention do not scale with B: with a number `context_tokens` (default 1024)
+        each request is charged that fixed context in `request_seconds`; with `context_tokens=None` the
+        table is context-aware (`kv_token_seconds`, the simulator charges each step its requests' actual
+        context). `knobs` are the roofline's parallelism, efficiency and workload assumptions (ep, eta_bw,
+        eta_f, c0, context_tokens, link_bw, link_latency, hop_latency, request_s, bytes_per_param); every
+        one is documented there.
         Evaluated at every integer B in 1..8192 ("linear" mode); beyond that the compute-bound regime is
         linear, which is exactly what the table extrapolates.
         """
@@ -224,6 +255,9 @@ class CostTable:
         b = np.arange(1, 8193, dtype=np.float64)
         secs = hardware.step_seconds(shape, dev, b, tp=tp, **knobs)
         per_request = hardware.request_seconds(shape, dev, tp=tp, **knobs)
+        per_kv = 0.0
+        if "context_tokens" in knobs and knobs["context_tokens"] is None:
+            per_kv = hardware.kv_token_seconds(shape, dev, tp=tp, **knobs)
         label = name or f"roofline:{shape.name}@{dev.name}x{tp}"
         return cls.from_points(
             b.astype(np.int64),
@@ -232,6 +266,7 @@ class CostTable:
             layers=shape.layers,
             name=label,
             request_seconds=per_request,
+            kv_token_seconds=per_kv,
         )
 
     def with_draft(self, seconds: float) -> CostTable:
@@ -239,7 +274,16 @@ class CostTable:
         if not (math.isfinite(seconds) and seconds >= 0):
             raise ValueError(f"draft_seconds must be ≥ 0, got {seconds!r}")
         new = object.__new__(CostTable)
-        for f in ("tokens", "seconds", "mode", "layers", "name", "request_seconds", "_dense"):
+        for f in (
+            "tokens",
+            "seconds",
+            "mode",
+            "layers",
+            "name",
+            "request_seconds",
+            "kv_token_seconds",
+            "_dense",
+        ):
             object.__setattr__(new, f, getattr(self, f))
         object.__setattr__(new, "draft_seconds", float(seconds))
         return new
@@ -280,10 +324,12 @@ class CostTable:
             return self._dense[lo : hi + 1]
         return self._evaluate(np.arange(lo, hi + 1, dtype=np.int64))
 
-    def step_seconds(self, b, requests: int = 0):
-        """Wall time of a whole engine step over `requests` running requests and `b` tokens (seconds):
-        draft_seconds + request_seconds·requests + latency(b)."""
-        return self.draft_seconds + self.request_seconds * requests + self.latency(b)
+    def step_seconds(self, b, requests: int = 0, context: float = 0.0):
+        """Wall time of a whole engine step over `requests` running requests holding `context` KV tokens in
+        all and `b` tokens (seconds): draft_seconds + request_seconds·requests + kv_token_seconds·context +
+        latency(b)."""
+        fixed = self.draft_seconds + self.request_seconds * requests + self.kv_token_seconds * context
+        return fixed + self.latency(b)
 
     def sps(self, b, requests: int = 0):
         """Engine steps per second: 1 / step_seconds(b, requests)."""

@@ -69,11 +69,16 @@ class DraftCost:
         tokens costs `cost.layer_seconds(B)`.
     overhead: per-step sampling overhead as a fraction of `cost.latency(m)`, m = drafting requests
         (DSpark's Markov head; 0 for the others).
+    measured: optional measured draft cost replacing the layer pricing (not for "free"): a table whose
+        `latency` is the whole draft pass, indexed by `index` — "tokens" (drafted positions Σ d_r),
+        "requests" (drafting requests) or "fit" (`step_seconds(Σ d_r, drafting requests)`).
     """
 
     kind: str = "parallel"
     layers: float = 1.0
     overhead: float = 0.0
+    measured: CostTable | None = None
+    index: str = "tokens"
 
     def __post_init__(self) -> None:
         if self.kind not in DRAFT_KINDS:
@@ -82,11 +87,17 @@ class DraftCost:
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v >= 0):
                 raise ValueError(f"draft cost: {key} must be a finite number ≥ 0; got {v!r}")
+        if self.index not in ("tokens", "requests", "fit"):
+            raise ValueError(f"draft cost: index must be tokens, requests or fit; got {self.index!r}")
 
     def price(self, positions, drafting, deepest, cost: CostTable) -> np.ndarray:
         """float64[n]: draft seconds of plans with `positions` = Σ d_r, `drafting` = #{d_r > 0} and
         `deepest` = max d_r (int64[n] each; a plan with no draft costs 0)."""
         out = np.zeros(len(positions))
+        if self.kind == "free":
+            return out
+        if self.measured is not None:
+            return self._measured(positions, drafting, out)
         # Operation order as layers · layer_seconds(B), so full depths reproduce the full pass to the ulp.
         if self.kind == "parallel" and self.layers:
             out += self.layers * (_latency(cost, positions) / cost.layers)
@@ -94,6 +105,18 @@ class DraftCost:
             out += (np.asarray(deepest) * self.layers) * (_latency(cost, drafting) / cost.layers)
         if self.overhead:
             out += self.overhead * _latency(cost, drafting)
+        out[np.asarray(drafting) == 0] = 0.0
+        return out
+
+    def _measured(self, positions, drafting, out: np.ndarray) -> np.ndarray:
+        table = self.measured
+        if self.index == "requests":
+            out += table.latency(np.asarray(drafting, dtype=np.int64))
+        elif self.index == "tokens":
+            out += table.latency(np.asarray(positions, dtype=np.int64))
+        else:
+            drafting = np.asarray(drafting, dtype=np.int64)
+            out += table.step_seconds(np.asarray(positions, dtype=np.int64), drafting)
         out[np.asarray(drafting) == 0] = 0.0
         return out
 

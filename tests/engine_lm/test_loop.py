@@ -16,6 +16,7 @@ from engine.measure.rollout import run_rollout
 from engine.measure.stats import confidence_quality, fit_temperatures, full_conf
 from specbed.cli import main as specbed
 from specsched.contracts import save_curves
+from specsched.measured import read_measured
 
 MAP = "eagle3=eagle1,dflash=dflash1,dspark=dspark1"
 
@@ -53,6 +54,10 @@ def test_exported_curves_and_cost_load_in_the_simulator(tiny_bundle, tmp_path):
     prof.write(tmp_path / "cost.csv")
     table = CostTable.from_csv(tmp_path / "cost.csv")
     assert list(table.tokens) == [2, 4, 6, 8] and np.all(table.seconds > 0)
+    prof.write_steps(tmp_path / "steps.csv")  # specbed's measured-step CSV, for `specbed cost fit`
+    steps = read_measured([tmp_path / "steps.csv"])
+    assert sorted(steps.tokens[steps.phase == "decode"].tolist()) == [2, 4, 6, 8]
+    assert set(steps.phase) == {"decode", "draft"} and np.all(steps.seconds > 0)
     cfg = SimConfig(
         workload=WorkloadConfig(
             kind="closed", concurrency=2, num_requests=6, input_tokens=10, output_tokens=12, domain="mix"

@@ -183,3 +183,18 @@ def test_empty_batches():
     assert plan_depths(np.zeros((0, 7)), SATURATING, DSPARK).shape == (0,)
     assert plan_depths(np.zeros((3, 0)), SATURATING, DSPARK).tolist() == [0, 0, 0]
     assert plan_depths(np.zeros((3, 4)), SATURATING, DSPARK).tolist() == [0, 0, 0]
+
+
+def test_measured_draft_cost_prices_from_the_depths():
+    table = S.CostTable.from_points([1, 100], [0.001, 0.002], mode="linear")
+    depths = np.array([0, 3, 5])
+    by_tokens = DraftCost("parallel", measured=table, index="tokens")
+    by_requests = DraftCost("autoregressive", measured=table, index="requests")
+    by_fit = DraftCost("parallel", measured=table.with_draft(0.0005), index="fit")
+    assert by_tokens.seconds(depths, SATURATING) == pytest.approx(table.latency(8))
+    assert by_requests.seconds(depths, SATURATING) == pytest.approx(table.latency(2))
+    assert by_fit.seconds(depths, SATURATING) == pytest.approx(0.0005 + table.latency(8))
+    assert by_tokens.seconds(np.zeros(3, dtype=np.int64), SATURATING) == 0.0
+    assert DraftCost("free", measured=table).seconds(depths, SATURATING) == 0.0
+    with pytest.raises(ValueError, match="index"):
+        DraftCost("parallel", measured=table, index="bytes")
