@@ -27,7 +27,7 @@ from typing import ClassVar
 from sim.acceptance import AcceptanceConfig
 from sim.bounds import check_bounds
 from sim.curves import DOMAINS, DRAFTERS
-from specsched import POLICIES, policy_params
+from specsched import DRAFT_MODES, POLICIES, policy_params
 from specsched.errors import InputError
 from specsched.graphs import check_capture_sizes
 
@@ -218,8 +218,13 @@ class DrafterConfig:
 class PolicyConfig:
     """The `specsched` policy called every step, and its parameters.
 
-    name: one of `specsched.POLICIES`. k (fixed), threshold (threshold), delay (dspark_global, goodput):
-    None = the policy's own default. Setting a parameter the policy does not take is an error.
+    name: one of `specsched.POLICIES`. k (fixed), threshold (threshold), delay (dspark_global, goodput;
+    any policy with draft = "adaptive"): None = the policy's own default. Setting a parameter the policy
+    does not take is an error.
+    draft: "full" (the drafter drafts γ for every request, the paper's behaviour) or "adaptive" (the
+    policy also plans each request's draft depth from lagged confidences; `specsched.depth`). `ar`
+    ignores it; `lookahead` refuses "adaptive". slack (draft = "adaptive" only): the depth plan's hedge,
+    in [0, 1) — the deepest plan within that fraction of the best estimated Θ; None = 0.1.
     """
 
     _section: ClassVar[str] = "policy"
@@ -227,18 +232,29 @@ class PolicyConfig:
     k: int | None = None
     threshold: float | None = None
     delay: int | None = None
+    draft: str = "full"
+    slack: float | None = None
 
     def __post_init__(self) -> None:
         s = self._section
         check_bounds(s, self)
         _check_choice(s, "name", self.name, POLICIES)
+        _check_choice(s, "draft", self.draft, DRAFT_MODES)
+        if self.draft == "adaptive" and self.name == "lookahead":
+            raise _fail(s, "draft", "policy 'lookahead' is a negative control; it takes draft = 'full'")
         if self.k is not None:
             _check_range(s, "k", self.k, 0)
         if self.threshold is not None:
             _check_range(s, "threshold", self.threshold, 0, 1)
         if self.delay is not None:
             _check_range(s, "delay", self.delay, 0)
+        if self.slack is not None:
+            _check_range(s, "slack", self.slack, 0, 1, hi_open=True)
+            if self.draft != "adaptive":
+                raise _fail(s, "slack", "applies only with policy.draft = 'adaptive'")
         accepted = policy_params(self.name)
+        if self.draft == "adaptive":
+            accepted = (*accepted, "delay") if "delay" not in accepted else accepted
         for key in ("k", "threshold", "delay"):
             if getattr(self, key) is not None and key not in accepted:
                 raise _fail(
@@ -250,7 +266,11 @@ class PolicyConfig:
 
     def params(self) -> dict:
         """The parameters to pass to `specsched.make_policy` (those set)."""
-        return {k: getattr(self, k) for k in ("k", "threshold", "delay") if getattr(self, k) is not None}
+        params = {k: getattr(self, k) for k in ("k", "threshold", "delay") if getattr(self, k) is not None}
+        if self.draft == "full":
+            return params
+        extra = {} if self.slack is None else {"slack": self.slack}
+        return {"draft": self.draft, **params, **extra}
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ import specsched
 from sim.acceptance import AcceptanceModel
 from sim.config import SimConfig
 from sim.curves import DOMAINS, curve_matrix, load_curves
-from sim.drafter import draft_kv_seconds, draft_seconds_table, load_draft_cost
+from sim.drafter import draft_cost, draft_kv_seconds, draft_seconds_table, load_draft_cost
 from sim.empirical import EmpiricalModel
 from sim.metrics import request_table, summarize, time_series
 from sim.recorder import Recorder
@@ -297,6 +297,7 @@ def simulate(
         rng_conf=prep.rngs["confidence"],
         policy_cost=prep.policy_cost,
         prefill_request_s=float(cfg.server.prefill_request_seconds),
+        drafter=draft_cost(cfg.drafter, tp=cfg.server.tp or 1),
         observer=observer,
         draft_kv_s=draft_kv_seconds(cfg.drafter, tp=cfg.server.tp or 1),
         policy_draft_s=None
