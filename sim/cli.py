@@ -3,7 +3,8 @@
 Role: parse flags, run `sim.simulate`, print a summary table, and write the results:
 DIR/summary.json (the summary dict; NaN written as null), DIR/requests.csv (one row per request),
 DIR/series.csv (time series), DIR/confidence.json (the acceptance model's ECE/AUC report) and
-DIR/config.toml (the resolved config, which `specbed run DIR/config.toml` replays).
+DIR/config.toml (the resolved config, which `specbed run DIR/config.toml` replays); with --timeline also
+DIR/timeline.json (every engine step, Chrome Trace Event format: `sim.timeline`).
 
 DIR is checked writable (created, probe file) before the run starts; nothing else is written until the
 config, every input file and the run itself have succeeded; then all files are written to temporary names
@@ -76,6 +77,11 @@ def _parser() -> argparse.ArgumentParser:
         "--out", metavar="DIR", help="write summary.json, requests.csv, series.csv, config.toml here"
     )
     p.add_argument("--quiet", action="store_true", help="print no table and no progress")
+    p.add_argument(
+        "--timeline",
+        action="store_true",
+        help="also write DIR/timeline.json: every engine step in Chrome Trace Event format (Perfetto)",
+    )
     return p
 
 
@@ -154,13 +160,25 @@ def main(argv: list[str]) -> int:
         return int(exit_.code or 0)
     out = Path(args.out) if args.out else None
     cfg = load_config(args.config, args.sets)
+    if args.timeline and out is None:
+        raise InputError("needs --out DIR (timeline.json is written there)", field="--timeline")
     if out is not None:  # before simulating: a bad --out must not throw a finished run away
         safeio.check_dir(out)
+    timeline = None
+    if args.timeline:
+        from sim.timeline import TimelineWriter
+
+        meta = {"policy": cfg.policy.name, "drafter": cfg.drafter.name, "seed": cfg.seed}
+        timeline = TimelineWriter(out / "timeline.json", gamma=cfg.drafter.effective_gamma, meta=meta)
     start = time.perf_counter()
     try:
-        result = simulate(cfg, progress=not args.quiet)
-    except InputError as err:  # e.g. a cost table that does not exist: name the config line that set it
-        raise locate(err, args.config, args.sets) from None
+        result = simulate(cfg, progress=not args.quiet, observer=timeline)
+    except BaseException as err:
+        if timeline is not None:
+            timeline.abort()
+        if isinstance(err, InputError):  # e.g. a cost table that does not exist: name the config line
+            raise locate(err, args.config, args.sets) from None
+        raise
     wall = time.perf_counter() - start
     if not args.quiet:
         print(format_table(result.summary))
@@ -176,8 +194,11 @@ def main(argv: list[str]) -> int:
                 "config.toml": config_to_toml(cfg),
             },
         )
+        if timeline is not None:
+            timeline.close()
         if not args.quiet:
-            print(f"wrote {out}/summary.json, requests.csv, series.csv, confidence.json, config.toml")
+            extra = ", timeline.json" if timeline is not None else ""
+            print(f"wrote {out}/summary.json, requests.csv, series.csv, confidence.json, config.toml{extra}")
     return 0
 
 

@@ -14,82 +14,32 @@ Sections (TOML tables) and their public keys — every key can be set with `--se
   confidence-estimate knobs (difficulty spread, step noise, AUC, over-confidence, STS).
 - `[metrics]` (`MetricsConfig`): steady-state window, SLOs for goodput, time-series resolution.
 
-May import: the standard library, `specsched` (errors, policy/cost names), `sim.acceptance`, `sim.curves`.
+May import: the standard library, `specsched` (errors, policy/cost names, graph sizes), `sim.acceptance`,
+`sim.curves`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from sim.acceptance import AcceptanceConfig
+from sim.bounds import check_bounds
 from sim.curves import DOMAINS, DRAFTERS
-from specsched import POLICIES, policy_params
+from specsched import DRAFT_MODES, POLICIES, policy_params
 from specsched.errors import InputError
+from specsched.graphs import check_capture_sizes
 
 WORKLOAD_KINDS = ("poisson", "gamma", "closed", "trace")
 LENGTH_DISTS = ("fixed", "uniform", "exponential", "lognormal", "trace")
 THINK_DISTS = ("fixed", "exponential")
 ROUTERS = ("round_robin", "least_outstanding")
-#: draft cost model per drafter (see sim.drafter)
-PARALLEL_DRAFTERS = ("dflash", "dspark")
-
-
-#: Largest value accepted for each numeric key ("section.key" -> bound; for `workload.mix`, each share).
-#: Checked when a config is built, i.e. before anything is allocated, and named in the error. A numeric
-#: key missing here gets DEFAULT_INT_MAX / DEFAULT_FLOAT_MAX; add a line when a key needs its own.
-#: The bounds keep every size the simulator allocates (requests × columns, batch × delay × γ history) and
-#: every int64 sum of token counts far from memory and overflow limits.
-UPPER_BOUNDS: dict[str, float] = {
-    "seed": 2**63 - 1,
-    "workload.rate": 1e6,  # arrivals / s
-    "workload.cv": 100.0,
-    "workload.concurrency": 1_000_000,
-    "workload.think_s": 1e7,  # seconds
-    "workload.num_requests": 10_000_000,
-    "workload.input_tokens": 10_000_000,
-    "workload.output_tokens": 10_000_000,
-    "workload.input_cv": 100.0,
-    "workload.output_cv": 100.0,
-    "workload.max_input_tokens": 10_000_000,
-    "workload.max_output_tokens": 10_000_000,
-    "workload.mix": 1e6,
-    "workload.speedup": 1e6,
-    "drafter.gamma": 64,
-    "drafter.layers": 1024,
-    "drafter.layer_cost": 1000.0,
-    "policy.k": 64,
-    "policy.threshold": 1.0,
-    "policy.delay": 64,  # steps of confidence history kept per running request
-    "server.replicas": 4096,
-    "server.tp": 4096,
-    "server.layers": 1024,
-    "server.max_num_seqs": 16_384,
-    "server.max_num_batched_tokens": 1 << 20,  # = specsched.cost.MAX_TOKENS, the largest table size
-    "server.kv_tokens": 10**12,
-    "server.prefill_request_seconds": 3600.0,
-    "metrics.slo_ttft_s": 1e7,
-    "metrics.slo_tpot_s": 1e7,
-    "metrics.series_bins": 1_000_000,
-}
-DEFAULT_INT_MAX = 10**9
-DEFAULT_FLOAT_MAX = 1e12
-
-
-def check_bounds(section: str, obj) -> None:
-    """Every numeric field of dataclass `obj` ≤ its UPPER_BOUNDS entry; InputError naming the key if not."""
-    for f in fields(obj):
-        values = getattr(obj, f.name)
-        dotted = f"{section}.{f.name}" if section else f.name
-        for value in values if isinstance(values, tuple) else (values,):
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                continue
-            default = DEFAULT_INT_MAX if isinstance(value, int) else DEFAULT_FLOAT_MAX
-            bound = UPPER_BOUNDS.get(dotted, default)
-            if value > bound:
-                shown = f"{bound:,}" if isinstance(bound, int) else f"{bound:g}"
-                raise InputError(f"must be ≤ {shown} (its upper bound); got {value!r}", field=dotted)
+#: how a drafter's pass is priced (see sim.drafter): drafter.kind, or the built-in name's own kind
+DRAFTER_KINDS = ("parallel", "autoregressive", "free")
+BUILTIN_KINDS = {"none": "free", "mtp": "autoregressive", "eagle3": "autoregressive", "dflash": "parallel",
+                 "dspark": "parallel"}  # fmt: skip
+PARALLEL_DRAFTERS = tuple(name for name, kind in BUILTIN_KINDS.items() if kind == "parallel")
 
 
 def _fail(section: str, key: str, message: str) -> InputError:
@@ -190,13 +140,23 @@ class WorkloadConfig:
 class DrafterConfig:
     """The drafter and how its pass is priced (see `sim.drafter`).
 
-    name: "none" | "mtp" | "eagle3" | "dflash" | "dspark". gamma: drafts per request per step (γ; ignored,
-        i.e. 0, for "none"; at most the length of the drafter's acceptance curve).
-    layers: draft layers; default (None) 5 for dflash/dspark (the paper's offline drafters), 1 for
-        eagle3 and mtp. layer_cost: price of one draft layer relative to one target layer.
+    name: a built-in ("none" | "mtp" | "eagle3" | "dflash" | "dspark") or any drafter the `curves` file
+        names (n-gram, suffix, a team's own). gamma: drafts per request per step (γ; ignored, i.e. 0, for
+        "none"; at most the length of the drafter's acceptance curve).
+    kind: how its draft pass is priced (`sim.drafter`): "parallel" (one pass over R·γ positions, like
+        DFlash), "autoregressive" (γ passes over R tokens, like EAGLE-3) or "free" (no draft cost, like
+        n-gram lookup). Default (None): the built-in name's kind (dflash/dspark parallel, eagle3/mtp
+        autoregressive); required for any other name.
+    layers: draft layers; default (None) 5 for parallel drafters (the paper's offline drafters), 1 for
+        the others. layer_cost: price of one draft layer relative to one target layer.
     markov_overhead: DSpark's Markov head, as a fraction of an AR step over the same requests
         (paper Fig. 4: +0.2–1.3 % per round); only charged for "dspark".
     curves: optional JSON curves file (`sim.curves.load_curves`); default: the built-in curves.
+    cost: optional measured draft cost, replacing the layer-ratio pricing for any drafter kind: a CSV
+        `tokens,seconds` (drafted positions in the step, R·γ → seconds of the whole draft pass), a CSV
+        `requests,seconds` (requests drafting, R → seconds), or a fit file (`specbed cost fit` on
+        `phase = draft` rows, priced at R·γ tokens over R requests). A `context_tokens` column (or a
+        context-aware fit) adds the drafter's KV reads per context token held. See `sim.drafter`.
     """
 
     _section: ClassVar[str] = "drafter"
@@ -206,11 +166,29 @@ class DrafterConfig:
     layer_cost: float = 1.0
     markov_overhead: float = 0.007
     curves: str | None = None
+    cost: str | None = None
+    kind: str | None = None
 
     def __post_init__(self) -> None:
         s = self._section
         check_bounds(s, self)
-        _check_choice(s, "name", self.name, DRAFTERS)
+        if not isinstance(self.name, str) or not self.name:
+            raise _fail(s, "name", f"must be a drafter name; got {self.name!r}")
+        if self.name not in DRAFTERS and self.curves is None:
+            raise _fail(
+                s,
+                "name",
+                f"{self.name!r} is not a built-in drafter ({', '.join(DRAFTERS)}): set drafter.curves to a "
+                "curves file that names it (e.g. from `specbed curves from-vllm`)",
+            )
+        if self.kind is not None:
+            _check_choice(s, "kind", self.kind, DRAFTER_KINDS)
+        elif self.name not in BUILTIN_KINDS:
+            raise _fail(
+                s, "kind", f"is required for drafter {self.name!r}: one of {', '.join(DRAFTER_KINDS)}"
+            )
+        if self.cost is not None and (not isinstance(self.cost, str) or not self.cost):
+            raise _fail(s, "cost", "must name a CSV (tokens,seconds or requests,seconds) or a fit .json")
         _check_range(s, "gamma", self.gamma, 0)
         if self.layers is not None:
             _check_range(s, "layers", self.layers, 1)
@@ -225,18 +203,28 @@ class DrafterConfig:
         return 0 if self.name == "none" else self.gamma
 
     @property
+    def effective_kind(self) -> str:
+        """How the draft pass is priced: `kind`, else the built-in name's kind."""
+        return self.kind if self.kind is not None else BUILTIN_KINDS[self.name]
+
+    @property
     def effective_layers(self) -> int:
         if self.layers is not None:
             return self.layers
-        return 5 if self.name in PARALLEL_DRAFTERS else 1
+        return 5 if self.effective_kind == "parallel" else 1
 
 
 @dataclass(frozen=True)
 class PolicyConfig:
     """The `specsched` policy called every step, and its parameters.
 
-    name: one of `specsched.POLICIES`. k (fixed), threshold (threshold), delay (dspark_global, goodput):
-    None = the policy's own default. Setting a parameter the policy does not take is an error.
+    name: one of `specsched.POLICIES`. k (fixed), threshold (threshold), delay (dspark_global, goodput;
+    any policy with draft = "adaptive"): None = the policy's own default. Setting a parameter the policy
+    does not take is an error.
+    draft: "full" (the drafter drafts γ for every request, the paper's behaviour) or "adaptive" (the
+    policy also plans each request's draft depth from lagged confidences; `specsched.depth`). `ar`
+    ignores it; `lookahead` refuses "adaptive". slack (draft = "adaptive" only): the depth plan's hedge,
+    in [0, 1) — the deepest plan within that fraction of the best estimated Θ; None = 0.1.
     """
 
     _section: ClassVar[str] = "policy"
@@ -244,18 +232,29 @@ class PolicyConfig:
     k: int | None = None
     threshold: float | None = None
     delay: int | None = None
+    draft: str = "full"
+    slack: float | None = None
 
     def __post_init__(self) -> None:
         s = self._section
         check_bounds(s, self)
         _check_choice(s, "name", self.name, POLICIES)
+        _check_choice(s, "draft", self.draft, DRAFT_MODES)
+        if self.draft == "adaptive" and self.name == "lookahead":
+            raise _fail(s, "draft", "policy 'lookahead' is a negative control; it takes draft = 'full'")
         if self.k is not None:
             _check_range(s, "k", self.k, 0)
         if self.threshold is not None:
             _check_range(s, "threshold", self.threshold, 0, 1)
         if self.delay is not None:
             _check_range(s, "delay", self.delay, 0)
+        if self.slack is not None:
+            _check_range(s, "slack", self.slack, 0, 1, hi_open=True)
+            if self.draft != "adaptive":
+                raise _fail(s, "slack", "applies only with policy.draft = 'adaptive'")
         accepted = policy_params(self.name)
+        if self.draft == "adaptive":
+            accepted = (*accepted, "delay") if "delay" not in accepted else accepted
         for key in ("k", "threshold", "delay"):
             if getattr(self, key) is not None and key not in accepted:
                 raise _fail(
@@ -267,16 +266,22 @@ class PolicyConfig:
 
     def params(self) -> dict:
         """The parameters to pass to `specsched.make_policy` (those set)."""
-        return {k: getattr(self, k) for k in ("k", "threshold", "delay") if getattr(self, k) is not None}
+        params = {k: getattr(self, k) for k in ("k", "threshold", "delay") if getattr(self, k) is not None}
+        if self.draft == "full":
+            return params
+        extra = {} if self.slack is None else {"slack": self.slack}
+        return {"draft": self.draft, **params, **extra}
 
 
 @dataclass(frozen=True)
 class ServerConfig:
     """The deployment.
 
-    cost: a built-in cost table name (`specsched.BUILTIN_COSTS`) or a `tokens,seconds` CSV path; it gives
-        one replica's step latency. replicas: copies behind the router. tp: GPUs per replica (for
-        throughput per GPU); None = the built-in table's own GPU count (1 for a CSV).
+    cost: a built-in cost table name (`specsched.BUILTIN_COSTS`), a `tokens,seconds` CSV path, or a fit
+        file (`specbed cost fit`'s FIT.json, priced for `tp` and `ep`); it gives one replica's step
+        latency. replicas: copies behind the router. tp: GPUs per replica (for throughput per GPU, and the
+        tensor-parallel degree of a fit file's table); None = the built-in table's own GPU count (1 for a
+        CSV or fit file). ep: expert-parallel degree of a fit file's table (MoE models only); None = 1.
     cost_mode: how a CSV table is read between its points: "step" (the next measured size at or above B,
         as engines pad to captured sizes) or "linear" (interpolate); built-in tables ignore it.
     layers: target layers, to price draft layers (one draft layer = latency / layers); default: the
@@ -290,6 +295,13 @@ class ServerConfig:
     prefill_request_seconds: seconds added to a step per request prefilling in it, beyond its prompt
         tokens' share of the cost table (an engine that pads the batch to the prompt, or runs prefill steps
         outside its captured decode graphs); 0 = prompt tokens cost what verify tokens cost.
+    max_cudagraph_capture_size / cudagraph_capture_sizes: model an engine replaying captured CUDA graphs
+        (`specsched.graphs`): a step of B tokens pays the smallest captured size ≥ B, and past the largest
+        it runs eagerly at `eager_factor` × the cost. Sizes default to vLLM's list up to the maximum (1,
+        2, 4, every 8 below 256, every 16 from 256); given sizes above the maximum are dropped. Both None
+        = the table as it is (a built-in setup that models graphs keeps its own). They re-pad the
+        built-in's graph-free table, a CSV's points, and `policy_cost` alike. eager_factor: ≥ 1; None =
+        the built-in setup's own, else `specsched.graphs.EAGER_FACTOR`.
     """
 
     _section: ClassVar[str] = "server"
@@ -297,6 +309,7 @@ class ServerConfig:
     cost_mode: str = "step"
     replicas: int = 1
     tp: int | None = None
+    ep: int | None = None
     layers: int | None = None
     router: str = "least_outstanding"
     max_num_seqs: int = 256
@@ -304,10 +317,14 @@ class ServerConfig:
     kv_tokens: int = 2_000_000
     policy_cost: str | None = None
     prefill_request_seconds: float = 0.0
+    max_cudagraph_capture_size: int | None = None
+    cudagraph_capture_sizes: tuple[float, ...] | None = None
+    eager_factor: float | None = None
 
     def __post_init__(self) -> None:
         s = self._section
         check_bounds(s, self)
+        self._check_graphs()
         if not self.cost:
             raise _fail(s, "cost", "must name a built-in cost table or a CSV file")
         if self.policy_cost is not None and (not isinstance(self.policy_cost, str) or not self.policy_cost):
@@ -316,6 +333,8 @@ class ServerConfig:
         _check_range(s, "replicas", self.replicas, 1)
         if self.tp is not None:
             _check_range(s, "tp", self.tp, 1)
+        if self.ep is not None:
+            _check_range(s, "ep", self.ep, 1)
         if self.layers is not None:
             _check_range(s, "layers", self.layers, 1)
         _check_choice(s, "router", self.router, ROUTERS)
@@ -330,6 +349,24 @@ class ServerConfig:
             )
         _check_range(s, "kv_tokens", self.kv_tokens, 1)
         _check_range(s, "prefill_request_seconds", self.prefill_request_seconds, 0.0)
+
+    def _check_graphs(self) -> None:
+        s = self._section
+        if self.max_cudagraph_capture_size is not None:
+            _check_range(s, "max_cudagraph_capture_size", self.max_cudagraph_capture_size, 1)
+        if self.cudagraph_capture_sizes is not None:
+            try:
+                sizes = check_capture_sizes(self.cudagraph_capture_sizes)
+            except ValueError as err:
+                raise _fail(s, "cudagraph_capture_sizes", str(err)) from None
+            object.__setattr__(self, "cudagraph_capture_sizes", sizes)
+        if self.eager_factor is not None:
+            _check_range(s, "eager_factor", self.eager_factor, 1.0)
+
+    @property
+    def models_graphs(self) -> bool:
+        """Whether the config itself asks for CUDA-graph padding (a capture key is set)."""
+        return self.max_cudagraph_capture_size is not None or self.cudagraph_capture_sizes is not None
 
 
 @dataclass(frozen=True)
@@ -383,9 +420,3 @@ class SimConfig:
         check_bounds("acceptance", self.acceptance)
         if self.drafter.gamma > self.server.max_num_batched_tokens:
             raise _fail("drafter", "gamma", "must be ≤ server.max_num_batched_tokens")
-
-    def to_dict(self) -> dict:
-        """Nested plain dict {section: {key: value}} with tuples as lists (None values kept)."""
-        from sim.config_io import config_to_dict
-
-        return config_to_dict(self)

@@ -30,6 +30,14 @@ Summary (flat dict, JSON-ready; the public contract keys are marked *):
 - goodput: slo_attainment (measured requests meeting TTFT ≤ slo_ttft_s and TPOT ≤ slo_tpot_s),
   goodput_req_s and goodput_tok_s (those requests' count / output tokens per window second).
 - confidence quality of the acceptance model: ece_raw*, ece_calibrated*, auc_raw, auc_calibrated.
+- inter-token latency, over EVERY gap between two consecutive token emissions of one request in the
+  whole run (not only the window; `vllm bench serve`'s ITL: with speculation a step's accepted tokens
+  arrive together, so ITL ≈ step time ≥ TPOT): itl_s_{mean,p50,p90,p99,std} (quantiles from a log
+  histogram, within ~0.6 %; mean and std exact). End-to-end latency is e2e_s_* above.
+- speculation counters over the whole run, as vLLM counts them: spec_drafts (request-steps verifying at
+  least one draft), spec_draft_tokens (Σ ℓ), spec_accepted_tokens, spec_accepted_per_pos (list, γ
+  entries: request-steps with at least i + 1 drafts accepted), spec_acceptance_length
+  (1 + accepted / drafts; NaN without drafts).
 
 May import: numpy, the standard library, `sim.recorder`, `sim.curves`, `sim.workload`, `sim.config`.
 """
@@ -177,7 +185,24 @@ def summarize(
     s["goodput_tok_s"] = _ratio(wl.output_tokens[ok].sum(), span)
     for key in ("ece_raw", "ece_calibrated", "auc_raw", "auc_calibrated"):
         s[key] = float(confidence.get(key, math.nan))
+    _itl_and_spec(rec, s)
     return s
+
+
+def _itl_and_spec(rec: Recorder, s: dict) -> None:
+    """ITL statistics and vLLM-style speculation counters (whole run) into the summary `s`."""
+    itl = rec.itl
+    s["itl_s_mean"] = itl.mean()
+    for q in (50, 90, 99):
+        s[f"itl_s_p{q}"] = itl.quantile(q / 100)
+    s["itl_s_std"] = itl.std()
+    hist = rec.accepted_hist
+    s["spec_drafts"] = int(rec.drafts)
+    s["spec_draft_tokens"] = int((rec.verify_tokens - rec.decode_steps).sum())
+    s["spec_accepted_tokens"] = int(rec.accepted.sum())
+    # request-steps with ≥ i + 1 accepted = Σ_{j > i} hist[j]
+    s["spec_accepted_per_pos"] = [int(x) for x in np.cumsum(hist[::-1])[::-1][1:]]
+    s["spec_acceptance_length"] = 1.0 + _ratio(s["spec_accepted_tokens"], rec.drafts)
 
 
 def time_series(rec: Recorder, max_points: int) -> dict[str, np.ndarray]:

@@ -1,12 +1,15 @@
 """What the server records while it runs: per-request scalars, exact queue integrals, bounded time bins.
 
-Role: the server's write-only sink. Memory is O(N) per-request scalars plus a fixed number of time bins;
-nothing is kept per token or per step. `sim.metrics` turns a finished `Recorder` into the summary.
+Role: the server's write-only sink. Memory is O(N) per-request scalars plus a fixed number of time bins
+and histogram buckets; nothing is kept per token or per step. `sim.metrics` turns a finished `Recorder`
+into the summary.
 
 May import: numpy and the standard library.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -52,6 +55,55 @@ class TimeBins:
         return float(np.dot(self.data[: self.used, column], frac))
 
 
+class LogHistogram:
+    """Weighted histogram of positive values (seconds) in log-spaced buckets, plus exact moments.
+
+    Buckets: `per_decade` per factor of 10 over [lo, lo·10^decades); values outside are clamped to the
+    end buckets (the exact moments still see them). With 400 per decade a bucket spans 0.58 %, so a
+    quantile read off it (log-interpolated inside the bucket) is within ~0.6 % of the exact one.
+    """
+
+    def __init__(self, lo: float = 1e-7, decades: int = 12, per_decade: int = 400) -> None:
+        self.lo = lo
+        self.per_decade = per_decade
+        self.counts = np.zeros(decades * per_decade, dtype=np.float64)
+        self._scale = per_decade / math.log(10.0)
+        self._log_lo = math.log(lo)
+        self.weight = 0.0  # Σ w
+        self.total = 0.0  # Σ w·x
+        self.total_sq = 0.0  # Σ w·x²
+
+    def add(self, value: float, weight: float = 1.0) -> None:
+        """Count `value` (> 0) `weight` times."""
+        i = int((math.log(value) - self._log_lo) * self._scale) if value > 0.0 else 0
+        self.counts[min(max(i, 0), self.counts.size - 1)] += weight
+        self.weight += weight
+        self.total += weight * value
+        self.total_sq += weight * value * value
+
+    def mean(self) -> float:
+        return self.total / self.weight if self.weight else math.nan
+
+    def std(self) -> float:
+        """Population standard deviation (numpy's default, as `vllm bench serve` reports it)."""
+        if not self.weight:
+            return math.nan
+        m = self.mean()
+        return math.sqrt(max(self.total_sq / self.weight - m * m, 0.0))
+
+    def quantile(self, q: float) -> float:
+        """The q-quantile (q in [0, 1]), log-interpolated inside its bucket; NaN when empty."""
+        if not self.weight:
+            return math.nan
+        cum = np.cumsum(self.counts)
+        target = q * cum[-1]
+        i = int(np.searchsorted(cum, target, side="left"))
+        i = min(i, self.counts.size - 1)
+        below = cum[i] - self.counts[i]
+        frac = (target - below) / self.counts[i] if self.counts[i] else 0.0
+        return math.exp(self._log_lo + (i + min(max(frac, 0.0), 1.0)) / self._scale)
+
+
 class Recorder:
     """Everything measured during one run.
 
@@ -60,11 +112,19 @@ class Recorder:
       generated: tokens emitted so far. decode_steps: speculative (decode) steps taken.
       accepted: accepted drafts summed over its decode steps. verify_tokens: Σ (1 + ℓ) over its decode steps.
       preemptions: times it was preempted. replica: where it ran (−1 before routing).
-    Totals: steps, draft_s, verify_s, preemptions. Exact integrals ∫ queue length dt and ∫ requests in
+    Totals: steps, draft_s, verify_s, preemptions.
+    Inter-token latency (`itl`, a `LogHistogram` of seconds): every gap between two consecutive token
+    emissions of one request, over the whole run. Steps of a replica run back to back, so a decoding
+    request's gap is exactly the duration of the step it decodes in (weight: the step's decoding requests);
+    a request preempted after its first token adds one gap, from its preemption (when it last emitted) to
+    the end of its re-prefill.
+    Speculation totals (whole run, vLLM's counters): drafts (request-steps verifying ≥ 1 draft) and
+    `accepted_hist: int64[γ + 1]` (request-steps by accepted drafts; "accepted ≥ i + 1" is vLLM's
+    per-position count of position i). Exact integrals ∫ queue length dt and ∫ requests in
     system dt (updated at every change, for Little's law) and `bins` for the time series.
     """
 
-    def __init__(self, n: int, max_bins: int) -> None:
+    def __init__(self, n: int, max_bins: int, gamma: int = 0) -> None:
         self.n = n
         self.arrival_s = np.full(n, np.nan)
         self.admit_s = np.full(n, np.nan)
@@ -77,6 +137,10 @@ class Recorder:
         self.preemptions = np.zeros(n, dtype=np.int64)
         self.replica = np.full(n, -1, dtype=np.int64)
         self.bins = TimeBins(max_bins)
+        self.itl = LogHistogram()
+        self.drafts = 0
+        self.accepted_hist = np.zeros(gamma + 1, dtype=np.int64)
+        self._resume_from = np.full(n, np.nan)  # last emission of a preempted request (for its ITL gap)
         self.steps = 0
         self.draft_s = 0.0
         self.verify_s = 0.0
@@ -128,9 +192,25 @@ class Recorder:
 
     def preempted(self, rid: int, now: float) -> None:
         self._advance(now)
+        # A request that has emitted and is not already re-prefilling last emitted now (steps run back to
+        # back, and it was in the step that just ended): its next token closes one inter-token gap.
+        if not math.isnan(self.first_token_s[rid]) and math.isnan(self._resume_from[rid]):
+            self._resume_from[rid] = now
         self.preemptions[rid] += 1
         self.total_preemptions += 1
         self.queue_len += 1
+
+    def prefilled(self, rids: np.ndarray, now: float) -> None:
+        """Requests `rids` finished a prefill at `now` and emitted a token: their first (TTFT) or, after a
+        preemption, the one closing the gap since they last emitted."""
+        first = np.isnan(self.first_token_s[rids])
+        self.first_token_s[rids[first]] = now
+        again = rids[~first]
+        for rid in again.tolist():  # rare: only requests preempted after their first token
+            gap = now - self._resume_from[rid]
+            if gap == gap:
+                self.itl.add(gap)
+            self._resume_from[rid] = np.nan
 
     def finished(self, rids: np.ndarray, now: float) -> None:
         self._advance(now)
@@ -139,10 +219,27 @@ class Recorder:
         self.system_len -= rids.size
 
     def step(
-        self, start: float, seconds: float, draft_s: float, decode: int, verify: int, tokens: int
+        self,
+        start: float,
+        seconds: float,
+        draft_s: float,
+        decode: int,
+        verify: int,
+        tokens: int,
+        lengths: np.ndarray | None = None,
+        accepted: np.ndarray | None = None,
     ) -> None:
-        """One engine step of one replica: [start, start + seconds), `tokens` emitted at its end."""
+        """One engine step of one replica: [start, start + seconds), `tokens` emitted at its end.
+
+        lengths / accepted: int64[decode], the decoding requests' verified and accepted drafts (None: no
+        speculation counters for this step).
+        """
         self.steps += 1
+        if decode:
+            self.itl.add(seconds, decode)
+            if accepted is not None and self.accepted_hist.size > 1:
+                self.drafts += int(np.count_nonzero(lengths))
+                self.accepted_hist += np.bincount(accepted, minlength=self.accepted_hist.size)
         self.draft_s += draft_s
         self.verify_s += seconds - draft_s
         data, bins = self.bins.data, self.bins

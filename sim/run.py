@@ -27,8 +27,8 @@ import simpy
 import specsched
 from sim.acceptance import AcceptanceModel
 from sim.config import SimConfig
-from sim.curves import curve_matrix, load_curves
-from sim.drafter import draft_seconds_table
+from sim.curves import DOMAINS, curve_matrix, load_curves
+from sim.drafter import draft_cost, draft_kv_seconds, draft_seconds_table, load_draft_cost
 from sim.empirical import EmpiricalModel
 from sim.metrics import request_table, summarize, time_series
 from sim.recorder import Recorder
@@ -79,9 +79,11 @@ def _as_input_error(err: ValueError, fieldname: str) -> InputError:
 
 
 def _load_table(cfg: SimConfig, source: str, fieldname: str) -> specsched.CostTable:
-    """A cost table named by `source` (built-in name or CSV) with cfg.server's mode and layers."""
+    """A cost table named by `source` (built-in name, CSV or fit file) with cfg.server's mode, layers and
+    replica shape (tp, ep: fit files only)."""
     try:
-        cost = specsched.load_cost(source, mode=cfg.server.cost_mode)
+        cost = specsched.load_cost(source, mode=cfg.server.cost_mode, tp=cfg.server.tp, ep=cfg.server.ep)
+        cost = _with_graphs(cfg, source, cost)
     except InputError as err:  # load_cost names server.cost; the table may be server.policy_cost's
         field = fieldname if err.field in (None, "server.cost") else err.field
         raise InputError(err.message, file=err.file, line=err.line, field=field) from None
@@ -89,15 +91,44 @@ def _load_table(cfg: SimConfig, source: str, fieldname: str) -> specsched.CostTa
         raise _as_input_error(err, fieldname) from None
     if cfg.server.layers is not None:
         cost = specsched.CostTable.from_points(
-            cost.tokens, cost.seconds, mode=cost.mode, layers=cfg.server.layers, name=cost.name
+            cost.tokens,
+            cost.seconds,
+            mode=cost.mode,
+            layers=cfg.server.layers,
+            name=cost.name,
+            request_seconds=cost.request_seconds,
+            kv_token_seconds=cost.kv_token_seconds,
         )
-    elif source not in specsched.BUILTIN_COSTS and cfg.drafter.effective_gamma > 0:
+    elif (
+        source not in specsched.BUILTIN_COSTS
+        and not source.lower().endswith(".json")
+        and cfg.drafter.effective_gamma > 0
+        and cfg.drafter.cost is None
+    ):
         raise InputError(
             "is required with a CSV cost table to price the draft layers "
             "(the number of target layers the table's latency covers)",
             field="server.layers",
         )
     return cost
+
+
+def _with_graphs(cfg: SimConfig, source: str, cost: specsched.CostTable) -> specsched.CostTable:
+    """`cost` re-padded to the config's CUDA-graph capture sizes, when the config sets them."""
+    srv = cfg.server
+    if not srv.models_graphs:
+        return cost
+    builtin = source in specsched.BUILTIN_COSTS
+    own = specsched.builtin_graphs(source) if builtin else None
+    eager = srv.eager_factor or (own[1] if own else specsched.graphs.EAGER_FACTOR)
+    base = specsched.builtin_cost(source, graphs=False) if builtin else cost
+    return specsched.with_cudagraphs(
+        base,
+        srv.cudagraph_capture_sizes,
+        max_capture_size=srv.max_cudagraph_capture_size,
+        eager_factor=eager,
+        name=cost.name,
+    )
 
 
 def _load_trace(cfg: SimConfig):
@@ -142,8 +173,7 @@ def check_inputs(cfg: SimConfig) -> None:
     _load_table(cfg, cfg.server.cost, "server.cost")
     if cfg.server.policy_cost is not None:
         _load_table(cfg, cfg.server.policy_cost, "server.policy_cost")
-    curves = _load_curves(cfg)
-    curve_matrix(curves, cfg.drafter.name, cfg.drafter.effective_gamma)
+    _load_curves(cfg)  # γ against the curves is checked per run: it depends on the workload's domains
     _load_trace(cfg)
 
 
@@ -152,6 +182,8 @@ def prepare(cfg: SimConfig) -> Prepared:
     seeds = np.random.SeedSequence(cfg.seed).spawn(len(STREAMS))
     rngs = {name: np.random.default_rng(s) for name, s in zip(STREAMS, seeds)}
     cost = _load_table(cfg, cfg.server.cost, "server.cost")
+    if cfg.drafter.cost is not None and cfg.drafter.effective_gamma > 0:
+        load_draft_cost(cfg.drafter.cost, tp=cfg.server.tp or 1)  # bad input fails before any work
     policy_cost = None
     if cfg.server.policy_cost is not None:
         policy_cost = _load_table(cfg, cfg.server.policy_cost, "server.policy_cost")
@@ -167,12 +199,14 @@ def prepare(cfg: SimConfig) -> Prepared:
     except ValueError as err:
         raise _as_input_error(err, "policy.name") from None
     curves = _load_curves(cfg)
-    matrix = curve_matrix(curves, cfg.drafter.name, cfg.drafter.effective_gamma)
-    model = _acceptance_model(cfg, curves, matrix, rngs["model"])
     wcfg = cfg.workload
     table = _load_trace(cfg)
     workload = build_workload(wcfg, rngs, table)
-    # int64 throughout: the config's bounds (sim.config.UPPER_BOUNDS) keep this sum far from overflow
+    # Only the workload's domains need a curve (a curves file may give a drafter any subset of them).
+    present = tuple(DOMAINS[i] for i in np.unique(workload.domain)) or DOMAINS
+    matrix = curve_matrix(curves, cfg.drafter.name, cfg.drafter.effective_gamma, present)
+    model = _acceptance_model(cfg, curves, matrix, rngs["model"])
+    # int64 throughout: the config's bounds (sim.bounds.UPPER_BOUNDS) keep this sum far from overflow
     need = (
         np.asarray(workload.input_tokens, dtype=np.int64)
         + np.asarray(workload.output_tokens, dtype=np.int64)
@@ -233,17 +267,23 @@ def _progress_printer(total: int, every_s: float = 2.0) -> Callable[[int, float]
     return report
 
 
-def simulate(config: SimConfig, *, progress: bool | Callable[[int, float], None] = False) -> SimResult:
+def simulate(
+    config: SimConfig,
+    *,
+    progress: bool | Callable[[int, float], None] = False,
+    observer: Callable[..., None] | None = None,
+) -> SimResult:
     """Run the simulator on `config` and return its results (no files written).
 
     progress: True prints progress with an ETA to stderr every ~2 s of wall time; a callable gets
     (completed requests, simulated seconds) every 1024 engine steps.
+    observer: called at the end of every engine step (`sim.server.Engine.observer`), e.g. the timeline.
     """
     t_start = time.perf_counter()
     prep = prepare(config)
     cfg, wl = config, prep.workload
     n = len(wl)
-    rec = Recorder(n, max_bins=4 * cfg.metrics.series_bins)
+    rec = Recorder(n, max_bins=4 * cfg.metrics.series_bins, gamma=cfg.drafter.effective_gamma)
     env = simpy.Environment()
     gamma = cfg.drafter.effective_gamma
     budget = cfg.server.max_num_batched_tokens
@@ -261,15 +301,20 @@ def simulate(config: SimConfig, *, progress: bool | Callable[[int, float], None]
         output_tokens=wl.output_tokens,
         domain=wl.domain,
         latent=prep.latent,
-        draft_s=draft_seconds_table(cfg.drafter, prep.cost, cfg.server.max_num_seqs),
+        draft_s=draft_seconds_table(cfg.drafter, prep.cost, cfg.server.max_num_seqs, tp=cfg.server.tp or 1),
         latency=np.asarray(prep.cost.latency(np.arange(budget + 1)), dtype=np.float64),
         rng_accept=prep.rngs["acceptance"],
         rng_conf=prep.rngs["confidence"],
         policy_cost=prep.policy_cost,
         prefill_request_s=float(cfg.server.prefill_request_seconds),
+        drafter=draft_cost(cfg.drafter, tp=cfg.server.tp or 1),
+        observer=observer,
+        draft_kv_s=draft_kv_seconds(cfg.drafter, tp=cfg.server.tp or 1),
         policy_draft_s=None
         if prep.policy_cost is None
-        else draft_seconds_table(cfg.drafter, prep.policy_cost, cfg.server.max_num_seqs),
+        else draft_seconds_table(
+            cfg.drafter, prep.policy_cost, cfg.server.max_num_seqs, tp=cfg.server.tp or 1
+        ),
     )
     replicas = [Replica(i, eng) for i in range(cfg.server.replicas)]
     router = Router(replicas, cfg.server.router)

@@ -2,8 +2,11 @@
 
 All built-ins are roofline-synthesized (`specsched.hardware`): labelled "-like" where the model's shape
 is an assumption. A measured profile (`specbed engine profile --out cost.csv`) always beats them.
+Setups listed in `_GRAPHS` model an engine that replays CUDA graphs (`specsched.graphs`: padding to the
+captured sizes, eager cliff past them).
 
-May import: numpy, the standard library, specsched.cost, specsched.hardware, specsched.errors.
+May import: numpy, the standard library, specsched.cost, specsched.graphs, specsched.hardware,
+specsched.errors, specsched.fit.
 """
 
 from __future__ import annotations
@@ -13,15 +16,21 @@ from pathlib import Path
 
 from specsched.cost import CostTable
 from specsched.errors import InputError
+from specsched.graphs import with_cudagraphs
 
+_CTX = {"context_tokens": None}
+# The V4-like tables keep a fixed 4,096-token context per request: it stands for the context of a
+# disaggregated decode instance, which the figures' 16-token prompts do not carry (paper_figs.common).
 _EP_NET = {"context_tokens": 4096, "link_bw": 60e9, "overlap_comm": True}
 
 #: name -> (model shape, gpu, GPUs per replica, roofline knobs)
 _SPECS: dict[str, tuple[str, str, int, dict]] = {
-    "h100-dense8b": ("dense-8b", "h100", 1, {}),
-    "h200-dense8b": ("dense-8b", "h200", 1, {}),
-    "h100-dense70b-tp4": ("dense-70b", "h100", 4, {}),
-    "h200-dense70b-tp4": ("dense-70b", "h200", 4, {}),
+    # Dense tables are context-aware: each step is charged its requests' actual KV context. At the
+    # 1,024-token context they used to assume for every request, their step times are unchanged.
+    "h100-dense8b": ("dense-8b", "h100", 1, _CTX),
+    "h200-dense8b": ("dense-8b", "h200", 1, _CTX),
+    "h100-dense70b-tp4": ("dense-70b", "h100", 4, _CTX),
+    "h200-dense70b-tp4": ("dense-70b", "h200", 4, _CTX),
     # V4-like MoE, served DeepSeek-style: data-parallel attention, experts spread over a large EP group
     # across nodes, dispatch/combine overlapped with compute (two micro-batches). These tables are per GPU
     # (one DP rank's batch); "concurrency" in the paper's Fig. 8 is per rank. Context length, the
@@ -32,7 +41,29 @@ _SPECS: dict[str, tuple[str, str, int, dict]] = {
     # values split the difference.
     "h200-v4flash": ("moe-284b-a13b", "h200", 1, dict(_EP_NET, ep=32, link_latency=110e-6)),
     "h200-v4pro": ("moe-1.6t-a49b", "h200", 1, dict(_EP_NET, ep=64, link_latency=200e-6)),
+    # vLLM's adaptive-verification blog setup (2026-08-14): DeepSeek-V4-Pro, TP 8 + expert parallel on one
+    # 8×B300 NVLink node, one batch over all 8 GPUs (so tp=8: each GPU reads 1/8 of the weights that the
+    # batch touches and does 1/8 of its FLOPs), NVLink 5 at 900 GB/s per direction, KV read at the blog's
+    # 8,192-token profiling context. FITTED to the blog by simulating its sweep (paper_figs/REPRODUCTION.md,
+    # "vLLM adaptive verification"): eta_f = 0.0573 (an effective compute efficiency; it folds in attention
+    # over 8K of context, the sparse-attention indexer and MoE GEMM inefficiency) together with the scale
+    # of its draft table (paper_figs/data/b300x8-v4pro-draft.csv, given as `drafter.cost`), so that the
+    # adaptive arm at concurrency 256 runs the blog's 26.0 ms per token; then
+    # c0 = 56 µs per layer so that a concurrency-1 step verifying all 7 drafts takes 3.40 × 3.7 ms (the
+    # blog's TPOT there at τ ≈ 3.4).
+    "b300x8-v4pro": (
+        "moe-1.6t-a49b",
+        "b300",
+        8,
+        {"context_tokens": 8192, "link_bw": 900e9, "c0": 56e-6, "eta_f": 0.0573},
+    ),
 }
+
+#: setups whose engine replays CUDA graphs: name -> (max_cudagraph_capture_size, eager factor). The blog
+#: ran max_cudagraph_capture_size = 1024. The eager factor is FITTED: 1.56 puts fixed k = 5 and 6 at
+#: concurrency 256 near the blog's "26 % below no speculation"; the blog's one measured jump (V4-Flash TP 4,
+#: 20.6 → 104 ms, ×5.05, `graphs.EAGER_FACTOR`) is for another model and TP and overshoots on this table.
+_GRAPHS: dict[str, tuple[int, float]] = {"b300x8-v4pro": (1024, 1.56)}
 
 BUILTIN_COSTS: tuple[str, ...] = tuple(_SPECS)
 
@@ -43,22 +74,48 @@ def builtin_gpus_per_replica(name: str) -> int:
 
 
 @cache
-def builtin_cost(name: str) -> CostTable:
-    """The built-in table `name` (see BUILTIN_COSTS). Cached: tables are immutable."""
+def builtin_cost(name: str, *, graphs: bool = True) -> CostTable:
+    """The built-in table `name` (see BUILTIN_COSTS). Cached: tables are immutable.
+
+    graphs=False: without its CUDA-graph padding and eager cliff (for re-padding to other capture sizes);
+    the same table for setups that model none.
+    """
     if name not in _SPECS:
         raise ValueError(f"unknown cost table {name!r} (built-in: {', '.join(BUILTIN_COSTS)})")
     model, gpu, tp, knobs = _SPECS[name]
-    return CostTable.roofline(model, gpu, tp=tp, name=name, **knobs)
+    table = CostTable.roofline(model, gpu, tp=tp, name=name, **knobs)
+    if graphs and name in _GRAPHS:
+        limit, eager = _GRAPHS[name]
+        table = with_cudagraphs(table, max_capture_size=limit, eager_factor=eager, name=name)
+    return table
 
 
-def load_cost(spec: str | Path, *, mode: str = "step") -> CostTable:
-    """A built-in table by name, or a `tokens,seconds` CSV by path (InputError if neither)."""
+def builtin_graphs(name: str) -> tuple[int, float] | None:
+    """(max_cudagraph_capture_size, eager factor) of a built-in setup that models CUDA graphs, else None."""
+    return _GRAPHS.get(name)
+
+
+def load_cost(
+    spec: str | Path, *, mode: str = "step", tp: int | None = None, ep: int | None = None
+) -> CostTable:
+    """A built-in table by name, a `tokens,seconds` CSV by path, or a fit file (`specbed cost fit`'s
+    FIT.json) priced for a `tp`-GPU replica with `ep`-way expert parallelism (both default 1; they
+    apply to fit files only). InputError if none of these."""
     if isinstance(spec, str) and spec in _SPECS:
         return builtin_cost(spec)
     path = Path(spec)
+    if path.suffix.lower() == ".json":
+        from specsched.fit import fit_table, load_fit  # a fit file: the roofline with its knobs
+
+        fitted = load_fit(path)
+        try:
+            return fit_table(fitted, tp=tp or 1, ep=ep or 1)
+        except ValueError as err:
+            raise InputError(str(err), file=str(path)) from None
     if path.suffix.lower() == ".csv" or path.exists():
         return CostTable.from_csv(path, mode=mode)  # type: ignore[arg-type]
     raise InputError(
-        f"unknown cost table {str(spec)!r}: not a built-in ({', '.join(BUILTIN_COSTS)}) and not a CSV file",
+        f"unknown cost table {str(spec)!r}: not a built-in ({', '.join(BUILTIN_COSTS)}), "
+        "a CSV or a fit .json",
         field="server.cost",
     )

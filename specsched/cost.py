@@ -46,10 +46,13 @@ class CostTable:
             γ, so this does not depend on the verify lengths chosen; it still moves the optimum of Θ.
         layers: target layers, to price draft layers: `layer_seconds(B) = latency(B) / layers`.
         name: label for reports.
-        request_seconds: cost per running request per step (seconds), independent of B: reading its KV cache
-            in attention. A whole step over R requests and B tokens takes
-            `draft_seconds + request_seconds·R + latency(B)`. 0 for measured profiles (their KV cost is
-            folded into the points).
+        request_seconds: cost per running request per step (seconds), independent of B (and, for a
+            context-aware table, of its context): per-request work, or — for a table with a fixed assumed
+            context — reading that context's KV. 0 for measured profiles (folded into the points).
+        kv_token_seconds: cost per KV token of context the running requests hold, per step (seconds): the
+            attention's KV reads. A whole step over R requests holding C KV tokens in all and B query tokens
+            takes `draft_seconds + request_seconds·R + kv_token_seconds·C + latency(B)`; it does not depend
+            on the verify lengths, so policies see it as part of the fixed term. 0 = context-blind.
     """
 
     tokens: np.ndarray
@@ -59,6 +62,7 @@ class CostTable:
     layers: int = 1
     name: str = ""
     request_seconds: float = 0.0
+    kv_token_seconds: float = 0.0
     _dense: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -101,6 +105,8 @@ class CostTable:
             raise ValueError(f"cost table: draft_seconds must be ≥ 0, got {self.draft_seconds!r}")
         if not (math.isfinite(self.request_seconds) and self.request_seconds >= 0):
             raise ValueError(f"cost table: request_seconds must be ≥ 0, got {self.request_seconds!r}")
+        if not (math.isfinite(self.kv_token_seconds) and self.kv_token_seconds >= 0):
+            raise ValueError(f"cost table: kv_token_seconds must be ≥ 0, got {self.kv_token_seconds!r}")
         if int(self.layers) != self.layers or self.layers < 1:
             raise ValueError(f"cost table: layers must be a positive integer, got {self.layers!r}")
         tokens.setflags(write=False)
@@ -111,6 +117,7 @@ class CostTable:
         object.__setattr__(self, "draft_seconds", float(self.draft_seconds))
         object.__setattr__(self, "layers", int(self.layers))
         object.__setattr__(self, "request_seconds", float(self.request_seconds))
+        object.__setattr__(self, "kv_token_seconds", float(self.kv_token_seconds))
         dense = self._evaluate(np.arange(max(_DENSE_MIN, 2 * int(tokens[-1])) + 1, dtype=np.int64))
         dense.setflags(write=False)
         object.__setattr__(self, "_dense", dense)
@@ -128,14 +135,25 @@ class CostTable:
         layers: int = 1,
         name: str = "",
         request_seconds: float = 0.0,
+        kv_token_seconds: float = 0.0,
     ) -> CostTable:
         """A table from measured (tokens, seconds) points, sorted by tokens."""
         secs = np.asarray(seconds, dtype=np.float64)
-        return cls(np.asarray(tokens), secs, mode, draft_seconds, layers, name, request_seconds)
+        return cls(
+            np.asarray(tokens), secs, mode, draft_seconds, layers, name, request_seconds, kv_token_seconds
+        )
 
     @classmethod
-    def from_csv(cls, path: str | Path, *, mode: Mode = "step", layers: int = 1) -> CostTable:
-        """Read a `tokens,seconds` CSV (header required; blank lines and `#` comments skipped).
+    def from_csv(
+        cls, path: str | Path, *, mode: Mode = "step", layers: int = 1, key: str = "tokens"
+    ) -> CostTable:
+        """Read a `tokens,seconds` CSV (header required; blank lines and `#` comments skipped). `key` names
+        the size column (e.g. "requests" for a draft cost indexed by requests).
+
+        An optional `context_tokens` column (KV tokens the step's requests held) makes the table
+        context-aware: sizes may repeat at different contexts, and `kv_token_seconds` is the least-squares
+        slope of seconds on context shared by all sizes (each size keeps its own intercept, its latency).
+        Without it the term is 0.
 
         Raises `InputError` naming the file, the line and the field for a missing file, a wrong header, a
         non-numeric or non-positive value, or unsorted/duplicate sizes.
@@ -158,63 +176,39 @@ class CostTable:
             raise InputError("empty cost table (expected header 'tokens,seconds')", file=str(path))
         header_line, header = rows[0]
         names = [h.strip() for h in next(csv.reader([header]))]
-        if "tokens" not in names or "seconds" not in names:
+        if key not in names or "seconds" not in names:
             raise InputError(
-                f"header must have columns 'tokens,seconds', got {','.join(names)!r}",
+                f"header must have columns '{key},seconds', got {','.join(names)!r}",
                 file=str(path),
                 line=header_line,
             )
-        it, isec = names.index("tokens"), names.index("seconds")
+        has_ctx = "context_tokens" in names
         tokens: list[int] = []
         seconds: list[float] = []
+        context: list[float] = []
         for lineno, line in rows[1:]:
             cells = next(csv.reader([line]))
             if len(cells) != len(names):
                 raise InputError(
                     f"expected {len(names)} columns, got {len(cells)}", file=str(path), line=lineno
                 )
-            try:
-                t = float(cells[it])
-            except ValueError:
-                raise InputError(
-                    f"not a number: {cells[it]!r}", file=str(path), line=lineno, field="tokens"
-                ) from None
-            if t.is_integer() and t > MAX_TOKENS:
-                raise InputError(
-                    f"must be ≤ {MAX_TOKENS} (the largest batch a table may list), got {cells[it]!r}",
-                    file=str(path),
-                    line=lineno,
-                    field="tokens",
-                )
-            if not t.is_integer() or t < 1:
-                raise InputError(
-                    f"must be a whole number ≥ 1, got {cells[it]!r}",
-                    file=str(path),
-                    line=lineno,
-                    field="tokens",
-                )
-            try:
-                s = float(cells[isec])
-            except ValueError:
-                raise InputError(
-                    f"not a number: {cells[isec]!r}", file=str(path), line=lineno, field="seconds"
-                ) from None
-            if not (math.isfinite(s) and s > 0):
-                raise InputError(
-                    f"latency must be > 0, got {cells[isec]!r}", file=str(path), line=lineno, field="seconds"
-                )
-            if tokens and int(t) <= tokens[-1]:
-                what = (
-                    "duplicate size"
-                    if int(t) == tokens[-1]
-                    else f"sizes not sorted ({int(t)} after {tokens[-1]})"
-                )
-                raise InputError(what, file=str(path), line=lineno, field="tokens")
+            row = dict(zip(names, cells))
+            t = _cell(row, key, path, lineno, whole=True)
+            s = _cell(row, "seconds", path, lineno)
+            if tokens and (t < tokens[-1] or (t == tokens[-1] and not has_ctx)):
+                what = "duplicate size" if t == tokens[-1] else f"sizes not sorted ({t} after {tokens[-1]})"
+                raise InputError(what, file=str(path), line=lineno, field=key)
             tokens.append(int(t))
             seconds.append(s)
+            context.append(_cell(row, "context_tokens", path, lineno, zero=True) if has_ctx else 0.0)
         if not tokens:
             raise InputError("cost table has a header but no rows", file=str(path))
-        return cls.from_points(tokens, seconds, mode=mode, layers=layers, name=path.stem)
+        per_kv = 0.0
+        if has_ctx:
+            tokens, seconds, per_kv = _context_slope(tokens, context, seconds, path)
+        return cls.from_points(
+            tokens, seconds, mode=mode, layers=layers, name=path.stem, kv_token_seconds=per_kv
+        )
 
     @classmethod
     def roofline(
@@ -228,10 +222,12 @@ class CostTable:
     ) -> CostTable:
         """A table synthesized from a roofline when no profile exists (see `specsched.hardware.step_seconds`).
 
-        The KV-cache reads of attention become `request_seconds` (they scale with running requests, not
-        with B). `knobs` are the roofline's parallelism, efficiency and workload assumptions (ep, eta_bw,
-        eta_f, c0, context_tokens,
-        link_bw, link_latency, bytes_per_param); every one is documented there.
+        The KV-cache reads of attention do not scale with B: with a number `context_tokens` (default 1024)
+        each request is charged that fixed context in `request_seconds`; with `context_tokens=None` the
+        table is context-aware (`kv_token_seconds`, the simulator charges each step its requests' actual
+        context). `knobs` are the roofline's parallelism, efficiency and workload assumptions (ep, eta_bw,
+        eta_f, c0, context_tokens, link_bw, link_latency, hop_latency, request_s, bytes_per_param); every
+        one is documented there.
         Evaluated at every integer B in 1..8192 ("linear" mode); beyond that the compute-bound regime is
         linear, which is exactly what the table extrapolates.
         """
@@ -240,6 +236,9 @@ class CostTable:
         b = np.arange(1, 8193, dtype=np.float64)
         secs = hardware.step_seconds(shape, dev, b, tp=tp, **knobs)
         per_request = hardware.request_seconds(shape, dev, tp=tp, **knobs)
+        per_kv = 0.0
+        if "context_tokens" in knobs and knobs["context_tokens"] is None:
+            per_kv = hardware.kv_token_seconds(shape, dev, tp=tp, **knobs)
         label = name or f"roofline:{shape.name}@{dev.name}x{tp}"
         return cls.from_points(
             b.astype(np.int64),
@@ -248,6 +247,7 @@ class CostTable:
             layers=shape.layers,
             name=label,
             request_seconds=per_request,
+            kv_token_seconds=per_kv,
         )
 
     def with_draft(self, seconds: float) -> CostTable:
@@ -255,7 +255,16 @@ class CostTable:
         if not (math.isfinite(seconds) and seconds >= 0):
             raise ValueError(f"draft_seconds must be ≥ 0, got {seconds!r}")
         new = object.__new__(CostTable)
-        for f in ("tokens", "seconds", "mode", "layers", "name", "request_seconds", "_dense"):
+        for f in (
+            "tokens",
+            "seconds",
+            "mode",
+            "layers",
+            "name",
+            "request_seconds",
+            "kv_token_seconds",
+            "_dense",
+        ):
             object.__setattr__(new, f, getattr(self, f))
         object.__setattr__(new, "draft_seconds", float(seconds))
         return new
@@ -296,10 +305,12 @@ class CostTable:
             return self._dense[lo : hi + 1]
         return self._evaluate(np.arange(lo, hi + 1, dtype=np.int64))
 
-    def step_seconds(self, b, requests: int = 0):
-        """Wall time of a whole engine step over `requests` running requests and `b` tokens (seconds):
-        draft_seconds + request_seconds·requests + latency(b)."""
-        return self.draft_seconds + self.request_seconds * requests + self.latency(b)
+    def step_seconds(self, b, requests: int = 0, context: float = 0.0):
+        """Wall time of a whole engine step over `requests` running requests holding `context` KV tokens in
+        all and `b` tokens (seconds): draft_seconds + request_seconds·requests + kv_token_seconds·context +
+        latency(b)."""
+        fixed = self.draft_seconds + self.request_seconds * requests + self.kv_token_seconds * context
+        return fixed + self.latency(b)
 
     def sps(self, b, requests: int = 0):
         """Engine steps per second: 1 / step_seconds(b, requests)."""
@@ -319,3 +330,47 @@ class CostTable:
             f"CostTable(name={self.name!r}, points={self.tokens.size}, mode={self.mode!r}, "
             f"B={int(self.tokens[0])}..{int(self.tokens[-1])}, draft_seconds={self.draft_seconds:g})"
         )
+
+
+def _cell(row: dict, name: str, path: Path, lineno: int, *, whole: bool = False, zero: bool = False):
+    """One numeric cell of a cost-table CSV: > 0 (≥ 0 with `zero`), a whole number ≥ 1 with `whole`."""
+    raw = row[name]
+    try:
+        val = float(raw)
+    except ValueError:
+        raise InputError(f"not a number: {raw!r}", file=str(path), line=lineno, field=name) from None
+    if whole and val.is_integer() and val > MAX_TOKENS:
+        raise InputError(
+            f"must be ≤ {MAX_TOKENS} (the largest batch a table may list), got {raw!r}",
+            file=str(path),
+            line=lineno,
+            field=name,
+        )
+    if whole and (not val.is_integer() or val < 1):
+        raise InputError(f"must be a whole number ≥ 1, got {raw!r}", file=str(path), line=lineno, field=name)
+    if not (math.isfinite(val) and (val >= 0 if zero else val > 0)):
+        what = "latency" if name == "seconds" else "value"
+        need = "≥ 0" if zero else "> 0"
+        raise InputError(f"{what} must be {need}, got {raw!r}", file=str(path), line=lineno, field=name)
+    return int(val) if whole else val
+
+
+def _context_slope(tokens: list[int], context: list[float], seconds: list[float], path: Path):
+    """Split context-tagged points into per-size latencies (at zero context) and one shared seconds-per-KV-
+    token slope: least squares with an intercept per size. Returns (sizes, latencies, slope)."""
+    t, c, s = np.asarray(tokens), np.asarray(context), np.asarray(seconds)
+    sizes, group = np.unique(t, return_inverse=True)
+    c_mean = np.bincount(group, c) / np.bincount(group)
+    s_mean = np.bincount(group, s) / np.bincount(group)
+    dc = c - c_mean[group]
+    denom = float(np.sum(dc * dc))
+    slope = max(0.0, float(np.sum(dc * (s - s_mean[group]))) / denom) if denom > 0 else 0.0
+    lat = s_mean - slope * c_mean
+    if np.any(lat <= 0):
+        bad = int(sizes[np.argmax(lat <= 0)])
+        raise InputError(
+            f"the context slope ({slope:.3g} s per KV token) leaves no positive latency at size {bad}",
+            file=str(path),
+            field="context_tokens",
+        )
+    return sizes.tolist(), lat.tolist(), slope

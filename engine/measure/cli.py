@@ -104,6 +104,9 @@ def _profile(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="specbed engine profile", description="verify latency vs tokens")
     _common(parser)
     parser.add_argument("--out", required=True, help="cost table CSV to write (tokens,seconds)")
+    parser.add_argument(
+        "--steps-out", default=None, help="also write specbed's measured-step CSV (for `specbed cost fit`)"
+    )
     parser.add_argument("--requests", default="8", help="comma-separated batch sizes R (default 8)")
     parser.add_argument("--gamma", type=int, default=7)
     parser.add_argument("--drafter", default="dspark2")
@@ -151,6 +154,9 @@ def _profile(argv: list[str]) -> int:
     prof.write(args.out)
     print(prof.to_csv(), end="")
     print(f"wrote {args.out}")
+    if args.steps_out:
+        prof.write_steps(args.steps_out)
+        print(f"wrote {args.steps_out}")
     return 0
 
 

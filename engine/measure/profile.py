@@ -20,7 +20,9 @@ Clock: "process" (this process's CPU seconds; the default on the CPU, where othe
 
 Output: a `specsched.contracts.profile.Profile` (re-exported here), the measured-profile CSV of the contract:
 `tokens,seconds` preceded by `#` comment lines naming the device, torch version, drafter and the draft (and
-join) seconds by R.
+join) seconds by R. `Profile.steps` holds the same measurements as specbed's measured-step rows
+(`specsched.measured.write_steps`: one decode row per R and ℓ, one draft row per R and ℓ over R·γ drafted
+positions; context = R·(prompt_len + new_tokens/2), the mean KV held), for `specbed cost fit`.
 
 May import: numpy, torch, stdlib, specsched (incl. specsched.contracts), engine.* (never sim).
 """
@@ -121,6 +123,7 @@ def profile(bundle: Bundle, corpus: Corpus, cfg: ProfileConfig, progress=None, w
     if warm:
         warm_up(bundle, corpus, cfg.drafter, max(cfg.requests), cfg.gamma, cfg.prompt_len, cfg.device)
     joins: dict[int, list[float]] = {}
+    steps: list[dict] = []
     for r in cfg.requests:
         reqs = mixed_requests(corpus, r + cfg.extra_requests, cfg.prompt_len, cfg.new_tokens, cfg.seed)
         for k in range(cfg.gamma + 1):
@@ -139,6 +142,10 @@ def profile(bundle: Bundle, corpus: Corpus, cfg: ProfileConfig, progress=None, w
             verify = st["end_s"][ok] - st["start_s"][ok] - st["draft_s"][ok]
             b = r * (1 + k)
             points.setdefault(b, []).append(float(stat(verify)))
+            ctx = r * (cfg.prompt_len + cfg.new_tokens / 2)
+            for phase, tokens, secs in (("decode", b, verify), ("draft", r * cfg.gamma, st["draft_s"][ok])):
+                row = {"tp": 1, "requests": r, "tokens": tokens, "context_tokens": ctx}
+                steps.append(dict(row, phase=phase, seconds=float(stat(secs))))
             if cfg.extra_requests:
                 joins.setdefault(r, []).extend(_join_excess(ro, r, k, float(stat(verify)), stat))
             counts[b] = counts.get(b, 0) + int(ok.sum())
@@ -162,6 +169,7 @@ def profile(bundle: Bundle, corpus: Corpus, cfg: ProfileConfig, progress=None, w
         [counts[int(b)] for b in tokens],
         note,
         {r: float(np.mean(v)) for r, v in joins.items() if v},
+        steps,
     )
 
 

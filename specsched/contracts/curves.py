@@ -12,7 +12,8 @@ in [0, 1]:
       "version": 2,
       "description": "free text (optional)",
       "curves": {                                  # drafter -> domain -> conditional acceptance per position
-        "dspark": {"math": [0.905, ...], "code": [...], "chat": [...]}   # all three domains, length >= 1
+        "dspark": {"math": [0.905, ...], "code": [...], "chat": [...]},  # any non-empty subset of the
+        "ngram": {"chat": [0.62, 0.71, ...]}                             # domains; length >= 1
       },
       "confidence": {                              # optional, measured by the real engine
         "dspark": {"math": {"ece_raw": [...], "auc_raw": [...], "ece_calibrated": [...],
@@ -24,7 +25,11 @@ in [0, 1]:
                             "group": [0, ...]}}            # N engine request ids (ints >= 0)
       }                                            # all three domains; drives acceptance.model "empirical"
     }
-Drafters are those of DRAFTERS except "none"; a drafter absent from the file keeps its built-in curve.
+Drafter names: any name (letters, digits, `_ . + -`; not "none"): the built-ins of DRAFTERS or any other
+drafter (n-gram, suffix, a team's own); the simulator prices an unknown name by its `drafter.kind`. A
+built-in drafter absent from the file, or a domain the file does not give it, keeps its built-in curve;
+another drafter has exactly the domains the file gives it (`Curves.get` refuses the others, naming the
+field). Samples need a curve for every domain.
 
 May import: numpy, the standard library, `specsched.errors`, `specsched.contracts.domains`,
 `specsched.contracts.builtin_curves`, `specsched.safeio`.
@@ -34,6 +39,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +55,7 @@ CURVES_VERSION = 2
 _READABLE_VERSIONS = (1, 2)
 CONFIDENCE_KEYS = ("ece_raw", "auc_raw", "ece_calibrated", "auc_calibrated", "temperatures")
 MAX_SAMPLES = 4096  # rows per (drafter, domain) a writer keeps by default: files stay a few MB
+DRAFTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+\-]*")  # a drafter key of a curves file
 
 
 def clipped(values, lo: float = 0.0, hi: float = 1.0) -> tuple[float, ...] | None:
@@ -110,13 +117,33 @@ class Curves:
     source: str | None = field(default=None, compare=False)
     version: int = CURVES_VERSION
 
+    def has(self, drafter: str, domain: str) -> bool:
+        """Whether `get(drafter, domain)` has a curve: the file's, or a built-in drafter's."""
+        return domain in self.curves.get(drafter, {}) or (drafter in DRAFTERS and domain in DOMAINS)
+
     def get(self, drafter: str, domain: str) -> np.ndarray:
         """Conditional acceptance `float64[γ]` for (drafter, domain): the file's, else the built-in."""
-        check_drafter(drafter)
         check_domain(domain)
-        if drafter in self.curves:
+        if domain in self.curves.get(drafter, {}):
             return np.array(self.curves[drafter][domain], dtype=np.float64)
+        if drafter in self.curves and drafter not in DRAFTERS:
+            raise InputError(
+                f"drafter {drafter!r} has no {domain} curve in this file (it has "
+                f"{', '.join(self.curves[drafter])})",
+                file=self.source,
+                field=f"curves.{drafter}.{domain}",
+            )
+        self._check_name(drafter)
         return builtin_curve(drafter, domain)
+
+    def _check_name(self, drafter: str) -> None:
+        if drafter not in DRAFTERS and drafter not in self.curves:
+            known = ", ".join(dict.fromkeys([*DRAFTERS, *self.curves]))
+            raise InputError(
+                f"unknown drafter {drafter!r}: neither built in nor in curves file {self.source} "
+                f"(known: {known})",
+                field="drafter.name",
+            )
 
     def confidence_stats(self, drafter: str, domain: str) -> dict[str, np.ndarray] | None:
         """Measured confidence stats (keys from CONFIDENCE_KEYS, `float64[γ]` each), or None if absent."""
@@ -127,7 +154,7 @@ class Curves:
 
     def samples_for(self, drafter: str) -> dict[str, Samples] | None:
         """Measured request-step samples of `drafter` by domain (all of DOMAINS), or None if absent."""
-        check_drafter(drafter)
+        self._check_name(drafter)
         return self.samples.get(drafter)
 
     def to_json(self) -> dict[str, Any]:
@@ -178,9 +205,10 @@ def _obj(value: Any, where: str, file: str) -> dict:
 
 
 def _drafter_key(name: str, where: str, file: str) -> None:
-    if name not in DRAFTERS or name == "none":
-        valid = ", ".join(d for d in DRAFTERS if d != "none")
-        raise InputError(f"unknown drafter {name!r} (expected one of {valid})", file=file, field=where)
+    if name == "none" or DRAFTER_NAME.fullmatch(name) is None:
+        raise InputError(
+            f"bad drafter name {name!r} (letters, digits, _ . + -; not 'none')", file=file, field=where
+        )
 
 
 def _check_domain_keys(per: dict, where: str, file: str, require_all: bool) -> None:
@@ -223,8 +251,12 @@ def parse_curves(doc: Any, file: str = "<curves>") -> Curves:
         where = f"curves.{drafter}"
         _drafter_key(drafter, where, file)
         per = _obj(per, where, file)
-        _check_domain_keys(per, where, file, require_all=True)
-        curves[drafter] = {dom: _numbers(per[dom], f"{where}.{dom}", file, 0.0, 1.0) for dom in DOMAINS}
+        _check_domain_keys(per, where, file, require_all=False)
+        if not per:
+            raise InputError("no domain: give at least one curve", file=file, field=where)
+        curves[drafter] = {
+            dom: _numbers(per[dom], f"{where}.{dom}", file, 0.0, 1.0) for dom in DOMAINS if dom in per
+        }
     confidence, samples = {}, {}
     for key, parse_one, out in (("confidence", _confidence, confidence), ("samples", _samples, samples)):
         for drafter, per in _obj(doc.get(key, {}), key, file).items():
@@ -235,6 +267,10 @@ def parse_curves(doc: Any, file: str = "<curves>") -> Curves:
                 raise InputError(f"{what} for a drafter without a curve in this file", file=file, field=where)
             per = _obj(per, where, file)
             _check_domain_keys(per, where, file, require_all=key == "samples")
+            for dom in per:
+                if dom not in curves[drafter]:
+                    msg = f"no {dom} curve for {drafter} in this file"
+                    raise InputError(msg, file=file, field=f"curves.{drafter}.{dom}")
             out[drafter] = {
                 dom: parse_one(v, f"{where}.{dom}", file, len(curves[drafter][dom])) for dom, v in per.items()
             }
@@ -314,16 +350,26 @@ def load_curves(path: str | Path) -> Curves:
     return parse_curves(doc, file)
 
 
-def curve_matrix(curves: Curves | None, drafter: str, gamma: int) -> np.ndarray:
+def curve_matrix(
+    curves: Curves | None, drafter: str, gamma: int, domains: tuple[str, ...] = DOMAINS
+) -> np.ndarray:
     """`float64[3, γ]`: the first γ positions of each domain's curve, rows in DOMAINS order.
 
-    `curves=None` uses the built-ins. γ longer than a curve raises `InputError` (a ValueError) naming
-    `drafter.gamma` (and the curves file, if any).
+    `curves=None` uses the built-ins. `domains`: those that must have a curve (the workload's); a row of
+    another domain without one is a copy of the first row that has one (never drawn: no request of that
+    domain). γ longer than a curve raises `InputError` (a ValueError) naming `drafter.gamma` (and the
+    curves file, if any).
     """
-    check_drafter(drafter)
+    if curves is None:
+        check_drafter(drafter)
     if isinstance(gamma, bool) or not isinstance(gamma, int | np.integer) or gamma < 0:
         raise InputError(f"must be an integer >= 0, got {gamma!r}", field="drafter.gamma")
-    rows = [builtin_curve(drafter, d) if curves is None else curves.get(drafter, d) for d in DOMAINS]
+    got = {
+        d: builtin_curve(drafter, d) if curves is None else curves.get(drafter, d)
+        for d in DOMAINS
+        if d in domains or curves is None or curves.has(drafter, d)
+    }
+    rows = [got.get(d, next(iter(got.values()))) for d in DOMAINS]
     shortest = min(len(r) for r in rows)
     if gamma > shortest:
         src = None if curves is None or drafter not in curves.curves else curves.source

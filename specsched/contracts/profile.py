@@ -13,7 +13,8 @@ preceded by `#` comment lines; two of them carry numbers by batch size R:
 
 tokens: int64[n] strictly increasing verify tokens B per step; seconds: float64[n] verify latency at B.
 
-May import: numpy, the standard library, `specsched.errors`, `specsched.cost`, `specsched.safeio`.
+May import: numpy, the standard library, `specsched.errors`, `specsched.cost`, `specsched.measured`,
+`specsched.safeio`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import numpy as np
 from specsched import safeio
 from specsched.cost import CostTable
 from specsched.errors import InputError
+from specsched.measured import write_steps
 
 NOTE_PREFIX = "# specbed engine profile: "
 DRAFT_KEY = "draft_seconds_by_R"
@@ -44,6 +46,11 @@ class Profile:
     samples: list[int] = field(default_factory=list)
     note: str = ""
     join_s: dict[int, float] = field(default_factory=dict)
+    steps: list[dict] = field(default_factory=list)  # specbed measured-step rows (specsched.measured)
+
+    def write_steps(self, path: str | Path) -> None:
+        """specbed's measured-step CSV of this profile (what `specbed cost fit` reads)."""
+        write_steps(path, self.steps)
 
     def table(self, layers: int = 1, name: str = "engine") -> CostTable:
         """The verify-latency table (linear between measured B), for the policy and the simulator."""

@@ -13,9 +13,10 @@ from engine.measure.curves import build_curves, parse_map
 from engine.measure.evaluate import EvalConfig, evaluate, format_report, write_outputs
 from engine.measure.profile import ProfileConfig, mixed_requests, profile
 from engine.measure.rollout import run_rollout
-from engine.measure.stats import confidence_quality, fit_temperatures, full_conf
+from engine.measure.stats import confidence_quality, fit_sts_measured, full_conf
 from specbed.cli import main as specbed
 from specsched.contracts import save_curves
+from specsched.measured import read_measured
 
 MAP = "eagle3=eagle1,dflash=dflash1,dspark=dspark1"
 
@@ -53,6 +54,10 @@ def test_exported_curves_and_cost_load_in_the_simulator(tiny_bundle, tmp_path):
     prof.write(tmp_path / "cost.csv")
     table = CostTable.from_csv(tmp_path / "cost.csv")
     assert list(table.tokens) == [2, 4, 6, 8] and np.all(table.seconds > 0)
+    prof.write_steps(tmp_path / "steps.csv")  # specbed's measured-step CSV, for `specbed cost fit`
+    steps = read_measured([tmp_path / "steps.csv"])
+    assert sorted(steps.tokens[steps.phase == "decode"].tolist()) == [2, 4, 6, 8]
+    assert set(steps.phase) == {"decode", "draft"} and np.all(steps.seconds > 0)
     cfg = SimConfig(
         workload=WorkloadConfig(
             kind="closed", concurrency=2, num_requests=6, input_tokens=10, output_tokens=12, domain="mix"
@@ -76,7 +81,7 @@ def test_sts_never_raises_ece_on_its_fitting_data(tiny_bundle):
         max_len=48,
     )
     conf, acc = full_conf(ro)
-    q = confidence_quality(conf, acc, fit_temperatures(conf, acc))
+    q = confidence_quality(conf, acc, fit_sts_measured(conf, acc))
     assert conf.shape[0] > 10 and q["ece_calibrated_mean"] <= q["ece_raw_mean"] + 1e-12
 
 
@@ -88,7 +93,7 @@ def test_sts_never_raises_ece_hypothesis(seed, level, skew):
     true = np.clip(rng.beta(4 * level + 0.5, 4 * (1 - level) + 0.5, size=(n, gamma)), 1e-3, 1 - 1e-3)
     acc = np.argmin(np.concatenate([rng.random((n, gamma)) < true, np.zeros((n, 1), bool)], axis=1), axis=1)
     conf = 1 / (1 + np.exp(-(np.log(true / (1 - true)) * np.exp(skew))))
-    q = confidence_quality(conf, acc, fit_temperatures(conf, acc))
+    q = confidence_quality(conf, acc, fit_sts_measured(conf, acc))
     assert q["ece_calibrated_mean"] <= q["ece_raw_mean"] + 1e-12
 
 

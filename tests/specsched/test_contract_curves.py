@@ -162,7 +162,10 @@ BAD = [
     ("description", _bad(mutate=_set(["description"], 3))),
     ("curves.medusa", _bad(mutate=_set(["curves", "medusa"], {}))),
     ("curves.none", _bad(mutate=_set(["curves", "none"], {"math": [], "code": [], "chat": []}))),
-    ("curves.dspark.code", _bad(mutate=_del(["curves", "dspark", "code"]))),
+    # any subset of domains is a valid curves entry (#16), but stats need their domain's curve
+    ("curves.dspark.chat", _bad(mutate=_del(["curves", "dspark", "chat"]))),
+    ("curves.dspark", _bad(mutate=_set(["curves", "dspark"], {}))),
+    ("curves.n gram", _bad(mutate=_set(["curves", "n gram"], {"chat": [0.5]}))),
     ("curves.dspark.poetry", _bad(mutate=_set(["curves", "dspark", "poetry"], [0.5]))),
     ("curves.dspark.math", _bad(mutate=_set(["curves", "dspark", "math"], []))),
     ("curves.dspark.math", _bad(mutate=_set(["curves", "dspark", "math"], 0.9))),

@@ -58,8 +58,8 @@ def test_written_curves_read_back_equal_and_a_bad_one_is_never_written(tmp_path)
     back = load_curves(tmp_path / "c.json")
     assert back == curves and back.version == 2
     np.testing.assert_array_equal(back.samples_for("dspark")["math"].accepted, [0, 1, 2, 2])
-    bad = Curves({"dspark": {"chat": (0.8,), "math": (0.8,)}})  # no "code"
-    with pytest.raises(InputError, match=r"bad\.json: field 'curves\.dspark\.code'"):
+    bad = Curves({"dspark": {"chat": (0.8,), "math": (1.5,)}})  # a rate above 1
+    with pytest.raises(InputError, match=r"bad\.json: field 'curves\.dspark\.math\[0\]'"):
         save_curves(bad, tmp_path / "bad.json")
     assert not (tmp_path / "bad.json").exists()
 

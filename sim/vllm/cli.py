@@ -1,0 +1,117 @@
+"""`specbed curves from-vllm`, `specbed export` and `specbed compare`: the vLLM bridge from the shell.
+
+    specbed curves from-vllm FILE... --drafter NAME --domain DOMAIN [--out curves.json] [--into FILE]
+    specbed export RUN_DIR --format vllm-bench [--out FILE]
+    specbed compare SIM_RUN_DIR VLLM_RESULT.json
+
+Registered for several subcommands, so `main` receives the subcommand name first. Files are written
+under a temporary name and renamed, after every input was read and checked: bad input (one line naming
+the file, line and field; exit 2 via specbed.cli) never leaves a half-written or lost file.
+
+May import: numpy, the standard library, `sim` modules, `specsched` (errors, contracts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from specsched.errors import InputError
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports bad flags as one-line InputErrors instead of usage + exit."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise InputError(message)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write `text` to a temporary name beside `path`, then rename it over `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _export(argv: list[str]) -> int:
+    from sim.cli import dumps_json
+    from sim.vllm.bench import export_vllm_bench
+
+    p = _Parser(prog="specbed export", description="Write a simulator run in another tool's result shape.")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a `specbed run --out` directory")
+    p.add_argument("--format", default="vllm-bench", choices=["vllm-bench"], help="result shape")
+    p.add_argument("--out", metavar="FILE", help="write here (default: print to stdout)")
+    args = p.parse_args(argv)
+    text = dumps_json(export_vllm_bench(args.run_dir))
+    if args.out is None:
+        print(text, end="")
+    else:
+        write_text_atomic(Path(args.out), text)
+        print(f"wrote {args.out} (vllm bench serve result keys; latencies in ms)")
+    return 0
+
+
+def _compare(argv: list[str]) -> int:
+    from sim.vllm.bench import compare_rows, export_vllm_bench, format_compare, load_vllm_result
+
+    p = _Parser(prog="specbed compare", description="A simulator run beside a `vllm bench serve` result.")
+    p.add_argument("sim_run", metavar="SIM_RUN_DIR", help="a `specbed run --out` directory")
+    p.add_argument("vllm_result", metavar="VLLM_RESULT.json", help="`vllm bench serve --save-result` JSON")
+    args = p.parse_args(argv)
+    real = load_vllm_result(args.vllm_result)
+    sim = export_vllm_bench(args.sim_run)
+    rows = compare_rows(sim, real)
+    print(format_compare(rows, Path(args.sim_run).name, Path(args.vllm_result).name))
+    return 0
+
+
+def _from_vllm(argv: list[str]) -> int:
+    from sim.vllm.acceptance import read_acceptance
+    from sim.vllm.curves_out import write_acceptance_curves
+
+    p = _Parser(prog="specbed curves from-vllm", description="A curves file from vLLM's acceptance counters.")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="Prometheus /metrics scrape(s) (one cumulative, or a before/after pair), vLLM logs, "
+                   "or vllm bench serve --save-result JSON")  # fmt: skip
+    p.add_argument("--drafter", required=True, metavar="NAME", help="drafter name to store the curve under")
+    p.add_argument("--domain", required=True, metavar="DOMAIN", help="domain the traffic came from")
+    p.add_argument("--out", metavar="FILE", help="curves file to write (default: the --into file)")
+    p.add_argument("--into", metavar="FILE", help="merge into this existing curves file")
+    args = p.parse_args(argv)
+    if args.out is None and args.into is None:
+        raise InputError("give --out FILE, --into FILE, or both", field="--out")
+    acc = read_acceptance(args.files)
+    out = write_acceptance_curves(acc, args.drafter, args.domain, out=args.out, into=args.into)
+    rates = ", ".join(f"{x:.3f}" for x in acc.rates)
+    cond = ", ".join(f"{x:.3f}" for x in acc.conditional())
+    print(
+        f"{acc.kind}: {acc.drafts:.0f} drafts over {len(acc.sources)} file(s), {acc.per_pos.size} positions"
+    )
+    print(f"  per-position acceptance rate (vLLM): {rates}")
+    print(f"  conditional curve:                   {cond}")
+    print(f"  acceptance length τ = 1 + Σ rates:   {acc.tau:.3f}")
+    print(f"wrote {out} (drafter {args.drafter!r}, domain {args.domain!r})")
+    return 0
+
+
+def _curves(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: specbed curves from-vllm FILE... --drafter NAME --domain DOMAIN [--out F] [--into F]")
+        return 0
+    if argv[0] != "from-vllm":
+        raise InputError(f"unknown curves command {argv[0]!r} (expected from-vllm)", field="COMMAND")
+    return _from_vllm(argv[1:])
+
+
+def main(argv: list[str]) -> int:
+    name, rest = argv[0], argv[1:]
+    try:
+        return {"curves": _curves, "export": _export, "compare": _compare}[name](rest)
+    except SystemExit as exit_:  # --help
+        return int(exit_.code or 0)
