@@ -2,7 +2,7 @@
 
 Role: one table of bounds (`UPPER_BOUNDS`) and the check every config section runs in `__post_init__`
 (`check_bounds`), so a huge value is refused in one line naming its key instead of exhausting memory or
-overflowing int64 later. Documented in the README ("Bad input and bounds").
+overflowing int64 later. Documented in the README ("Bad input and safe output").
 
 May import: the standard library, `specsched.errors`.
 """
@@ -70,3 +70,9 @@ def check_bounds(section: str, obj) -> None:
             if value > bound:
                 shown = f"{bound:,}" if isinstance(bound, int) else f"{bound:g}"
                 raise InputError(f"must be ≤ {shown} (its upper bound); got {value!r}", field=dotted)
+
+
+def check_not_empty(section: str, key: str, value: str | None) -> None:
+    """A file-naming key set to "" (or blanks) is an error: it would silently mean "no file"."""
+    if value is not None and not value.strip():
+        raise InputError("is empty: name a file, or none for the default", field=f"{section}.{key}")

@@ -87,6 +87,8 @@ def coerce(key: str, value, tp, *, from_text: bool):
         if number is not None:
             return float(number)
     elif inner is str:
+        if isinstance(value, str) and "\x00" in value:  # no file or name holds one; the OS would raise
+            raise ValueError(f"contains a NUL character: {value!r}")
         if isinstance(value, str):
             return value
     elif typing.get_origin(inner) is tuple:

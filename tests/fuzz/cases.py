@@ -429,10 +429,160 @@ def flag_cases() -> list[Case]:
             True,
         ),
     ]
+    fit = ("cost", "fit", "{W}/measured.csv", "--model", "dense-8b", "--gpu", "h100")
+    flags += [
+        ("cost no action", ("cost",), ("action",), False),
+        ("cost bad action", ("cost", "frob"), ("frob",), False),
+        (
+            "cost fit bad model",
+            ("cost", "fit", "{W}/good.csv", "--model", "x", "--gpu", "h100", "--out", "{W}/f.json"),
+            ("--model",),
+            False,
+        ),
+        (
+            "cost fit bad gpu",
+            ("cost", "fit", "{W}/good.csv", "--model", "dense-8b", "--gpu", "tpu9", "--out", "{W}/f.json"),
+            ("--gpu",),
+            False,
+        ),
+        (
+            "cost fit binary data",
+            ("cost", "fit", "{W}/bin.csv", "--model", "dense-8b", "--gpu", "h100", "--out", "{W}/f.json"),
+            ("bin.csv",),
+            False,
+        ),
+        (
+            "cost fit missing data",
+            ("cost", "fit", "{W}/none.csv", "--model", "dense-8b", "--gpu", "h100", "--out", "{W}/f.json"),
+            ("none.csv",),
+            False,
+        ),
+        ("cost fit out under file", (*fit, "--out", "{W}/afile/f.json"), ("afile",), False),
+        ("cost fit out is folder", (*fit, "--out", "{W}/adir"), ("adir",), False),
+        (
+            "cost check binary fit",
+            ("cost", "check", "{W}/good.csv", "--fit", "{W}/bin.json"),
+            ("bin.json",),
+            False,
+        ),
+        (
+            "cost check missing fit",
+            ("cost", "check", "{W}/good.csv", "--fit", "{W}/none.json"),
+            ("none.json",),
+            False,
+        ),
+        (
+            "cost check empty fit",
+            ("cost", "check", "{W}/good.csv", "--fit", "{W}/empty.json"),
+            ("empty.json",),
+            False,
+        ),
+        (
+            "cost check bad where",
+            ("cost", "check", "{W}/measured.csv", "--fit", "{W}/none.json", "--where", "==="),
+            (),
+            False,
+        ),
+        ("curves no sub", ("curves", "frob"), ("frob",), False),
+        (
+            "curves from-vllm binary",
+            (
+                "curves",
+                "from-vllm",
+                "{W}/bin.json",
+                "--drafter",
+                "dspark",
+                "--domain",
+                "chat",
+                "--out",
+                "{W}/k.json",
+            ),
+            ("bin.json",),
+            False,
+        ),
+        (
+            "curves from-vllm missing",
+            (
+                "curves",
+                "from-vllm",
+                "{W}/none.txt",
+                "--drafter",
+                "dspark",
+                "--domain",
+                "chat",
+                "--out",
+                "{W}/k.json",
+            ),
+            ("none.txt",),
+            False,
+        ),
+        (
+            "curves from-vllm no out",
+            ("curves", "from-vllm", "{W}/bin.json", "--drafter", "dspark", "--domain", "chat"),
+            ("--out",),
+            False,
+        ),
+        (
+            "curves from-vllm unknown flag",
+            ("curves", "from-vllm", "{W}/bin.json", "--drafter", "d", "--domain", "chat", "--bogus"),
+            ("--bogus",),
+            False,
+        ),
+        ("export not a run", ("export", "{W}/afile"), ("afile",), False),
+        ("export missing", ("export", "{W}/nothing"), ("nothing",), False),
+        ("export format", ("export", "{W}/adir", "--format", "csv"), ("--format",), False),
+        ("export broken summary", ("export", "{W}/brokenrun"), ("summary.json",), False),
+        ("compare binary", ("compare", "{W}/brokenrun", "{W}/bin.json"), ("bin.json",), False),
+        ("compare missing", ("compare", "{W}/brokenrun", "{W}/none.json"), ("none.json",), False),
+        (
+            "compare unknown flag",
+            ("compare", "{W}/brokenrun", "{W}/bin.json", "--bogus"),
+            ("--bogus",),
+            False,
+        ),
+        ("plan schedule bad cost", ("plan", "--draft-schedule", "--cost", "nope"), ("--cost",), False),
+        (
+            "plan schedule binary cost",
+            ("plan", "--draft-schedule", "--cost", "{W}/bin.csv", "--layers", "32"),
+            ("bin.csv",),
+            False,
+        ),
+        (
+            "plan schedule binary curves",
+            ("plan", "--draft-schedule", "--cost", "h200-v4flash", "--curves", "{W}/bin.json"),
+            ("bin.json",),
+            False,
+        ),
+        (
+            "plan schedule sizes",
+            ("plan", "--draft-schedule", "--batch-sizes", "a,b"),
+            ("--batch-sizes",),
+            False,
+        ),
+        ("plan schedule gamma", ("plan", "--draft-schedule", "--gamma", "0"), ("--gamma",), False),
+        ("plan cost without schedule", ("plan", "--cost", "x"), ("--draft-schedule",), False),
+        (
+            "plan json out under file",
+            ("plan", "--draft-schedule", "--cost", "h200-v4flash", "--json", "{W}/afile/x.json"),
+            ("afile",),
+            False,
+        ),
+        ("run timeline without out", ("run", "--timeline", "--quiet"), ("--timeline",), False),
+    ]
     files = {
         "s.toml": SWEEP,
         "bin.csv": b"\xff\xfe\x00garbage",
         "bin.json": b"\xff\xfe\x00garbage",
+        "good.csv": GOOD_CSV,
+        "measured.csv": b"phase,tp,requests,tokens,context_tokens,seconds\n"
+        + b"".join(
+            f"decode,1,{r},{r},{1024 * r},{0.01 + 0.0001 * r}\n".encode() for r in (1, 2, 4, 8, 16, 32)
+        )
+        + b"".join(f"prefill,1,1,{t},0,{0.01 + 0.00002 * t}\n".encode() for t in (128, 512, 2048, 8192)),
+        "empty.json": b"",
+        "afile": b"keep me\n",
+        "adir/": b"",
+        "brokenrun/summary.json": b'{"throughput',
     }
     return [Case("flags", name, argv, files, expect, slow) for name, argv, expect, slow in flags]
 

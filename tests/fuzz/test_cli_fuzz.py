@@ -125,7 +125,7 @@ def _numeric_keys():
     factor=st.floats(min_value=1.5, max_value=1e6),
 )
 def test_generated_values_above_every_bound_are_refused_naming_the_key(key, factor, capsys, tmp_path):
-    from sim.config import DEFAULT_FLOAT_MAX, DEFAULT_INT_MAX, UPPER_BOUNDS
+    from sim.bounds import DEFAULT_FLOAT_MAX, DEFAULT_INT_MAX, UPPER_BOUNDS
 
     bound = UPPER_BOUNDS.get(key, DEFAULT_FLOAT_MAX if key.endswith(("_s", "rate")) else DEFAULT_INT_MAX)
     value = int(bound * factor) + 1
