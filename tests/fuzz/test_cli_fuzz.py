@@ -341,3 +341,22 @@ def test_full_disk_during_a_sweep_loses_no_finished_cell(tmp_path, capsys, monke
     monkeypatch.setattr(safeio, "_fill", real)
     assert main([*argv, "--resume"]) == 0
     assert "1 reused, 1 run" in capsys.readouterr().out
+
+
+def test_full_disk_while_streaming_the_timeline_keeps_the_previous_run(tmp_path, capsys, monkeypatch):
+    from sim.timeline import TimelineWriter
+
+    prev = tmp_path / "prev"
+    argv = ["run", "--quiet", "--set", "workload.num_requests=20", "--timeline", "--out", str(prev)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    before = snapshot(tmp_path)
+
+    def full(self):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(TimelineWriter, "_flush", full)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "timeline.json" in err[0] and "no space left" in err[0], err
+    assert snapshot(tmp_path) == before  # no partial timeline, every earlier file unchanged
