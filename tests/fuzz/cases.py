@@ -168,7 +168,8 @@ def cost_cases() -> list[Case]:
     cases = []
     for name, data in bad.items():
         for key in ("server.cost", "server.policy_cost"):
-            argv = (*_RUN, "--set", "server.layers=32", "--set", f"{key}={{W}}/t.csv")
+            # --out a new folder: a run refused at start-up must not leave it behind
+            argv = (*_RUN, "--set", "server.layers=32", "--set", f"{key}={{W}}/t.csv", "--out", "{W}/new")
             cases.append(Case("cost-csv", f"{key} {name}", argv, {"t.csv": data}, ("t.csv",)))
     return cases
 
