@@ -7,8 +7,11 @@ workload), check them all before anything runs, wire the simpy model (`sim.serve
 Random streams: `numpy.random.SeedSequence(config.seed).spawn(len(STREAMS))`, one Generator per name in
 `STREAMS` (fixed order; a new stream is appended, never inserted, so existing ones keep their draws):
 arrivals, lengths, domains, think (closed-loop think times), latent (per-request difficulty),
-acceptance (true per-step probabilities and accept/reject draws), confidence (estimate noise), model
-(held-out samples the acceptance model fits σ_η and STS on). Changing the policy therefore leaves the
+acceptance (true per-step probabilities), confidence (estimate noise), model (held-out samples the
+acceptance model fits σ_η and STS on), verify (accept/reject uniforms; split from "acceptance" so that a
+run of K pure-decode steps decided at once draws exactly what K single steps would), router (the "random"
+router's choices). Replica i draws its truth, estimate and verify noise from the i-th child of those three
+streams (`sim.server.Replica`), so replicas never share a stream. Changing the policy therefore leaves the
 traffic and every request's latent difficulty unchanged.
 
 May import: numpy, simpy, the standard library, specsched, traces, and the other sim modules.
@@ -32,11 +35,23 @@ from sim.drafter import draft_seconds_table
 from sim.empirical import EmpiricalModel
 from sim.metrics import request_table, summarize, time_series
 from sim.recorder import Recorder
-from sim.server import ClosedLoop, Engine, Replica, Router, open_loop
+from sim.routing import ClosedLoop, OpenLoop, Router
+from sim.server import Engine, Replica
 from sim.workload import Workload, build_workload
 from specsched.errors import InputError
 
-STREAMS = ("arrivals", "lengths", "domains", "think", "latent", "acceptance", "confidence", "model")
+STREAMS = (
+    "arrivals",
+    "lengths",
+    "domains",
+    "think",
+    "latent",
+    "acceptance",
+    "confidence",
+    "model",
+    "verify",
+    "router",
+)
 
 
 @dataclass(frozen=True)
@@ -226,6 +241,7 @@ def simulate(config: SimConfig, *, progress: bool | Callable[[int, float], None]
         latency=np.asarray(prep.cost.latency(np.arange(budget + 1)), dtype=np.float64),
         rng_accept=prep.rngs["acceptance"],
         rng_conf=prep.rngs["confidence"],
+        rng_verify=prep.rngs["verify"],
         policy_cost=prep.policy_cost,
         prefill_request_s=float(cfg.server.prefill_request_seconds),
         policy_draft_s=None
@@ -238,7 +254,7 @@ def simulate(config: SimConfig, *, progress: bool | Callable[[int, float], None]
         loop = ClosedLoop(env, router, cfg.workload.concurrency, wl.think_s)
         eng.on_complete = loop.on_complete
     else:
-        env.process(open_loop(env, router, wl.arrival_s))
+        eng.horizon = OpenLoop(env, router, wl.arrival_s).horizon
     if progress:
         report = _progress_printer(n) if progress is True else progress
         counter = [0]
@@ -250,7 +266,8 @@ def simulate(config: SimConfig, *, progress: bool | Callable[[int, float], None]
 
         eng.on_step = on_step
     t_loop = time.perf_counter()
-    env.run()
+    with np.errstate(divide="ignore", over="ignore"):  # once per run: the hot path's logits of 0 and 1
+        env.run()
     rec.close(env.now)
     t_results = time.perf_counter()
     if rec.completed != n or any(rep.n or rep.kv_used or rep.queue for rep in replicas):

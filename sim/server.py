@@ -12,7 +12,8 @@ One engine step of a replica, at time t (`Replica._plan`, then `yield timeout`, 
    the queue, and on readmission it recomputes its prompt plus the tokens it already emitted (counted).
 2. Decode: for the R running requests that finished prefill, (true, conf) = model.step(...) (the truth and
    the estimate of it), lengths = policy(conf, cost.with_draft(draft_s), stale=..., max_batch_tokens),
-   accepted = model.sample_accepted(true, lengths). For policies with `uses_stale` the server keeps each
+   accepted = model.sample_accepted(true, lengths) (truth noise, estimate noise and accept uniforms: three
+   separate streams). For policies with `uses_stale` the server keeps each
    request's confidences of its last `delay` decode steps and passes those from `delay` steps earlier;
    a request younger than that passes its domain's population curve (a constant, so still lossless).
 3. Prefill: the token budget left after verify tokens (verify first, as vLLM) goes to running requests
@@ -24,16 +25,19 @@ One engine step of a replica, at time t (`Replica._plan`, then `yield timeout`, 
 5. At t + step: each decoding request emits min(accepted + 1, tokens still owed); a request whose
    prefill completes emits its first token (TTFT); requests that reached their output length leave.
 
+Runs of pure-decode steps with a fixed batch are decided several steps per vectorized pass
+(`sim.steps.plan_decode_run`), with exactly the draws, decisions and times of single steps; each step still
+takes its own simpy timeout and its own `Recorder.step`. `Engine.max_run = 1` turns that off.
+
 Time and tie-breaks: time is float seconds. Events at the same instant run in simpy's scheduling order
 (FIFO by event id), so a run is a deterministic function of config and seed. Completion callbacks (closed
 loop) run synchronously inside `_apply`, so a user with zero think time re-enters the queue before the
-replica plans its next step at the same instant. The router is consulted once per arrival; ties between
-replicas go to the lowest index.
+replica plans its next step at the same instant. Routers and arrival processes live in `sim.routing`.
 
 State is numpy arrays indexed by slot (0..n−1 = running requests in admission order), not per-request
 objects; per-request results go to `sim.recorder.Recorder`.
 
-May import: numpy, simpy, the standard library, `sim.recorder`, `specsched` (CostTable, Policy).
+May import: numpy, simpy, the standard library, `sim.recorder`, `sim.steps`, `specsched` (CostTable, Policy).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ import numpy as np
 import simpy
 
 from sim.recorder import Recorder
+from sim.steps import DecodeRun, StepPlan, plan_decode_run, run_length
 from specsched import CostTable, Policy
 
 
@@ -60,6 +65,10 @@ class Engine:
     policy_cost, policy_draft_s: the table and draft seconds the policy plans with when they differ from
     the ones that time the steps (server.policy_cost); None = cost and draft_s.
     prefill_request_s: seconds added per request prefilling in a step (server.prefill_request_seconds).
+    rng_accept, rng_conf, rng_verify: truth noise, estimate noise, accept/reject uniforms; replica i draws
+    from the i-th child of each (`Generator.spawn`), so its draws never depend on the other replicas.
+    horizon: () -> simulated time of the next outside event that could reach a replica (the next arrival in
+    open loop; default simpy's next event); max_run: most pure-decode steps decided in one pass (1 = off).
     """
 
     env: simpy.Environment
@@ -79,14 +88,37 @@ class Engine:
     latency: np.ndarray
     rng_accept: np.random.Generator
     rng_conf: np.random.Generator
+    rng_verify: np.random.Generator
     on_complete: Callable[[np.ndarray, float], None] | None = None
     on_step: Callable[[float], None] | None = None
     policy_cost: CostTable | None = None
     policy_draft_s: np.ndarray | None = None
     prefill_request_s: float = 0.0
+    horizon: Callable[[], float] | None = None
+    max_run: int = 256
 
     def __post_init__(self) -> None:
         self.views: list[CostTable | None] = [None] * (self.max_num_seqs + 1)
+        self._shortest: dict[int, float] = {}
+        if self.horizon is None:
+            self.horizon = self.env.peek
+        # The multi-step path needs K steps' draws at once and no per-request history.
+        self.multi_step = (
+            self.max_run > 1 and hasattr(self.model, "draw_steps") and not self.policy.uses_stale
+        )
+
+    def step_seconds(self, r: int, n: int, tokens):
+        """Seconds of a step with r decoding of n running requests and `tokens` batched tokens (int or
+        int64[K]): draft + KV reads of every running request + verify/prefill forward (module doc, 4.)."""
+        return self.draft_s[r] + self.cost.request_seconds * n + self.latency[tokens]
+
+    def shortest_step(self, n: int) -> float:
+        """A lower bound on a pure-decode step of n requests (seconds): the cheapest B in n..n·(γ + 1)."""
+        got = self._shortest.get(n)
+        if got is None:
+            lat = self.latency[n : n * (self.gamma + 1) + 1]
+            got = self._shortest[n] = float(self.draft_s[n] + self.cost.request_seconds * n + lat.min())
+        return got
 
     def view(self, r: int) -> CostTable:
         v = self.views[r]
@@ -125,7 +157,12 @@ class Replica:
         self.delay = eng.policy.delay if eng.policy.uses_stale else -1
         self.hist = np.zeros((s, self.delay + 1, eng.gamma)) if self.delay >= 0 else None
         self.wake: simpy.Event | None = None
-        self.plan: tuple | None = None
+        # Own streams (children spawned in replica order): a replica's draws never interleave with another's,
+        # so deciding several steps at once, or simulating one replica alone, draws the same numbers.
+        self.rng_truth, self.rng_conf, self.rng_verify = (
+            g.spawn(1)[0] for g in (eng.rng_accept, eng.rng_conf, eng.rng_verify)
+        )
+        self.tau_seen = 2.0  # tokens per request-step in pure-decode runs so far (sizes the next run)
         self.process = eng.env.process(self.run())
 
     @property
@@ -142,23 +179,39 @@ class Replica:
     # -- the step loop -------------------------------------------------------------------------------------
 
     def run(self):
-        env = self.eng.env
+        eng = self.eng
+        env, rec = eng.env, eng.recorder
         while True:
             if self.n == 0 and not self.queue:
                 self.wake = env.event()
                 yield self.wake
                 self.wake = None
-            yield env.timeout(self._plan())
-            self._apply()
+            plan = self._plan()
+            if type(plan) is StepPlan:
+                yield env.timeout(plan.seconds)
+                self._apply(plan)
+                continue
+            draft = float(eng.draft_s[plan.r])
+            for seconds, verify, emitted in zip(plan.seconds, plan.verify, plan.emitted):
+                start = env.now
+                yield env.timeout(seconds)
+                rec.step(start, seconds, draft, plan.r, verify, emitted)
+                if eng.on_step is not None:
+                    eng.on_step(env.now)
+            self._apply_run(plan)
 
-    def _plan(self) -> float:
-        """Decide this step (steps 1–4 of the module doc); returns its duration in seconds."""
+    def _plan(self) -> StepPlan | DecodeRun:
+        """Decide this step (steps 1–4 of the module doc), or a run of pure-decode steps (`sim.steps`)."""
         eng = self.eng
         gamma, now = eng.gamma, eng.env.now
         while True:
             preempted = self._make_room()
             n, r = self.n, self.n_decoding
             if r == n:
+                if r and gamma and not preempted and eng.multi_step:
+                    k = min(run_length(self, now), eng.max_run)
+                    if k > 1:
+                        return plan_decode_run(self, k, now)
                 di: slice | np.ndarray = slice(0, n)
                 pf = None
             else:
@@ -166,10 +219,7 @@ class Replica:
                 di = np.flatnonzero(decoding)
                 pf = np.flatnonzero(~decoding)
             if r and gamma:
-                true, conf = eng.model.step(self.dom[di], self.lat[di], eng.rng_accept, eng.rng_conf)
-                stale = self._stale(di, conf) if self.hist is not None else None
-                lengths = eng.policy(conf, eng.view(r), stale=stale, max_batch_tokens=eng.max_batch_tokens)
-                accepted = eng.model.sample_accepted(true, lengths, eng.rng_accept)
+                lengths, accepted = self._decide(di, r)
                 verify = r + int(lengths.sum())
             else:
                 lengths = accepted = np.zeros(r, dtype=np.int64)
@@ -189,11 +239,23 @@ class Replica:
             # Only prefilling requests whose next chunk does not fit in KV: free some and plan again.
             self._preempt_newest(now)
         # Attention reads every running request's KV once per step, prefilling ones included.
-        seconds = float(eng.draft_s[r] + eng.cost.request_seconds * self.n + eng.latency[verify + prefill])
+        seconds = float(eng.step_seconds(r, self.n, verify + prefill))
         if eng.prefill_request_s and prefill:
             seconds += eng.prefill_request_s * int(np.count_nonzero(chunks))
-        self.plan = (di, r, lengths, accepted, pf, chunks, prefill, now, seconds, verify)
-        return seconds
+        return StepPlan(di, r, lengths, accepted, pf, chunks, prefill, now, seconds, verify)
+
+    def _decide(self, di, r: int) -> tuple[np.ndarray, np.ndarray]:
+        """(lengths, accepted) int64[r] of this step's r decoding slots `di`: draws, policy, verification."""
+        eng, model = self.eng, self.eng.model
+        dom, lat = self.dom[di], self.lat[di]
+        if eng.multi_step:  # the run path's draws for one step: results never depend on the run lengths
+            w, conf = model.draw_steps(dom, lat, 1, self.rng_truth, self.rng_conf)
+            lengths = eng.policy.trusted(conf[0], eng.view(r), None, eng.max_batch_tokens)
+            return lengths, model.accept_steps(w, lengths[None], self.rng_verify)[0]
+        true, conf = model.step(dom, lat, self.rng_truth, self.rng_conf)
+        stale = self._stale(di, conf) if self.hist is not None else None
+        lengths = eng.policy.trusted(conf, eng.view(r), stale, eng.max_batch_tokens)
+        return lengths, model.sample_accepted(true, lengths, self.rng_verify)
 
     def _stale(self, di, conf: np.ndarray) -> np.ndarray:
         """Record `conf` for the decoding slots `di`; return their confidences from `delay` steps earlier.
@@ -257,10 +319,11 @@ class Replica:
             slots, sizes = np.concatenate([pf, slots]), np.concatenate([chunks, sizes])
         return slots, sizes, room
 
-    def _apply(self) -> None:
+    def _apply(self, plan: StepPlan) -> None:
         """Step 5: emit tokens, finish prefills and requests, at the end of the planned step."""
         eng, rec = self.eng, self.eng.recorder
-        di, r, lengths, accepted, pf, chunks, prefill, start, seconds, verify = self.plan
+        di, r, lengths, accepted = plan.decoding, plan.r, plan.lengths, plan.accepted
+        pf, chunks, prefill = plan.prefill_slots, plan.chunks, plan.prefill_tokens
         now = eng.env.now
         emitted = 0
         if r:
@@ -281,7 +344,26 @@ class Replica:
                 first = rids[np.isnan(rec.first_token_s[rids])]
                 rec.first_token_s[first] = now
         self.kv_used += emitted + prefill
-        rec.step(start, seconds, float(eng.draft_s[r]), r, verify, emitted)
+        rec.step(plan.start, plan.seconds, float(eng.draft_s[r]), r, plan.verify, emitted)
+        self._finish(now)
+        if eng.on_step is not None:
+            eng.on_step(now)
+
+    def _apply_run(self, run: DecodeRun) -> None:
+        """The end of a `DecodeRun`: per-slot totals of its K steps (each step already recorded)."""
+        n = run.r
+        self.gen[:n] += run.emit
+        self.acc[:n] += run.accepted
+        self.dsteps[:n] += len(run.seconds)
+        self.lsum[:n] += run.lengths
+        emitted = sum(run.emitted)
+        self.kv_used += emitted
+        self.tau_seen = 0.9 * self.tau_seen + 0.1 * emitted / (n * len(run.seconds))
+        self._finish(self.eng.env.now)
+
+    def _finish(self, now: float) -> None:
+        """Requests that reached their output length leave (completion callbacks run here)."""
+        eng, rec = self.eng, self.eng.recorder
         n = self.n
         done = self.gen[:n] >= self.olen[:n]
         if done.any():
@@ -298,8 +380,6 @@ class Replica:
             rec.finished(rids, now)
             if eng.on_complete is not None:
                 eng.on_complete(rids, now)
-        if eng.on_step is not None:
-            eng.on_step(now)
 
     def _leave(self, idx) -> None:
         """Slots `idx` leave the batch: release their KV, copy their counters into the recorder."""
@@ -311,54 +391,3 @@ class Replica:
         rec.decode_steps[rids] += self.dsteps[idx]
         rec.accepted[rids] += self.acc[idx]
         rec.verify_tokens[rids] += self.dsteps[idx] + self.lsum[idx]
-
-
-class Router:
-    """Sends each arriving request to a replica: "round_robin" or "least_outstanding" (ties: lowest index)."""
-
-    def __init__(self, replicas: list[Replica], kind: str) -> None:
-        self.replicas = replicas
-        self.kind = kind
-        self._next = 0
-
-    def submit(self, rid: int) -> None:
-        if self.kind == "round_robin":
-            target = self.replicas[self._next]
-            self._next = (self._next + 1) % len(self.replicas)
-        else:
-            target = min(self.replicas, key=lambda rep: (rep.outstanding, rep.index))
-        target.enqueue(rid)
-
-
-def open_loop(env: simpy.Environment, router: Router, arrival_s: np.ndarray):
-    """simpy process: submit request i at arrival_s[i] (ids in arrival order)."""
-    for rid, t in enumerate(arrival_s.tolist()):
-        if t > env.now:
-            yield env.timeout(t - env.now)
-        router.submit(rid)
-
-
-class ClosedLoop:
-    """`users` users; each submits a request at t = 0, and after each completion thinks think_s[next id]
-    seconds and submits the next unissued request id, until all N are issued."""
-
-    def __init__(self, env: simpy.Environment, router: Router, users: int, think_s: np.ndarray) -> None:
-        self.env, self.router, self.think_s = env, router, think_s
-        self.issued = 0
-        self.total = think_s.size
-        for _ in range(min(users, self.total)):
-            self._issue(0.0)
-
-    def _issue(self, think: float) -> None:
-        rid = self.issued
-        self.issued += 1
-        if think > 0.0:
-            ev = self.env.timeout(think)
-            ev.callbacks.append(lambda _ev: self.router.submit(rid))
-        else:
-            self.router.submit(rid)
-
-    def on_complete(self, rids: np.ndarray, now: float) -> None:
-        for _ in range(rids.size):
-            if self.issued < self.total:
-                self._issue(float(self.think_s[self.issued]))

@@ -22,14 +22,11 @@ negative control.
 Every policy is vectorized over candidates: one stable sort of the R·γ survival values, then prefix sums.
 Candidate order: survival descending; ties go to the lower position j, then the lower request r (so a
 request's positions are always admitted in order, and the order never depends on anything but values).
-`dspark`, the hot one, takes exactly those decisions faster: it sorts the survival values alone (floats,
-no argsort) and settles the (j, r) tie-break only where a tie straddles the cut (`_cut`); below R·γ =
-`_SMALL` it runs a pure-Python loop; 1 / step seconds is cached per (table, R) on the Policy.
-`Policy.trusted` skips the input checks for the simulator and the engine; the public call keeps them.
-tests/specsched/test_fast_path.py checks identical decisions against the frozen pre-fast-path copy in
-bench/reference_policies.py.
+`dspark`, the hot one, takes exactly those decisions faster (`specsched.dspark`); 1 / step seconds is
+cached per (table, R) on the Policy. `Policy.trusted` (and `trusted_many`, K steps' confidences at once)
+skip the input checks for the simulator and the engine; the public call keeps them.
 
-May import: numpy, the standard library, specsched.cost, specsched.errors.
+May import: numpy, the standard library, specsched.cost, specsched.dspark, specsched.errors.
 """
 
 from __future__ import annotations
@@ -45,10 +42,7 @@ from types import MappingProxyType
 import numpy as np
 
 from specsched.cost import CostTable
-
-#: `dspark` runs its pure-Python loop at R·γ up to this: below it numpy's fixed per-call overhead (~8 µs a
-#: call on the 2-core dev machine) costs more than the loop; measured crossover R·γ ≈ 35 at γ = 7.
-_SMALL = 32
+from specsched.dspark import _room, dspark, dspark_many, inv_step
 
 
 class LosslessnessWarning(UserWarning):
@@ -107,11 +101,6 @@ def _ranked(conf: np.ndarray, *, keep_zero: bool = False) -> tuple[np.ndarray, n
     return order[:n] % R, a[:n]
 
 
-def _room(R: int, n: int, budget: int | None) -> int:
-    """How many of n candidates fit under the token budget (R anchor tokens are always verified)."""
-    return n if budget is None else max(0, min(n, budget - R))
-
-
 def _theta(R: int, a: np.ndarray, cost: CostTable) -> np.ndarray:
     """float64[n+1]: Θ = τ · sps(B) after admitting the first 0..n candidates.
 
@@ -158,84 +147,6 @@ def _threshold(conf, cost, stale, budget, *, threshold):
     R, gamma = conf.shape
     passed = np.concatenate([conf >= threshold, np.zeros((R, 1), dtype=bool)], axis=1)
     return _trim(np.argmin(passed, axis=1).astype(np.int64), budget)
-
-
-def _dspark(conf, cost, stale, budget, *, inv=None):
-    """Algorithm 1: greedy admission by survival, stopping at the first admission that does not raise Θ.
-
-    `inv(R, n)`: 1 / step seconds for B = R..R+n (float64[≥ n+1], and a list of the same floats), cached
-    per (table, R) by the caller; None computes it. Small R·γ runs a pure-Python loop (numpy's per-call
-    overhead dominates there); both paths take exactly the decisions of the stable-sort definition.
-    """
-    R, gamma = conf.shape
-    if inv is None:
-        inv = functools.partial(_inv_step, cost)
-    if R * gamma <= _SMALL:
-        return _dspark_small(conf, R, budget, inv)
-    surv = np.multiply.accumulate(conf, axis=1)  # [R, γ], rows non-increasing (conf ≤ 1)
-    a = np.sort(surv, axis=None)[::-1]  # survival descending; the tie-break is settled below
-    n = _room(R, int(np.count_nonzero(a)), budget)
-    if n == 0:
-        return np.zeros(R, dtype=np.int64)
-    tau = np.empty(n + 1)
-    tau[0] = R
-    tau[1:] = a[:n]
-    np.cumsum(tau, out=tau)  # left to right, as Algorithm 1 accumulates it
-    tau *= inv(R, n)[0][: n + 1]
-    rises = tau[1:] > tau[:-1]
-    first = int(rises.argmin())  # the first admission that does not raise Θ (0 if all do)
-    admitted = first if not rises[first] else n
-    if admitted == 0:
-        return np.zeros(R, dtype=np.int64)
-    return _cut(surv, a[admitted - 1], admitted)
-
-
-def _cut(surv: np.ndarray, v: float, admitted: int) -> np.ndarray:
-    """int64[R]: the first `admitted` candidates of the (survival desc, j, r) order, whose last has survival
-    v > 0: every candidate above v, and the candidates equal to v in (j, r) order until the count is met."""
-    ge = surv >= v  # a prefix of every row: rows are non-increasing
-    lengths = np.add.reduce(ge, axis=1, dtype=np.int64)
-    excess = int(lengths.sum()) - admitted
-    if excess:  # a tie straddles the cut: drop the last `excess` equal ones in position-major order
-        R = surv.shape[0]
-        tied = np.flatnonzero((surv == v).T)  # index j·R + r, ascending = (j, r) order
-        np.subtract.at(lengths, tied[-excess:] % R, 1)
-    return lengths
-
-
-def _dspark_small(conf: np.ndarray, R: int, budget: int | None, inv) -> np.ndarray:
-    """`_dspark` for small R·γ in plain Python floats (the same IEEE operations in the same order)."""
-    cands = []
-    for r, row in enumerate(conf.tolist()):
-        a = 1.0
-        for j, c in enumerate(row):
-            a = c if j == 0 else a * c
-            if not a > 0.0:
-                break  # survival only falls: the rest of the row is zero as well
-            cands.append((-a, j, r))
-    cands.sort()
-    n = _room(R, len(cands), budget)
-    lengths = [0] * R
-    if n:
-        inv_list = inv(R, n)[1]
-        tau = float(R)
-        best = tau * inv_list[0]
-        for k in range(n):
-            neg_a, j, r = cands[k]
-            tau -= neg_a
-            theta = tau * inv_list[k + 1]
-            if not theta > best:
-                break
-            best = theta
-            lengths[r] = j + 1
-    return np.array(lengths, dtype=np.int64)
-
-
-def _inv_step(cost: CostTable, R: int, n: int) -> tuple[np.ndarray, list[float]]:
-    """(float64[n+1], the same as a list): 1 / step seconds for B = R..R+n, as `_theta` computes it."""
-    fixed = cost.draft_seconds + cost.request_seconds * R
-    inv = 1.0 / (fixed + cost.latency_range(R, R + n))
-    return inv, inv.tolist()
 
 
 def _global(conf, cost, sizing, budget):
@@ -313,7 +224,7 @@ _REGISTRY: dict[str, tuple[Callable, dict[str, tuple[object, Callable]], bool]] 
     "ar": (_ar, {}, False),
     "fixed": (_fixed, {"k": (1, lambda p, k, v: _int_param(p, k, v, 0))}, False),
     "threshold": (_threshold, {"threshold": (0.5, _prob_param)}, False),
-    "dspark": (_dspark, {}, False),
+    "dspark": (dspark, {}, False),
     "dspark_global": (_dspark_global, {"delay": (2, lambda p, k, v: _int_param(p, k, v, 0))}, True),
     "goodput": (_goodput, {"delay": (2, lambda p, k, v: _int_param(p, k, v, 0))}, True),
     "lookahead": (_lookahead, {}, False),
@@ -369,18 +280,29 @@ class Policy:
         None). Wrong input here gives wrong answers, not errors: user input goes through `__call__`."""
         if conf.shape[0] == 0:
             return np.zeros(0, dtype=np.int64)
-        if self._fn is _dspark:
-            return _dspark(conf, cost, stale, budget, inv=functools.partial(self._inv_step, cost))
+        if self._fn is dspark:
+            return dspark(conf, cost, stale, budget, inv=functools.partial(self._inv_step, cost))
         return self._fn(conf, cost, stale, budget, **self.params)
 
+    def trusted_many(self, conf: np.ndarray, cost: CostTable, budget: int | None = None) -> np.ndarray:
+        """int64[K, R]: `trusted` on each of K steps' confidences conf[k] (float64[K, R, γ]), for policies
+        that read no stale confidences (`uses_stale` false); `dspark` decides all K in one vectorized pass."""
+        K, R = conf.shape[:2]
+        if self._fn is dspark and R:
+            return dspark_many(conf, budget, functools.partial(self._inv_step, cost))
+        out = np.zeros((K, R), dtype=np.int64)
+        for k in range(K):
+            out[k] = self.trusted(conf[k], cost, None, budget)
+        return out
+
     def _inv_step(self, cost: CostTable, R: int, n: int) -> tuple[np.ndarray, list[float]]:
-        """`_inv_step(cost, R, n)` cached per (table, R); regrown (to R·8 at least) when n outgrows it."""
+        """`inv_step(cost, R, n)` cached per (table, R); regrown (to R·8 at least) when n outgrows it."""
         by_r = self._inv.get(cost)
         if by_r is None:
             by_r = self._inv[cost] = {}
         hit = by_r.get(R)
         if hit is None or hit[0].size <= n:
-            hit = by_r[R] = _inv_step(cost, R, max(n, 8 * R))
+            hit = by_r[R] = inv_step(cost, R, max(n, 8 * R))
         return hit
 
     def __repr__(self) -> str:

@@ -94,3 +94,22 @@ def test_public_call_keeps_its_checks():
         pol(np.array([[0.5, 1.5]]), cost)
     with pytest.raises(ValueError, match="max_batch_tokens"):
         pol(np.array([[0.5]]), cost, max_batch_tokens=0)
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_trusted_many_matches_reference_step_by_step(seed):
+    """K steps' confidences decided in one pass (`trusted_many`) = the reference on each step."""
+    fast, slow = S.make_policy("dspark"), ref.make_policy("dspark")
+    rng = np.random.default_rng(seed)
+    for _ in range(150):
+        K, R, gamma = int(rng.integers(1, 9)), int(rng.integers(1, 60)), int(rng.integers(1, 9))
+        conf = np.stack([_conf(rng, R, gamma) for _ in range(K)])
+        cost = _table(rng)
+        budget = None if rng.random() < 0.5 else int(rng.integers(1, R * (gamma + 1) + 3))
+        got = fast.trusted_many(conf, cost, budget)
+        want = [slow(conf[k], cost, max_batch_tokens=budget).tolist() for k in range(K)]
+        assert got.dtype == np.int64 and got.tolist() == want
+    for name in ("fixed", "threshold"):  # other policies: one trusted call per step
+        conf = rng.beta(8, 2, size=(3, 5, 4))
+        want = [ref.make_policy(name)(c, cost).tolist() for c in conf]
+        assert S.make_policy(name).trusted_many(conf, cost).tolist() == want
