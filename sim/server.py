@@ -359,7 +359,8 @@ class Replica:
         emitted = sum(run.emitted)
         self.kv_used += emitted
         self.tau_seen = 0.9 * self.tau_seen + 0.1 * emitted / (n * len(run.seconds))
-        self._finish(self.eng.env.now)
+        if run.finished:
+            self._finish(self.eng.env.now)
 
     def _finish(self, now: float) -> None:
         """Requests that reached their output length leave (completion callbacks run here)."""

@@ -57,7 +57,8 @@ class DecodeRun:
     """K ≥ 1 pure-decode steps of slots 0..r−1 (`plan_decode_run`).
 
     seconds: float per step; verify, emitted: int per step (Σ (1 + ℓ), tokens emitted); emit, accepted,
-    lengths: int64[r] per-slot totals over the K steps (emit already cut at the output length).
+    lengths: int64[r] per-slot totals over the K steps (emit already cut at the output length); finished:
+    whether a request completes at the end of the last step.
     """
 
     r: int
@@ -67,6 +68,7 @@ class DecodeRun:
     emit: np.ndarray
     accepted: np.ndarray
     lengths: np.ndarray
+    finished: bool  # some request reached its output length at the end of the last step
 
 
 def run_length(rep, now: float) -> int:
@@ -83,7 +85,9 @@ def run_length(rep, now: float) -> int:
     owed = int((rep.olen[:n] - rep.gen[:n]).min())
     # The first completion is expected after about owed / τ steps (τ: tokens per request-step so far on
     # this replica); draws past the completion are given back, so the guess costs time, never results.
-    k = min(MAX_RUN, int(owed / rep.tau_seen) + 2, (eng.kv_tokens - rep.kv_used) // ((eng.gamma + 1) * n))
+    # Overshooting by half costs cheap elementwise work; undershooting costs a whole extra pass.
+    fits = (eng.kv_tokens - rep.kv_used) // ((eng.gamma + 1) * n)
+    k = min(MAX_RUN, int(1.5 * owed / rep.tau_seen) + 4, fits)
     if k < 2:
         return 1
     room = eng.horizon() - now
@@ -104,30 +108,36 @@ def plan_decode_run(rep, k: int, now: float) -> DecodeRun:
     w, conf = model.draw_steps(rep.dom[:n], rep.lat[:n], k, rng_t, rng_c)
     lengths = eng.policy.trusted_many(conf, eng.view(n), eng.max_batch_tokens)
     accepted = model.accept_steps(w, lengths, rng_v)
-    seconds = eng.step_seconds(n, n, n + lengths.sum(axis=1))
-    starts = np.cumsum(np.concatenate(([now], seconds[:-1])))  # as simpy sums them, left to right
-    keep = int(np.searchsorted(starts, eng.horizon(), side="left"))  # steps starting before the horizon
+    verify = lengths.sum(axis=1)
+    verify += n
+    seconds = eng.step_seconds(n, n, verify).tolist()
+    horizon, t, keep = eng.horizon(), now, 0
+    for step in seconds:  # start times summed left to right, as simpy sums them
+        if not t < horizon:
+            break
+        keep += 1
+        t += step
     owed = rep.olen[:n] - rep.gen[:n]
     emit = accepted + 1
-    total = np.cumsum(emit, axis=0)
-    done = (total >= owed).any(axis=1)
-    if done.any():
-        keep = min(keep, int(done.argmax()) + 1)
+    total = emit.cumsum(axis=0)
+    done = (total >= owed).any(axis=1)  # by step: has some request finished by its end (monotone)
+    first = int(done.argmax())
+    if done[first]:
+        keep = min(keep, first + 1)
     if keep < k:  # give back the draws of steps keep..k−1
         rng_t.bit_generator.state, rng_c.bit_generator.state = saved
         model.skip_steps(keep, n, rng_t, rng_c)
         rng_v.bit_generator.advance(-(k - keep) * n * eng.gamma)
-        emit, accepted, lengths, seconds = emit[:keep], accepted[:keep], lengths[:keep], seconds[:keep]
-    before = emit[:-1].sum(axis=0)
-    last = np.minimum(emit[-1], owed - before)  # only the last step can finish one
-    emitted = emit.sum(axis=1)
-    emitted[-1] = int(last.sum())
+    slot_emit = np.minimum(total[keep - 1], owed)  # only the last kept step can finish one
+    emitted = emit[:keep].sum(axis=1).tolist()
+    emitted[-1] = int(slot_emit.sum()) - sum(emitted[:-1])
     return DecodeRun(
         n,
-        seconds.tolist(),
-        (n + lengths.sum(axis=1)).tolist(),
-        emitted.tolist(),
-        before + last,
-        accepted.sum(axis=0),
-        lengths.sum(axis=0),
+        seconds[:keep],
+        verify[:keep].tolist(),
+        emitted,
+        slot_emit,
+        accepted[:keep].sum(axis=0),
+        lengths[:keep].sum(axis=0),
+        bool(done[keep - 1]),
     )

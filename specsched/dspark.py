@@ -114,23 +114,24 @@ def dspark_many(conf: np.ndarray, budget: int | None, inv) -> np.ndarray:
     n = np.count_nonzero(a, axis=1)
     if budget is not None:
         np.minimum(n, max(0, budget - R), out=n)
-    m = int(n.max()) if K else 0
+    m = int(n.max())
     if m == 0:
         return np.zeros((K, R), dtype=np.int64)
-    tau = np.empty((K, m + 1))
-    tau[:, 0] = R
-    tau[:, 1:] = a[:, :m]
-    np.cumsum(tau, axis=1, out=tau)  # each row left to right, as the single-step kernel
-    tau *= inv(R, m)[0][: m + 1]
-    rises = np.zeros((K, m + 1), dtype=bool)  # column m: False, the stop after the last candidate
-    np.greater(tau[:, 1:], tau[:, :-1], out=rises[:, :m])
-    rises[:, :m] &= np.arange(m) < n[:, None]  # a row's candidates end at its n
-    admitted = rises.argmin(axis=1)
-    v = a[np.arange(K), np.maximum(admitted - 1, 0)][:, None]
-    lengths = np.add.reduce(surv >= v[:, :, None], axis=2, dtype=np.int64)
-    lengths[admitted == 0] = 0
+    # Θ after admitting 0..m candidates, then −inf past each row's own n (and in a last column for all),
+    # so the first non-rise of a row is its admission count.
+    theta = np.empty((K, m + 2))
+    theta[:, 0] = R
+    theta[:, 1 : m + 1] = a[:, :m]
+    head = theta[:, : m + 1]
+    np.cumsum(head, axis=1, out=head)  # each row left to right, as the single-step kernel
+    head *= inv(R, m)[0][: m + 1]
+    theta[np.arange(m + 2) > n[:, None]] = -np.inf
+    admitted = (theta[:, 1:] > theta[:, :-1]).argmin(axis=1)
+    v = a[np.arange(K), admitted - 1]  # the last admitted survival (rows admitting none: masked below)
+    v[admitted == 0] = np.inf
+    lengths = np.add.reduce(surv >= v[:, None, None], axis=2, dtype=np.int64)
     for k in np.flatnonzero(lengths.sum(axis=1) != admitted):  # a tie straddles the cut (rare)
-        lengths[k] = _cut(surv[k], float(v[k, 0]), int(admitted[k]))
+        lengths[k] = _cut(surv[k], float(v[k]), int(admitted[k]))
     return lengths
 
 
