@@ -20,15 +20,16 @@ May import: the standard library, `specsched` (errors, policy/cost names, graph 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from sim.acceptance import AcceptanceConfig
 from sim.bounds import check_bounds
+from sim.bounds import check_choice as _check_choice
+from sim.bounds import check_range as _check_range
+from sim.bounds import fail as _fail
 from sim.curves import DOMAINS, DRAFTERS
 from specsched import DRAFT_MODES, POLICIES, policy_params
-from specsched.errors import InputError
 from specsched.graphs import check_capture_sizes
 
 WORKLOAD_KINDS = ("poisson", "gamma", "closed", "trace")
@@ -40,25 +41,6 @@ DRAFTER_KINDS = ("parallel", "autoregressive", "free")
 BUILTIN_KINDS = {"none": "free", "mtp": "autoregressive", "eagle3": "autoregressive", "dflash": "parallel",
                  "dspark": "parallel"}  # fmt: skip
 PARALLEL_DRAFTERS = tuple(name for name, kind in BUILTIN_KINDS.items() if kind == "parallel")
-
-
-def _fail(section: str, key: str, message: str) -> InputError:
-    return InputError(message, field=f"{section}.{key}" if section else key)
-
-
-def _check_choice(section: str, key: str, value: str, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise _fail(section, key, f"must be one of {', '.join(choices)}; got {value!r}")
-
-
-def _check_range(section: str, key: str, value, lo=None, hi=None, *, lo_open=False, hi_open=False) -> None:
-    """value within [lo, hi] (open ends as flagged), finite; InputError naming section.key otherwise."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise _fail(section, key, f"must be a finite number; got {value!r}")
-    if lo is not None and (value <= lo if lo_open else value < lo):
-        raise _fail(section, key, f"must be {'>' if lo_open else '≥'} {lo}; got {value!r}")
-    if hi is not None and (value >= hi if hi_open else value > hi):
-        raise _fail(section, key, f"must be {'<' if hi_open else '≤'} {hi}; got {value!r}")
 
 
 @dataclass(frozen=True)
