@@ -280,10 +280,9 @@ class ServerConfig:
     max_cudagraph_capture_size / cudagraph_capture_sizes: model an engine replaying captured CUDA graphs
         (`specsched.graphs`): a step of B tokens pays the smallest captured size ≥ B, and past the largest
         it runs eagerly at `eager_factor` × the cost. Sizes default to vLLM's list up to the maximum (1,
-        2, 4, every 8 below 256, every 16 from 256); given sizes above the maximum are dropped. Both None
-        = the table as it is (a built-in setup that models graphs keeps its own). They re-pad the
-        built-in's graph-free table, a CSV's points, and `policy_cost` alike. eager_factor: ≥ 1; None =
-        the built-in setup's own, else `specsched.graphs.EAGER_FACTOR`.
+        2, 4, every 8 below 256, every 16 from 256); sizes above the maximum are dropped. Both None = the
+        table as it is (a built-in that models graphs keeps its own); else they re-pad any table (built-in,
+        CSV, policy_cost). eager_factor ≥ 1; None = the built-in's own, else `graphs.EAGER_FACTOR`.
     """
 
     _section: ClassVar[str] = "server"
@@ -344,11 +343,6 @@ class ServerConfig:
             object.__setattr__(self, "cudagraph_capture_sizes", sizes)
         if self.eager_factor is not None:
             _check_range(s, "eager_factor", self.eager_factor, 1.0)
-
-    @property
-    def models_graphs(self) -> bool:
-        """Whether the config itself asks for CUDA-graph padding (a capture key is set)."""
-        return self.max_cudagraph_capture_size is not None or self.cudagraph_capture_sizes is not None
 
 
 @dataclass(frozen=True)

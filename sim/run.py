@@ -132,7 +132,7 @@ def _load_table(cfg: SimConfig, source: str, fieldname: str) -> specsched.CostTa
 def _with_graphs(cfg: SimConfig, source: str, cost: specsched.CostTable) -> specsched.CostTable:
     """`cost` re-padded to the config's CUDA-graph capture sizes, when the config sets them."""
     srv = cfg.server
-    if not srv.models_graphs:
+    if srv.max_cudagraph_capture_size is None and srv.cudagraph_capture_sizes is None:
         return cost
     builtin = source in specsched.BUILTIN_COSTS
     own = specsched.builtin_graphs(source) if builtin else None
