@@ -8,15 +8,17 @@
 `main(argv)` receives the subcommand as argv[0] (specbed/cli.py dispatches three commands here). Bad
 input raises `InputError` (one line, exit 2, via specbed/cli.py); a sweep with failed cells exits 1.
 
-May import: the standard library, `specsched.errors`, the `analysis` modules.
+May import: the standard library, `specsched.errors`, `specsched.safeio`, the `analysis` modules.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
+from specsched import safeio
 from specsched.errors import InputError
 
 
@@ -112,6 +114,9 @@ def _load(args):
     from analysis import store
     from analysis.report import analyze
 
+    for slo in args.slo or ():
+        if not (math.isfinite(slo) and slo > 0):
+            raise InputError(f"must be a positive per-user speed (tok/s), got {slo:g}", field="--slo")
     manifest, rows = store.load_rows(args.dir)
     if not rows:
         raise InputError("holds no finished cells yet", field=str(args.dir))
@@ -121,12 +126,21 @@ def _load(args):
     return manifest, rows, result
 
 
+def _checked_out(args, default: str) -> Path:
+    """The output file, proven writable before any work (a bad --out is bad input, reported up front)."""
+    from analysis import store
+
+    if args.out is None and not (args.dir / store.MANIFEST).is_file():
+        store.load_rows(args.dir)  # not a sweep folder: its usual one-line error, nothing created
+    return safeio.check_file(args.out or args.dir / default)
+
+
 def _pareto(args) -> int:
     from analysis.plot import plot_pareto
     from analysis.report import gains_table
 
+    out = _checked_out(args, "pareto.png")
     manifest, _, result = _load(args)
-    out = args.out or args.dir / "pareto.png"
     plot_pareto(
         result.points,
         result.fronts,
@@ -145,9 +159,14 @@ def _report(args) -> int:
     from analysis.plot import plot_pareto
     from analysis.report import markdown
 
+    out = _checked_out(args, "summary.md")
+    figure = out.with_name("pareto.png")
+    if figure == out:
+        raise InputError(
+            "would be overwritten by the report's figure pareto.png; name it otherwise", field="--out"
+        )
+    safeio.check_file(figure)
     manifest, rows, result = _load(args)
-    out = args.out or args.dir / "summary.md"
-    figure = Path(out).with_name("pareto.png")
     plot_pareto(
         result.points,
         result.fronts,

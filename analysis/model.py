@@ -132,12 +132,33 @@ class SimModel:
             origin[key] = where
         try:
             cfg = load_config(base_path, texts)
-            _check_cost(cfg.server.cost)
         except InputError as err:
             file, line = origin.get(err.field or "", (err.file, err.line))
             message = err.message.removesuffix(" (in --set)")
             raise InputError(message, file=file or err.file, line=line, field=err.field) from None
+        self._check_files(cfg, origin)
         return config_to_dict(cfg)
+
+    def _check_files(self, cfg, origin: dict[str, Where]) -> None:
+        """Read every file a cell names (cost tables, curves, trace) now, before the results folder is
+        touched; each distinct set of files once per model (a sweep resolves hundreds of cells)."""
+        from sim.run import check_inputs
+
+        s, d, w = cfg.server, cfg.drafter, cfg.workload
+        names = (s.cost, s.cost_mode, s.layers, s.policy_cost, d.name, d.effective_gamma, d.curves, w.trace)
+        paths = [Path(p) for p in (s.cost, s.policy_cost, d.curves, w.trace) if isinstance(p, str)]
+        stamp = (names, w.kind, w.input_dist, w.output_dist, tuple(_mtime(p) for p in paths))
+        checked = self.__dict__.setdefault("_checked_files", set())
+        if stamp in checked:
+            return
+        try:
+            check_inputs(cfg)
+        except InputError as err:
+            if err.file is None:  # no data file to name: point at the sweep line that set the key
+                file, line = origin.get(err.field or "", (None, None))
+                raise InputError(err.message, file=file, line=line, field=err.field) from None
+            raise
+        checked.add(stamp)
 
     def run(self, config: dict) -> dict:
         import sim
@@ -164,13 +185,8 @@ def policy_label(config: dict) -> str:
     return f"{text}/{drafter}"
 
 
-def _check_cost(spec: str) -> None:
-    """Fail at resolve time, not in every cell, on a cost table name that is neither built-in nor a file."""
-    import specsched
-
-    if spec in specsched.BUILTIN_COSTS or Path(spec).exists():
-        return
-    raise InputError(
-        f"unknown cost table {spec!r} (built-in: {', '.join(specsched.BUILTIN_COSTS)}, or a CSV path)",
-        field="server.cost",
-    )
+def _mtime(path: Path) -> float | None:
+    try:
+        return path.stat().st_mtime
+    except (OSError, ValueError):
+        return None

@@ -4,11 +4,12 @@ Role: draw what `analysis.pareto` computed. matplotlib with the Agg backend (fil
 Layout follows the DSpark paper's Fig. 7: x = per-user tok/s, y = output tok/s per GPU; every measured
 point faint, each series' frontier solid, the baseline dashed black, SLOs as dotted verticals.
 
-May import: numpy, matplotlib, the standard library, `analysis.pareto`.
+May import: numpy, matplotlib, the standard library, `analysis.pareto`, `specsched.safeio`.
 """
 
 from __future__ import annotations
 
+import io
 import math
 from pathlib import Path
 
@@ -18,6 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from analysis.pareto import Frontier
+from specsched import safeio
 
 
 def plot_pareto(
@@ -82,7 +84,8 @@ def plot_pareto(
         fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=120, format="png")  # PNG whatever `out` is called (no ".png" appended)
     plt.close(fig)
+    safeio.write_bytes(out, buf.getvalue())  # whole or not at all; the old figure survives a full disk
     return out

@@ -125,7 +125,22 @@ def _execute(
     start: float,
 ) -> SweepRun:
     manifest = manifest_of(sweep, cells, model)
-    store.prepare(out, manifest, resume=resume, force=force)
+    with store.locked(out):  # one writer per folder, for the sweep's whole life
+        store.prepare(out, manifest, resume=resume, force=force)
+        return _run_cells(sweep, cells, out, model, manifest, jobs, backend, progress, start)
+
+
+def _run_cells(
+    sweep: Sweep,
+    cells: list[Cell],
+    out: Path,
+    model,
+    manifest: dict,
+    jobs: int,
+    backend: str,
+    progress: bool,
+    start: float,
+) -> SweepRun:
     done = store.finished_keys(out)
     todo = [c for c in cells if c.key not in done]
     bar = Progress(len(cells), done=len(cells) - len(todo), label=f"sweep {sweep.name}", enabled=progress)

@@ -11,20 +11,29 @@ fsync, `os.replace`), so a sweep killed at any instant (`kill -9`) leaves only c
     results.jsonl       one row per cell, in cell order — rebuilt from cells/ when a run ends
     results.csv         the same rows flattened: key, series, facet, point, swept values, metrics
 
-Temp files are named `.tmp-*`; they are never read and are removed on the next run.
 
-May import: the standard library, `specsched.errors`.
+Temp files are named `.tmp-*`; they are never read and are removed on the next run. A cell file that does
+not parse as a whole row of its own cell (0 bytes, truncated, edited) counts as unfinished: `--resume`
+recomputes it. The one sweep writing a folder holds an OS lock on it (`fcntl.flock` on the folder itself)
+for its whole life; a second writer (another `specbed sweep` on the same folder, `--force` included) is
+refused in one line before it touches anything, so the folder always holds one whole sweep.
+
+May import: the standard library, `specsched.errors`, `specsched.safeio`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import fcntl
 import io
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
+from specsched import safeio
 from specsched.errors import InputError
 
 FORMAT = 1
@@ -33,13 +42,33 @@ OURS = (MANIFEST, "cells", "errors", "results.jsonl", "results.csv")
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Write `text` to `path` so that readers see the old file or the whole new one, never a part."""
-    tmp = path.parent / f".tmp-{path.name}.{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    """Write `text` to `path` so that readers see the old file or the whole new one, never a part
+    (`specsched.safeio.write_text`: a full disk leaves the old file and raises one line)."""
+    safeio.write_text(path, text)
+
+
+@contextlib.contextmanager
+def locked(out: Path) -> Iterator[None]:
+    """Hold the folder's writer lock for the block (creating `out`); InputError if another process holds it.
+
+    The lock is an `fcntl.flock` on the folder itself (no lock file to leave behind): the OS drops it when
+    its holder exits, even on kill -9, so a stale lock never blocks a later `--resume`.
+    """
+    out = Path(out)
+    safeio.check_dir(out)
+    fd = os.open(out, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError(
+                "another sweep is writing this folder (its lock is held); wait for it to finish or choose "
+                "another folder",
+                field=str(out),
+            ) from None
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def read_manifest(out: Path) -> dict | None:
@@ -107,10 +136,12 @@ def clear(out: Path) -> None:
 
 
 def finished_keys(out: Path) -> set[str]:
+    """Keys of the cells with a valid result file (see `read_cell`); broken files do not count."""
     cells = Path(out) / "cells"
     if not cells.is_dir():
         return set()
-    return {p.stem for p in cells.glob("*.json") if not p.name.startswith(".tmp-")}
+    keys = {p.stem for p in cells.glob("*.json") if not p.name.startswith(".tmp-")}
+    return {k for k in keys if read_cell(out, k) is not None}
 
 
 def write_cell(out: Path, row: dict) -> None:
@@ -126,10 +157,14 @@ def write_error(out: Path, key: str, text: str) -> None:
 
 
 def read_cell(out: Path, key: str) -> dict | None:
+    """The stored row of cell `key`, or None when missing or broken (empty, truncated, not this cell's)."""
     try:
-        return json.loads((Path(out) / "cells" / f"{key}.json").read_text())
+        row = json.loads((Path(out) / "cells" / f"{key}.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    if not isinstance(row, dict) or row.get("key") != key or not isinstance(row.get("summary"), dict):
+        return None
+    return row
 
 
 def consolidate(out: Path, heads: list[dict]) -> list[dict]:

@@ -33,7 +33,8 @@ Sweep file (TOML; unknown top-level keys are errors):
 TOML puts every key after a [table] header into that table: write name, base and set first.
 Order: zip groups first (outermost), then axes, in file order; the last axis varies fastest. A cell's
 series is its zip label when given, else the model's label of its config (e.g. "fixed(k=1)/mtp"). Cells
-with identical resolved configs share one key and are run once.
+with identical resolved configs share one key and are run once — unless they carry different zip labels,
+which is an error (one series would silently vanish).
 
 May import: the standard library, `specsched.errors`, `analysis.model`.
 """
@@ -80,7 +81,7 @@ class Axis:
 
 
 @dataclass(frozen=True)
-class Analysis:
+class AnalysisSpec:
     baseline: str | None = None
     slo: dict[str, tuple[float, ...]] | tuple[float, ...] = ()
     x: str = DEFAULT_X
@@ -97,7 +98,8 @@ class Sweep:
     base_table: dict | None
     sets: tuple[Override, ...]
     axes: tuple[Axis, ...]
-    analysis: Analysis = field(default_factory=Analysis)
+    analysis: AnalysisSpec = field(default_factory=AnalysisSpec)
+    label_line: int | None = None  # line of the first zip `label` (errors about series names)
 
 
 @dataclass(frozen=True)
@@ -195,7 +197,7 @@ def parse_sweep(text: str, file: str | None = None) -> Sweep:
                 raise fail("swept twice (in two axes or zip groups)", key)
             seen.add(key)
     analysis = _parse_analysis(data.get("analysis", {}), fail)
-    return Sweep(name, file, base_path, base_table, sets, tuple(axes), analysis)
+    return Sweep(name, file, base_path, base_table, sets, tuple(axes), analysis, _line(text, "label"))
 
 
 def load_sweep(path: str | Path) -> Sweep:
@@ -216,6 +218,7 @@ def _anchor(key: str, value: object, here: Path) -> object:
     if (
         key in PATH_KEYS
         and isinstance(value, str)
+        and value.strip()  # "" must stay "" (an error later), not become this folder
         and not Path(value).is_absolute()
         and (here / value).exists()
     ):
@@ -273,7 +276,7 @@ def _parse_zip(group: dict, fail, here: Path, text: str) -> Axis:
     return Axis(keys, values, tuple(labels) if labels else None, tuple(_line(text, k) for k in keys))
 
 
-def _parse_analysis(table, fail) -> Analysis:
+def _parse_analysis(table, fail) -> AnalysisSpec:
     if not isinstance(table, dict):
         raise fail("expected a table [analysis]", "analysis")
     for key in table:
@@ -299,7 +302,7 @@ def _parse_analysis(table, fail) -> Analysis:
         if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
             raise fail("expected a list of dotted keys", key)
         lists[key] = None if value is None else tuple(value)
-    return Analysis(baseline, slo, strs["x"], strs["y"], lists["load"], lists["facet"])
+    return AnalysisSpec(baseline, slo, strs["x"], strs["y"], lists["load"], lists["facet"])
 
 
 def _numbers(value, fail, key: str) -> tuple[float, ...]:
@@ -335,7 +338,7 @@ def expand(sweep: Sweep, model) -> list[Cell]:
     """Every cell of the sweep, resolved and keyed, in order; duplicates (same config) merged."""
     roles = [axis_role(axis, sweep) for axis in sweep.axes]
     cells: list[Cell] = []
-    seen: set[str] = set()
+    seen: dict[str, str] = {}  # key -> series of the cell kept
     for combo in itertools.product(*(range(len(a.values)) for a in sweep.axes)):
         base = [(k, v, (sweep.file, line)) for k, (v, line) in (sweep.base_table or {}).items()]
         overrides: list[Override] = [*base, *sweep.sets]
@@ -358,10 +361,18 @@ def expand(sweep: Sweep, model) -> list[Cell]:
                 labels.append(axis.labels[i])
         config = model.resolve(sweep.base_path, None, overrides)
         key = config_key(config)
-        if key in seen:
-            continue
-        seen.add(key)
         series = " ".join([*(labels or [model.label(config)]), *extra])
+        if key in seen:
+            if seen[key] != series:  # two named series, one config: merging would drop a series silently
+                raise InputError(
+                    f"series {seen[key]!r} and {series!r} resolve to identical configs (one would be "
+                    "dropped); make their zipped values differ or remove one",
+                    file=sweep.file,
+                    line=sweep.label_line,
+                    field="label",
+                )
+            continue
+        seen[key] = series
         cells.append(
             Cell(len(cells), key, axes_vals, series, ", ".join(facet_parts), ", ".join(point_parts), config)
         )

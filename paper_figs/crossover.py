@@ -4,7 +4,8 @@ The vLLM DeepSeek-V4 report (ROCm, K = 7, ShareGPT, 512 output tokens) shows fix
 speculation at low load and falling below it at high load (256 concurrent), while adaptive verification stays
 above both. It runs V4's own drafter (three MTP stages, dspark.md §4.4) with K = 7 drafts, so here the
 drafter is DSpark's with 3 draft layers and γ = 7 — "DSpark-7": verified all the way (`fixed` k = 7) or by
-Algorithm 1 (`dspark`) — beside `ar` without a drafter and, for reference, the paper's production DSpark-5
+Algorithm 1 (`dspark`), and with its draft depths planned too ("DSpark-7 adaptive", `policy.draft =
+"adaptive"`, issue 14) — beside `ar` without a drafter and, for reference, the paper's production DSpark-5
 (γ = 5, 3 layers, Algorithm 1), on the V4-Flash-like table, closed-loop concurrency 4–2048 on a decode
 instance (`common.production_base`). The load runs past 512 because, with the EP all-to-all overlapped with
 compute, a verify token costs only ~33 µs on that table and fixed k = 7 stays above no speculation until
@@ -59,12 +60,13 @@ def sweep_text(tiny: bool) -> str:
         + (production_base(tiny) if tiny else production_base(tiny, **FULL_LIMITS))
         + f"""
 [[zip]]
-label = ["no spec", "fixed k=7", "DSpark-7", "DSpark-5"]
-"drafter.name" = ["none", "dspark", "dspark", "dspark"]
-"drafter.gamma" = [0, 7, 7, 5]
-"drafter.layers" = ["none", 3, 3, 3]
-"policy.name" = ["ar", "fixed", "dspark", "dspark"]
-"policy.k" = ["none", 7, "none", "none"]
+label = ["no spec", "fixed k=7", "DSpark-7", "DSpark-5", "DSpark-7 adaptive"]
+"drafter.name" = ["none", "dspark", "dspark", "dspark", "dspark"]
+"drafter.gamma" = [0, 7, 7, 5, 7]
+"drafter.layers" = ["none", 3, 3, 3, 3]
+"policy.name" = ["ar", "fixed", "dspark", "dspark", "dspark"]
+"policy.k" = ["none", 7, "none", "none", "none"]
+"policy.draft" = ["full", "full", "full", "full", "adaptive"]
 
 [[zip]]
 "workload.concurrency" = {conc}
@@ -83,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
     loads = sorted(tput["no spec"], key=int)
     below = [c for c in loads if tput["fixed k=7"][c] < tput["no spec"][c]]
-    adaptive = ("DSpark-7", "DSpark-5")
+    adaptive = ("DSpark-7", "DSpark-5", "DSpark-7 adaptive")
     ratio = {
         s: {c: tput[s][c] / max(tput["no spec"][c], tput["fixed k=7"][c]) for c in loads} for s in adaptive
     }

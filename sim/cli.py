@@ -6,11 +6,13 @@ DIR/series.csv (time series), DIR/confidence.json (the acceptance model's ECE/AU
 DIR/config.toml (the resolved config, which `specbed run DIR/config.toml` replays); with --timeline also
 DIR/timeline.json (every engine step, Chrome Trace Event format: `sim.timeline`).
 
-Nothing is written until the config, every input file and the run itself have succeeded; then each file is
-written to a temporary name in DIR and renamed over the old one, so bad input leaves DIR untouched and a
-crash never leaves a half-written file. Bad input raises `InputError` (one line, exit 2 via specbed.cli).
+DIR is checked writable (created, probe file) before the run starts; nothing else is written until the
+config, every input file and the run itself have succeeded; then all files are written to temporary names
+in DIR and renamed over the old ones (`specsched.safeio.write_files`), so bad input leaves DIR untouched and
+a crash or a full disk never leaves a half-written file. Bad input raises `InputError` (one line, exit 2
+via specbed.cli).
 
-May import: numpy, the standard library, `sim` modules, `specsched.errors`.
+May import: numpy, the standard library, `sim` modules, `specsched.errors`, `specsched.safeio`.
 """
 
 from __future__ import annotations
@@ -18,10 +20,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -29,6 +29,7 @@ import numpy as np
 
 from sim.config_io import config_to_toml, load_config
 from sim.curves import DOMAINS
+from specsched import safeio
 from specsched.errors import InputError
 
 #: rows of the printed table: (summary key, label, format)
@@ -127,25 +128,6 @@ def write_requests_csv(handle: TextIO, requests: dict[str, np.ndarray]) -> None:
     write_csv(handle, cols, {"domain": "%s"})
 
 
-def _write_atomic(directory: Path, files: dict[str, str | Callable[[TextIO], None]]) -> None:
-    """Write each file (text, or a function writing to a handle) under a temporary name, then rename."""
-    directory.mkdir(parents=True, exist_ok=True)
-    tmp = {name: directory / f".{name}.tmp-{os.getpid()}" for name in files}
-    try:
-        for name, content in files.items():
-            with open(tmp[name], "w") as handle:
-                if callable(content):
-                    content(handle)
-                else:
-                    handle.write(content)
-        for name in files:
-            os.replace(tmp[name], directory / name)
-    finally:
-        for path in tmp.values():
-            if path.exists():
-                path.unlink()
-
-
 def format_table(summary: dict) -> str:
     lines = [
         f"{summary.get('policy')} / {summary.get('drafter')} (γ={summary.get('gamma')}) on "
@@ -177,16 +159,15 @@ def main(argv: list[str]) -> int:
     except SystemExit as exit_:  # --help
         return int(exit_.code or 0)
     out = Path(args.out) if args.out else None
-    if out is not None and out.exists() and not out.is_dir():
-        raise InputError("exists and is not a directory", file=str(out), field="--out")
+    cfg = load_config(args.config, args.sets)
     if args.timeline and out is None:
         raise InputError("needs --out DIR (timeline.json is written there)", field="--timeline")
-    cfg = load_config(args.config, args.sets)
+    if out is not None:  # before simulating: a bad --out must not throw a finished run away
+        safeio.check_dir(out)
     timeline = None
     if args.timeline:
         from sim.timeline import TimelineWriter
 
-        out.mkdir(parents=True, exist_ok=True)
         meta = {"policy": cfg.policy.name, "drafter": cfg.drafter.name, "seed": cfg.seed}
         timeline = TimelineWriter(out / "timeline.json", gamma=cfg.drafter.effective_gamma, meta=meta)
     start = time.perf_counter()
@@ -201,7 +182,7 @@ def main(argv: list[str]) -> int:
         print(format_table(result.summary))
         print(f"  {'wall time (s)':<30} {wall:>14.2f}")
     if out is not None:
-        _write_atomic(
+        safeio.write_files(
             out,
             {
                 "summary.json": dumps_json(result.summary),

@@ -14,7 +14,8 @@ Sections (TOML tables) and their public keys — every key can be set with `--se
   confidence-estimate knobs (difficulty spread, step noise, AUC, over-confidence, STS).
 - `[metrics]` (`MetricsConfig`): steady-state window, SLOs for goodput, time-series resolution.
 
-May import: the standard library, `specsched` (errors, policy/cost names), `sim.acceptance`, `sim.curves`.
+May import: the standard library, `specsched` (errors, policy/cost names, graph sizes), `sim.acceptance`,
+`sim.curves`.
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from sim.acceptance import AcceptanceConfig
+from sim.bounds import check_bounds
 from sim.curves import DOMAINS, DRAFTERS
-from specsched import POLICIES, policy_params
+from specsched import DRAFT_MODES, POLICIES, policy_params
 from specsched.errors import InputError
+from specsched.graphs import check_capture_sizes
 
 WORKLOAD_KINDS = ("poisson", "gamma", "closed", "trace")
 LENGTH_DISTS = ("fixed", "uniform", "exponential", "lognormal", "trace")
@@ -102,6 +105,7 @@ class WorkloadConfig:
 
     def __post_init__(self) -> None:
         s = self._section
+        check_bounds(s, self)
         _check_choice(s, "kind", self.kind, WORKLOAD_KINDS)
         _check_range(s, "rate", self.rate, 0, lo_open=True)
         _check_range(s, "cv", self.cv, 0, lo_open=True)
@@ -125,6 +129,8 @@ class WorkloadConfig:
         if not sum(self.mix) > 0:
             raise _fail(s, "mix", "shares must not all be 0")
         _check_range(s, "speedup", self.speedup, 0, lo_open=True)
+        if self.trace is not None and not self.trace.strip():
+            raise _fail(s, "trace", "is empty: name a trace file or built-in trace, or none")
         uses_trace = self.kind == "trace" or "trace" in (self.input_dist, self.output_dist)
         if uses_trace and not self.trace:
             raise _fail(s, "trace", "is required when workload.kind or a length distribution is 'trace'")
@@ -149,7 +155,8 @@ class DrafterConfig:
     cost: optional measured draft cost, replacing the layer-ratio pricing for any drafter kind: a CSV
         `tokens,seconds` (drafted positions in the step, R·γ → seconds of the whole draft pass), a CSV
         `requests,seconds` (requests drafting, R → seconds), or a fit file (`specbed cost fit` on
-        `phase = draft` rows, priced at R·γ tokens over R requests). See `sim.drafter`.
+        `phase = draft` rows, priced at R·γ tokens over R requests). A `context_tokens` column (or a
+        context-aware fit) adds the drafter's KV reads per context token held. See `sim.drafter`.
     """
 
     _section: ClassVar[str] = "drafter"
@@ -164,6 +171,7 @@ class DrafterConfig:
 
     def __post_init__(self) -> None:
         s = self._section
+        check_bounds(s, self)
         if not isinstance(self.name, str) or not self.name:
             raise _fail(s, "name", f"must be a drafter name; got {self.name!r}")
         if self.name not in DRAFTERS and self.curves is None:
@@ -186,6 +194,8 @@ class DrafterConfig:
             _check_range(s, "layers", self.layers, 1)
         _check_range(s, "layer_cost", self.layer_cost, 0)
         _check_range(s, "markov_overhead", self.markov_overhead, 0, 1)
+        if self.curves is not None and not self.curves.strip():
+            raise _fail(s, "curves", "is empty: name a curves file, or none for the built-in curves")
 
     @property
     def effective_gamma(self) -> int:
@@ -208,8 +218,13 @@ class DrafterConfig:
 class PolicyConfig:
     """The `specsched` policy called every step, and its parameters.
 
-    name: one of `specsched.POLICIES`. k (fixed), threshold (threshold), delay (dspark_global, goodput):
-    None = the policy's own default. Setting a parameter the policy does not take is an error.
+    name: one of `specsched.POLICIES`. k (fixed), threshold (threshold), delay (dspark_global, goodput;
+    any policy with draft = "adaptive"): None = the policy's own default. Setting a parameter the policy
+    does not take is an error.
+    draft: "full" (the drafter drafts γ for every request, the paper's behaviour) or "adaptive" (the
+    policy also plans each request's draft depth from lagged confidences; `specsched.depth`). `ar`
+    ignores it; `lookahead` refuses "adaptive". slack (draft = "adaptive" only): the depth plan's hedge,
+    in [0, 1) — the deepest plan within that fraction of the best estimated Θ; None = 0.1.
     """
 
     _section: ClassVar[str] = "policy"
@@ -217,17 +232,29 @@ class PolicyConfig:
     k: int | None = None
     threshold: float | None = None
     delay: int | None = None
+    draft: str = "full"
+    slack: float | None = None
 
     def __post_init__(self) -> None:
         s = self._section
+        check_bounds(s, self)
         _check_choice(s, "name", self.name, POLICIES)
+        _check_choice(s, "draft", self.draft, DRAFT_MODES)
+        if self.draft == "adaptive" and self.name == "lookahead":
+            raise _fail(s, "draft", "policy 'lookahead' is a negative control; it takes draft = 'full'")
         if self.k is not None:
             _check_range(s, "k", self.k, 0)
         if self.threshold is not None:
             _check_range(s, "threshold", self.threshold, 0, 1)
         if self.delay is not None:
             _check_range(s, "delay", self.delay, 0)
+        if self.slack is not None:
+            _check_range(s, "slack", self.slack, 0, 1, hi_open=True)
+            if self.draft != "adaptive":
+                raise _fail(s, "slack", "applies only with policy.draft = 'adaptive'")
         accepted = policy_params(self.name)
+        if self.draft == "adaptive":
+            accepted = (*accepted, "delay") if "delay" not in accepted else accepted
         for key in ("k", "threshold", "delay"):
             if getattr(self, key) is not None and key not in accepted:
                 raise _fail(
@@ -239,7 +266,11 @@ class PolicyConfig:
 
     def params(self) -> dict:
         """The parameters to pass to `specsched.make_policy` (those set)."""
-        return {k: getattr(self, k) for k in ("k", "threshold", "delay") if getattr(self, k) is not None}
+        params = {k: getattr(self, k) for k in ("k", "threshold", "delay") if getattr(self, k) is not None}
+        if self.draft == "full":
+            return params
+        extra = {} if self.slack is None else {"slack": self.slack}
+        return {"draft": self.draft, **params, **extra}
 
 
 @dataclass(frozen=True)
@@ -264,6 +295,13 @@ class ServerConfig:
     prefill_request_seconds: seconds added to a step per request prefilling in it, beyond its prompt
         tokens' share of the cost table (an engine that pads the batch to the prompt, or runs prefill steps
         outside its captured decode graphs); 0 = prompt tokens cost what verify tokens cost.
+    max_cudagraph_capture_size / cudagraph_capture_sizes: model an engine replaying captured CUDA graphs
+        (`specsched.graphs`): a step of B tokens pays the smallest captured size ≥ B, and past the largest
+        it runs eagerly at `eager_factor` × the cost. Sizes default to vLLM's list up to the maximum (1,
+        2, 4, every 8 below 256, every 16 from 256); given sizes above the maximum are dropped. Both None
+        = the table as it is (a built-in setup that models graphs keeps its own). They re-pad the
+        built-in's graph-free table, a CSV's points, and `policy_cost` alike. eager_factor: ≥ 1; None =
+        the built-in setup's own, else `specsched.graphs.EAGER_FACTOR`.
     """
 
     _section: ClassVar[str] = "server"
@@ -279,9 +317,14 @@ class ServerConfig:
     kv_tokens: int = 2_000_000
     policy_cost: str | None = None
     prefill_request_seconds: float = 0.0
+    max_cudagraph_capture_size: int | None = None
+    cudagraph_capture_sizes: tuple[float, ...] | None = None
+    eager_factor: float | None = None
 
     def __post_init__(self) -> None:
         s = self._section
+        check_bounds(s, self)
+        self._check_graphs()
         if not self.cost:
             raise _fail(s, "cost", "must name a built-in cost table or a CSV file")
         if self.policy_cost is not None and (not isinstance(self.policy_cost, str) or not self.policy_cost):
@@ -307,6 +350,24 @@ class ServerConfig:
         _check_range(s, "kv_tokens", self.kv_tokens, 1)
         _check_range(s, "prefill_request_seconds", self.prefill_request_seconds, 0.0)
 
+    def _check_graphs(self) -> None:
+        s = self._section
+        if self.max_cudagraph_capture_size is not None:
+            _check_range(s, "max_cudagraph_capture_size", self.max_cudagraph_capture_size, 1)
+        if self.cudagraph_capture_sizes is not None:
+            try:
+                sizes = check_capture_sizes(self.cudagraph_capture_sizes)
+            except ValueError as err:
+                raise _fail(s, "cudagraph_capture_sizes", str(err)) from None
+            object.__setattr__(self, "cudagraph_capture_sizes", sizes)
+        if self.eager_factor is not None:
+            _check_range(s, "eager_factor", self.eager_factor, 1.0)
+
+    @property
+    def models_graphs(self) -> bool:
+        """Whether the config itself asks for CUDA-graph padding (a capture key is set)."""
+        return self.max_cudagraph_capture_size is not None or self.cudagraph_capture_sizes is not None
+
 
 @dataclass(frozen=True)
 class MetricsConfig:
@@ -328,6 +389,7 @@ class MetricsConfig:
 
     def __post_init__(self) -> None:
         s = self._section
+        check_bounds(s, self)
         _check_range(s, "warmup", self.warmup, 0, 1, hi_open=True)
         _check_range(s, "drain", self.drain, 0, 1, hi_open=True)
         if self.warmup + self.drain >= 1:
@@ -354,11 +416,7 @@ class SimConfig:
 
     def __post_init__(self) -> None:
         _check_range("", "seed", self.seed, 0)
+        check_bounds("", self)  # seed; the sections checked their own (acceptance included, below)
+        check_bounds("acceptance", self.acceptance)
         if self.drafter.gamma > self.server.max_num_batched_tokens:
             raise _fail("drafter", "gamma", "must be ≤ server.max_num_batched_tokens")
-
-    def to_dict(self) -> dict:
-        """Nested plain dict {section: {key: value}} with tuples as lists (None values kept)."""
-        from sim.config_io import config_to_dict
-
-        return config_to_dict(self)

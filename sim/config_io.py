@@ -228,7 +228,7 @@ def load_config(path: str | Path | None = None, overrides: typing.Iterable[str] 
                     value = coerce(dotted, value, schema[section][key], from_text=False)
                 except ValueError as err:
                     raise InputError(str(err), file=fname, line=line, field=dotted) from None
-                if (section, key) in _PATH_KEYS and isinstance(value, str) and not Path(value).is_absolute():
+                if (section, key) in _PATH_KEYS and _relative_path(value):
                     candidate = base / value
                     if candidate.exists():
                         value = str(candidate)
@@ -245,6 +245,11 @@ def load_config(path: str | Path | None = None, overrides: typing.Iterable[str] 
             raise InputError(f"{err} (in --set)", field=dotted) from None
         origin[dotted] = (None, None)
     return _build(values, origin, fname)
+
+
+def _relative_path(value) -> bool:
+    """A non-empty relative path: "" names no file (refused by the config), not the config's folder."""
+    return isinstance(value, str) and bool(value.strip()) and not Path(value).is_absolute()
 
 
 def _header_line(text: str, name: str) -> int | None:

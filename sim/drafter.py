@@ -1,27 +1,34 @@
 """What drafting costs per engine step, by drafter kind (the draft half of step time).
 
 Role: price the draft pass the server charges every step before verification, from the target's cost
-table (`CostTable.layer_seconds(B)` = one target-sized layer over B tokens). The drafter always drafts the
-full γ for every decoding request, whatever verify lengths the policy then picks.
+table (`CostTable.layer_seconds(B)` = one target-sized layer over B tokens). The pricing rule itself is
+`specsched.DraftCost` (shared with the scheduler, which plans depths with it); this module maps a
+`DrafterConfig` to it. With per-request draft depths d_r (γ each with full drafting):
 
 By `drafter.kind` (default: the built-in name's kind):
-- parallel ("dflash", "dspark"): one pass of its `layers` draft layers over R·γ positions (anchor + γ − 1
-  mask tokens per request): layers · layer_cost · layer_seconds(R·γ).
-- autoregressive ("eagle3"): γ sequential passes of its layers over R tokens:
-  γ · layers · layer_cost · layer_seconds(R).
+- parallel ("dflash", "dspark"): one pass of its `layers` draft layers over the drafted positions (anchor
+  + mask tokens: Σ_r d_r, = R·γ with full drafting): layers · layer_cost · layer_seconds(Σ d_r).
+- autoregressive ("eagle3"): max_r d_r sequential passes of its layers over the drafting requests
+  (γ passes over R with full drafting): max d · layers · layer_cost · layer_seconds(#{d_r > 0}).
   "mtp": k = γ sequential one-layer (MTP-module) passes over R tokens, priced like EAGLE-3.
 - free ("none", and e.g. n-gram / suffix lookup): 0.
 - Markov head (DSpark only): γ tiny sequential sampling steps; modelled as `markov_overhead` times an AR
-  verify step over the same R requests, latency(R) (paper Fig. 4: +0.2–1.3 % of a round).
+  verify step over the drafting requests, latency(#{d_r > 0}) (paper Fig. 4: +0.2–1.3 % of a round).
 
-Measured draft cost (`drafter.cost`) replaces all of the above for any kind: a CSV `tokens,seconds`
-(drafted positions R·γ → seconds of the whole draft pass, read "linear" like a cost table), a CSV
-`requests,seconds` (R → seconds), or a fit file of `phase = draft` rows (`specbed cost fit`; its
-context-blind step time at R·γ tokens over R requests, at the server's `tp`).
+Measured draft cost (`drafter.cost`) replaces all of the above for any kind but free: a CSV
+`tokens,seconds` (drafted positions Σ d_r → seconds of the whole draft pass, read "linear" like a cost
+table), a CSV `requests,seconds` (drafting requests → seconds), or a fit file of `phase = draft` rows
+(`specbed cost fit`; its context-blind step time at Σ d_r tokens over the drafting requests, at the
+server's `tp`).
+A CSV with a `context_tokens` column, or a context-aware fit, also prices the drafter's KV reads per
+context token (`draft_kv_seconds`; the server charges it on the running requests' context, like the
+target's).
 
-Everything is tabulated once per run for R = 0..max_num_seqs (the per-step lookup is one index).
+With draft = "full" every decoding request drafts γ and the cost is tabulated once per run for
+R = 0..max_num_seqs (the per-step lookup is one index); with draft = "adaptive" the server prices each step
+from the planned depths with `draft_cost(cfg).seconds(depths, cost)`.
 
-May import: numpy, the standard library, `sim.config`, `specsched` (CostTable, errors, fit).
+May import: numpy, the standard library, `sim.config`, `specsched` (CostTable, DraftCost, errors, fit).
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from sim.config import DrafterConfig
-from specsched import CostTable, InputError
+from specsched import CostTable, DraftCost, InputError
 
 
 def load_draft_cost(path: str, *, tp: int = 1) -> tuple[CostTable, str]:
@@ -65,33 +72,34 @@ def load_draft_cost(path: str, *, tp: int = 1) -> tuple[CostTable, str]:
     return CostTable.from_csv(path, mode="linear", key=key), key
 
 
-def _measured(cfg: DrafterConfig, live: np.ndarray, gamma: int, tp: int) -> np.ndarray:
-    table, key = load_draft_cost(cfg.cost, tp=tp)
-    if key == "requests":
-        return table.latency(live)
-    if key == "tokens":
-        return table.latency(live * gamma)
-    return table.step_seconds(live * gamma, live)  # a fit: request_s per request, no context
+def draft_kv_seconds(cfg: DrafterConfig, *, tp: int = 1) -> float:
+    """Seconds per KV token held that the measured draft cost adds to a step (0 without drafter.cost or a
+    context column / context-aware fit): the server charges it on the running requests' context."""
+    if cfg.cost is None or cfg.effective_gamma == 0:
+        return 0.0
+    return load_draft_cost(cfg.cost, tp=tp)[0].kv_token_seconds
+
+
+def draft_cost(cfg: DrafterConfig, *, tp: int = 1) -> DraftCost:
+    """The drafter's pricing rule (see the module doc); reads `drafter.cost` when set."""
+    kind = cfg.effective_kind
+    if cfg.effective_gamma == 0 or kind == "free":
+        return DraftCost("free")
+    if cfg.cost is not None:
+        table, index = load_draft_cost(cfg.cost, tp=tp)
+        return DraftCost(kind, measured=table, index=index)
+    layers = float(cfg.layer_cost * cfg.effective_layers)
+    overhead = cfg.markov_overhead if cfg.name == "dspark" else 0.0
+    return DraftCost(kind, layers, overhead)
 
 
 def draft_seconds_table(cfg: DrafterConfig, cost: CostTable, max_requests: int, *, tp: int = 1) -> np.ndarray:
-    """float64[max_requests + 1]: draft seconds of one step with R = 0..max_requests decoding requests."""
+    """float64[max_requests + 1]: draft seconds of one full-drafting step with R = 0..max_requests
+    decoding requests (every one drafts γ)."""
     gamma = cfg.effective_gamma
-    r = np.arange(max_requests + 1, dtype=np.int64)
     out = np.zeros(max_requests + 1, dtype=np.float64)
     if gamma == 0 or max_requests == 0:
         return out
-    live = r[1:]
-    if cfg.cost is not None:
-        out[1:] = _measured(cfg, live, gamma, tp)
-        return out
-    if cfg.effective_kind == "free":
-        return out
-    per_layer = cfg.layer_cost * cfg.effective_layers
-    if cfg.effective_kind == "parallel":
-        out[1:] = per_layer * cost.layer_seconds(live * gamma)
-    else:  # eagle3, mtp: γ sequential passes over R tokens
-        out[1:] = gamma * per_layer * cost.layer_seconds(live)
-    if cfg.name == "dspark":
-        out[1:] += cfg.markov_overhead * cost.latency(live)
+    r = np.arange(1, max_requests + 1, dtype=np.int64)
+    out[1:] = draft_cost(cfg, tp=tp).price(r * gamma, r, np.full(r.size, gamma), cost)
     return out

@@ -28,7 +28,7 @@ import specsched
 from sim.acceptance import AcceptanceModel
 from sim.config import SimConfig
 from sim.curves import DOMAINS, curve_matrix, load_curves
-from sim.drafter import draft_seconds_table, load_draft_cost
+from sim.drafter import draft_cost, draft_kv_seconds, draft_seconds_table, load_draft_cost
 from sim.empirical import EmpiricalModel
 from sim.metrics import request_table, summarize, time_series
 from sim.recorder import Recorder
@@ -83,6 +83,10 @@ def _load_table(cfg: SimConfig, source: str, fieldname: str) -> specsched.CostTa
     replica shape (tp, ep: fit files only)."""
     try:
         cost = specsched.load_cost(source, mode=cfg.server.cost_mode, tp=cfg.server.tp, ep=cfg.server.ep)
+        cost = _with_graphs(cfg, source, cost)
+    except InputError as err:  # load_cost names server.cost; the table may be server.policy_cost's
+        field = fieldname if err.field in (None, "server.cost") else err.field
+        raise InputError(err.message, file=err.file, line=err.line, field=field) from None
     except ValueError as err:
         raise _as_input_error(err, fieldname) from None
     if cfg.server.layers is not None:
@@ -109,6 +113,60 @@ def _load_table(cfg: SimConfig, source: str, fieldname: str) -> specsched.CostTa
     return cost
 
 
+def _with_graphs(cfg: SimConfig, source: str, cost: specsched.CostTable) -> specsched.CostTable:
+    """`cost` re-padded to the config's CUDA-graph capture sizes, when the config sets them."""
+    srv = cfg.server
+    if not srv.models_graphs:
+        return cost
+    builtin = source in specsched.BUILTIN_COSTS
+    own = specsched.builtin_graphs(source) if builtin else None
+    eager = srv.eager_factor or (own[1] if own else specsched.graphs.EAGER_FACTOR)
+    base = specsched.builtin_cost(source, graphs=False) if builtin else cost
+    return specsched.with_cudagraphs(
+        base,
+        srv.cudagraph_capture_sizes,
+        max_capture_size=srv.max_cudagraph_capture_size,
+        eager_factor=eager,
+        name=cost.name,
+    )
+
+
+def _load_trace(cfg: SimConfig):
+    """The trace `cfg.workload` replays or resamples (a `traces.RequestTable`), or None if it uses none."""
+    wcfg = cfg.workload
+    if not (wcfg.kind == "trace" or "trace" in (wcfg.input_dist, wcfg.output_dist)):
+        return None
+    import traces
+
+    try:
+        table = traces.load(wcfg.trace)
+    except InputError as err:
+        raise InputError(
+            err.message,
+            file=err.file,
+            line=err.line,
+            field="workload.trace" if err.field in (None, "trace") else err.field,
+        ) from None
+    except ValueError as err:
+        raise _as_input_error(err, "workload.trace") from None
+    if len(table) == 0:
+        raise InputError("the trace has no requests", file=wcfg.trace, field="workload.trace")
+    return table
+
+
+def check_inputs(cfg: SimConfig) -> None:
+    """Read and check the files `cfg` names (cost tables, curves, trace) without building anything big.
+
+    Sweeps call it for every cell before their results folder is touched; InputError if one is bad.
+    """
+    _load_table(cfg, cfg.server.cost, "server.cost")
+    if cfg.server.policy_cost is not None:
+        _load_table(cfg, cfg.server.policy_cost, "server.policy_cost")
+    curves = load_curves(cfg.drafter.curves) if cfg.drafter.curves else None
+    curve_matrix(curves, cfg.drafter.name, cfg.drafter.effective_gamma)
+    _load_trace(cfg)
+
+
 def prepare(cfg: SimConfig) -> Prepared:
     """Read and check every input of `cfg` (cost table, trace, curves, policy, KV fit); InputError if bad."""
     seeds = np.random.SeedSequence(cfg.seed).spawn(len(STREAMS))
@@ -132,29 +190,18 @@ def prepare(cfg: SimConfig) -> Prepared:
         raise _as_input_error(err, "policy.name") from None
     curves = load_curves(cfg.drafter.curves) if cfg.drafter.curves else None
     wcfg = cfg.workload
-    table = None
-    if wcfg.kind == "trace" or "trace" in (wcfg.input_dist, wcfg.output_dist):
-        import traces
-
-        try:
-            table = traces.load(wcfg.trace)
-        except InputError as err:
-            raise InputError(
-                err.message,
-                file=err.file,
-                line=err.line,
-                field="workload.trace" if err.field in (None, "trace") else err.field,
-            ) from None
-        except ValueError as err:
-            raise _as_input_error(err, "workload.trace") from None
-        if len(table) == 0:
-            raise InputError("the trace has no requests", file=wcfg.trace, field="workload.trace")
+    table = _load_trace(cfg)
     workload = build_workload(wcfg, rngs, table)
     # Only the workload's domains need a curve (a curves file may give a drafter any subset of them).
     present = tuple(DOMAINS[i] for i in np.unique(workload.domain)) or DOMAINS
     matrix = curve_matrix(curves, cfg.drafter.name, cfg.drafter.effective_gamma, present)
     model = _acceptance_model(cfg, curves, matrix, rngs["model"])
-    need = workload.input_tokens + workload.output_tokens + cfg.drafter.effective_gamma
+    # int64 throughout: the config's bounds (sim.bounds.UPPER_BOUNDS) keep this sum far from overflow
+    need = (
+        np.asarray(workload.input_tokens, dtype=np.int64)
+        + np.asarray(workload.output_tokens, dtype=np.int64)
+        + cfg.drafter.effective_gamma
+    )
     worst = int(np.argmax(need))
     if need[worst] > cfg.server.kv_tokens:
         raise InputError(
@@ -250,7 +297,9 @@ def simulate(
         rng_conf=prep.rngs["confidence"],
         policy_cost=prep.policy_cost,
         prefill_request_s=float(cfg.server.prefill_request_seconds),
+        drafter=draft_cost(cfg.drafter, tp=cfg.server.tp or 1),
         observer=observer,
+        draft_kv_s=draft_kv_seconds(cfg.drafter, tp=cfg.server.tp or 1),
         policy_draft_s=None
         if prep.policy_cost is None
         else draft_seconds_table(

@@ -13,15 +13,19 @@ One engine step of a replica, at time t (`Replica._plan`, then `yield timeout`, 
 2. Decode: for the R running requests that finished prefill, (true, conf) = model.step(...) (the truth and
    the estimate of it), lengths = policy(conf, cost.with_draft(draft_s), stale=..., max_batch_tokens),
    accepted = model.sample_accepted(true, lengths). For policies with `uses_stale` the server keeps each
-   request's confidences of its last `delay` decode steps and passes those from `delay` steps earlier;
-   a request younger than that passes its domain's population curve (a constant, so still lossless).
+   request's confidences of its last `delay` decode steps in one `specsched.StaleBuffer` and passes those
+   from `delay` steps earlier; a request younger than that passes its domain's population curve (the
+   buffer's stated prior: a constant, so still lossless). With draft = "adaptive" the policy first plans
+   each request's draft depth from those lagged rows (`policy.depths`), the step's draft pass is priced
+   from the depths (`sim.drafter.draft_cost`), and verify lengths are chosen within them. The acceptance
+   model still draws all γ positions, so both draft modes consume the random streams alike.
 3. Prefill: the token budget left after verify tokens (verify first, as vLLM) goes to running requests
    still prefilling, in admission order, then to waiting requests admitted FIFO while `max_num_seqs`,
    the budget and free KV allow (no admission in a step that preempted). Chunks are limited by free KV.
-4. Time: step = draft_s(R) + cost.request_seconds · (running requests) + cost.kv_token_seconds · (KV
-   tokens they hold: prompt + generated, or the computed part of a prompt) + cost.latency(prefill tokens
-   + Σ (1 + ℓ_r)) + server.prefill_request_seconds · (requests prefilling in this step) (see `sim.drafter`
-   and `specsched.CostTable`).
+4. Time: step = draft seconds (draft_s(R), or priced from the planned depths) + cost.request_seconds ·
+   (running requests) + cost.kv_token_seconds · (KV tokens they hold: prompt + generated, or the computed
+   part of a prompt) + cost.latency(prefill tokens + Σ (1 + ℓ_r)) + server.prefill_request_seconds ·
+   (requests prefilling in this step) (see `sim.drafter` and `specsched.CostTable`).
 5. At t + step: each decoding request emits min(accepted + 1, tokens still owed); a request whose
    prefill completes emits its first token (TTFT); requests that reached their output length leave.
 
@@ -34,7 +38,8 @@ replicas go to the lowest index.
 State is numpy arrays indexed by slot (0..n−1 = running requests in admission order), not per-request
 objects; per-request results go to `sim.recorder.Recorder`.
 
-May import: numpy, simpy, the standard library, `sim.recorder`, `specsched` (CostTable, Policy).
+May import: numpy, simpy, the standard library, `sim.recorder`, `specsched` (CostTable, Policy, DraftCost,
+StaleBuffer).
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ import numpy as np
 import simpy
 
 from sim.recorder import Recorder
-from specsched import CostTable, Policy
+from specsched import CostTable, DraftCost, Policy, StaleBuffer
 
 
 @dataclass
@@ -61,7 +66,9 @@ class Engine:
     policy_cost, policy_draft_s: the table and draft seconds the policy plans with when they differ from
     the ones that time the steps (server.policy_cost); None = cost and draft_s.
     prefill_request_s: seconds added per request prefilling in a step (server.prefill_request_seconds).
+    drafter: how the draft pass is priced from planned depths (used with draft = "adaptive").
     observer: optional per-step callback (e.g. `sim.timeline.TimelineWriter`), see the field.
+    draft_kv_s: the measured draft cost's seconds per KV token held (drafter.cost with a context column).
     """
 
     env: simpy.Environment
@@ -86,18 +93,23 @@ class Engine:
     policy_cost: CostTable | None = None
     policy_draft_s: np.ndarray | None = None
     prefill_request_s: float = 0.0
+    drafter: DraftCost | None = None
     #: called at the end of every step as observer(replica, start, seconds, decoding requests, verify
     #: tokens, prefill tokens, lengths, accepted, emitted tokens); None (the default) costs nothing
     observer: Callable[..., None] | None = None
+    draft_kv_s: float = 0.0
 
     def __post_init__(self) -> None:
         self.views: list[CostTable | None] = [None] * (self.max_num_seqs + 1)
+        self.adaptive = getattr(self.policy, "draft", "full") == "adaptive"
+        if self.adaptive and self.drafter is None:
+            raise ValueError("Engine: an adaptive policy needs `drafter` (how to price the draft pass)")
 
     def view(self, r: int, kv: int = 0) -> CostTable:
         """The table the policy plans with at R = r decoding requests holding `kv` KV tokens in all: the
         draft seconds and the context's KV reads both go into its fixed (ℓ-independent) term."""
         v = self._view(r)
-        extra = v.kv_token_seconds * kv
+        extra = (v.kv_token_seconds + self.draft_kv_s) * kv
         return v.with_draft(v.draft_seconds + extra) if extra else v
 
     def _view(self, r: int) -> CostTable:
@@ -134,8 +146,7 @@ class Replica:
             self.state
         )
         self.lat = np.zeros(s)
-        self.delay = eng.policy.delay if eng.policy.uses_stale else -1
-        self.hist = np.zeros((s, self.delay + 1, eng.gamma)) if self.delay >= 0 else None
+        self.hist = StaleBuffer(s, eng.gamma, eng.policy.delay) if eng.policy.uses_stale else None
         self.wake: simpy.Event | None = None
         self.plan: tuple | None = None
         self.process = eng.env.process(self.run())
@@ -177,12 +188,16 @@ class Replica:
                 decoding = self.pleft[:n] == 0
                 di = np.flatnonzero(decoding)
                 pf = np.flatnonzero(~decoding)
+            draft_s = float(eng.draft_s[r])
             if r and gamma:
                 true, conf = eng.model.step(self.dom[di], self.lat[di], eng.rng_accept, eng.rng_conf)
                 stale = self._stale(di, conf) if self.hist is not None else None
-                lengths = eng.policy(
-                    conf, eng.view(r, self.kv_used), stale=stale, max_batch_tokens=eng.max_batch_tokens
-                )
+                if eng.adaptive:
+                    lengths, draft_s = self._adaptive(r, conf, stale)
+                else:
+                    lengths = eng.policy(
+                        conf, eng.view(r, self.kv_used), stale=stale, max_batch_tokens=eng.max_batch_tokens
+                    )
                 accepted = eng.model.sample_accepted(true, lengths, eng.rng_accept)
                 verify = r + int(lengths.sum())
             else:
@@ -205,14 +220,14 @@ class Replica:
         # Attention reads every running request's KV once per step, prefilling ones included: a fixed
         # charge per request plus, for a context-aware table, one per KV token held (kv_used = Σ context).
         seconds = float(
-            eng.draft_s[r]
+            draft_s
             + eng.cost.request_seconds * self.n
-            + eng.cost.kv_token_seconds * self.kv_used
+            + (eng.cost.kv_token_seconds + eng.draft_kv_s) * self.kv_used
             + eng.latency[verify + prefill]
         )
         if eng.prefill_request_s and prefill:
             seconds += eng.prefill_request_s * int(np.count_nonzero(chunks))
-        self.plan = (di, r, lengths, accepted, pf, chunks, prefill, now, seconds, verify)
+        self.plan = (di, r, lengths, accepted, pf, chunks, prefill, now, seconds, verify, draft_s)
         return seconds
 
     def _stale(self, di, conf: np.ndarray) -> np.ndarray:
@@ -221,17 +236,31 @@ class Replica:
         A request younger than `delay` decode steps has no such row: it passes its domain's population
         curve (`model.curves`, a constant known before any token is drafted), never its current row —
         sizing the batch from current confidences is exactly the lookahead bias the delay exists to avoid.
+        Recording first is equivalent for delay ≥ 1 (the ring keeps delay + 1 rows) and makes delay 0 the
+        current row, as the negative controls intend.
         """
-        d = self.delay
         if isinstance(di, slice):
             di = np.arange(di.start, di.stop)
         age = self.dsteps[di]  # decode steps since admission
-        self.hist[di, age % (d + 1)] = conf
-        stale = self.hist[di, (age - d) % (d + 1)]
-        young = age < d
-        if young.any():
-            stale[young] = self.eng.model.curves[self.dom[di[young]]]
-        return stale
+        return self.hist.exchange(di, age, conf, self.eng.model.curves[self.dom[di]])
+
+    def _adaptive(self, r: int, conf: np.ndarray, stale: np.ndarray) -> tuple[np.ndarray, float]:
+        """Plan depths from the lagged rows, price the draft pass from them, verify within them.
+
+        The policy plans and verifies with its own table (server.policy_cost, when set); the step is timed
+        with the hardware's.
+        """
+        eng = self.eng
+        plan_cost = eng.cost if eng.policy_cost is None else eng.policy_cost
+        # The context's KV reads are a fixed (depth- and ℓ-independent) term, carried as draft_seconds.
+        context = plan_cost.kv_token_seconds * self.kv_used
+        fixed = plan_cost.with_draft(context) if context else plan_cost
+        depths = eng.policy.depths(stale, fixed, eng.drafter, max_batch_tokens=eng.max_batch_tokens)
+        draft_s = eng.drafter.seconds(depths, eng.cost)
+        plan_s = draft_s if eng.policy_cost is None else eng.drafter.seconds(depths, plan_cost)
+        view = plan_cost.with_draft(plan_s + context)
+        lengths = eng.policy(conf, view, stale=stale, max_batch_tokens=eng.max_batch_tokens, depths=depths)
+        return lengths, draft_s
 
     def _make_room(self) -> bool:
         """Preempt newest requests until held KV plus decode reservations fit; True if any was preempted."""
@@ -280,7 +309,7 @@ class Replica:
     def _apply(self) -> None:
         """Step 5: emit tokens, finish prefills and requests, at the end of the planned step."""
         eng, rec = self.eng, self.eng.recorder
-        di, r, lengths, accepted, pf, chunks, prefill, start, seconds, verify = self.plan
+        di, r, lengths, accepted, pf, chunks, prefill, start, seconds, verify, draft_s = self.plan
         now = eng.env.now
         emitted = 0
         if r:
@@ -299,7 +328,7 @@ class Replica:
                 self.n_decoding += int(ready.size)
                 rec.prefilled(self.rid[ready], now)
         self.kv_used += emitted + prefill
-        rec.step(start, seconds, float(eng.draft_s[r]), r, verify, emitted, lengths, accepted)
+        rec.step(start, seconds, draft_s, r, verify, emitted, lengths, accepted)
         if eng.observer is not None:  # off by default (the timeline): one None check per step
             eng.observer(self, start, seconds, r, verify, prefill, lengths, accepted, emitted)
         n = self.n
@@ -313,7 +342,7 @@ class Replica:
             self.state[:, :m] = self.state[:, :n][:, keep]
             self.lat[:m] = self.lat[:n][keep]
             if self.hist is not None:
-                self.hist[:m] = self.hist[:n][keep]
+                self.hist.compact(keep, n)
             self.n = m
             rec.finished(rids, now)
             if eng.on_complete is not None:

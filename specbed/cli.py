@@ -2,11 +2,16 @@
 
 Each target module exposes ``main(argv: list[str]) -> int``; it is imported only when its subcommand
 runs, so `specbed trace stats` never pays for torch. Bad input (`specsched.errors.InputError`, or a
-`ValueError` from validating configs, files and flags) becomes one line on stderr and exit code 2.
+`ValueError` from validating configs, files and flags) becomes one line on stderr and exit code 2. A
+subcommand's argparse error (unknown flag, bad value) is one such line too, ending with a hint to
+`--help`: while a subcommand runs, `argparse.ArgumentParser.error` raises an `InputError` instead of
+printing the multi-line usage block (parsers that define their own `error` keep it).
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -25,10 +30,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("engine.cli", "run the losslessness suite of the real engine"),
     "engine": ("engine.measure.cli", "engine train / eval / profile / curves"),
     "fidelity": ("specbed.fidelity", "engine vs simulator on the same closed-loop workload"),
+    "cost": ("specbed.cost_cli", "cost fit / check: a cost model fitted to measured GPU steps"),
     "curves": ("sim.vllm.cli", "curves from-vllm: a curves file from vLLM's acceptance counters"),
     "export": ("sim.vllm.cli", "a run's results in vllm bench serve's shape"),
     "compare": ("sim.vllm.cli", "a simulated run beside a vllm bench serve result"),
-    "cost": ("specbed.cost_cli", "cost fit / check: a cost model fitted to measured GPU steps"),
 }
 
 
@@ -36,6 +41,21 @@ def _usage() -> str:
     lines = ["usage: specbed COMMAND [ARGS...]", "", "commands:"]
     lines += [f"  {name:<10} {help_}" for name, (_, help_) in SUBCOMMANDS.items()]
     return "\n".join(lines)
+
+
+def _one_line_error(self: argparse.ArgumentParser, message: str):
+    raise InputError(f"{message} (see '{self.prog} --help')")
+
+
+@contextlib.contextmanager
+def _one_line_argparse():
+    """argparse errors as one-line InputErrors for the block (see the module docstring)."""
+    original = argparse.ArgumentParser.error
+    argparse.ArgumentParser.error = _one_line_error  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        argparse.ArgumentParser.error = original  # type: ignore[method-assign]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     shared = [n for n, (m, _) in SUBCOMMANDS.items() if m == module_name]
     call_argv = [name, *rest] if len(shared) > 1 else rest
     try:
-        return int(entry(call_argv) or 0)
+        with _one_line_argparse():
+            return int(entry(call_argv) or 0)
     except SystemExit as exit_:  # argparse inside a subcommand: --help (0) or bad usage (2)
         code = exit_.code
         return code if isinstance(code, int) else (0 if code is None else 2)

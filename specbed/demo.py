@@ -1,8 +1,9 @@
 """`specbed demo` (what `make demo` runs): a policy sweep on built-in defaults, its frontiers and gains.
 
-Six ways to serve a V4-Flash-like MoE on one H200 — no speculation, MTP-1, DFlash and EAGLE-3 verifying
-all 7 drafts, and the paper's production drafter DSpark-5 (γ = 5, 3 draft layers) scheduled by Algorithm 1
-and with two-step-stale confidences (`dspark_global`, delay 2) — each over eight closed-loop loads with
+Seven ways to serve a V4-Flash-like MoE on one H200 — no speculation, MTP-1, DFlash and EAGLE-3 verifying
+all 7 drafts, and the paper's production drafter DSpark-5 (γ = 5, 3 draft layers) scheduled by Algorithm 1,
+with two-step-stale confidences (`dspark_global`, delay 2), and with draft depths planned too
+(`policy.draft = "adaptive"`) — each over eight closed-loop loads with
 chat/math/code traffic (the sweep is `DEMO_SWEEP`, also shipped as sweeps/demo.toml). Prints the gains
 table against MTP-1 and writes OUT/pareto.png, OUT/summary.md and the sweep's rows (OUT/results.jsonl). A
 second run reuses the finished cells (`--fresh` recomputes them).
@@ -24,10 +25,11 @@ DEMO_SWEEP = """\
 # The `make demo` sweep. `specbed demo` runs the copy embedded in specbed/demo.py (a test keeps the two
 # equal); run this one yourself with
 #     specbed sweep sweeps/demo.toml --out results/my-demo && specbed report results/my-demo
-# Six ways to serve a V4-Flash-like MoE on one H200 decode GPU (per-GPU cost table, data-parallel
+# Seven ways to serve a V4-Flash-like MoE on one H200 decode GPU (per-GPU cost table, data-parallel
 # attention), each over eight closed-loop concurrencies; chat/math/code traffic in equal shares; short
 # prompts, as on the decode side of a prefill/decode-disaggregated deployment. DSpark runs the paper's
-# production drafter, DSpark-5: γ = 5 drafts from 3 draft layers.
+# production drafter, DSpark-5: γ = 5 drafts from 3 draft layers; "adaptive" also plans each request's
+# draft depth from the previous step's confidences (policy.draft, issue 14).
 name = "demo"
 
 [base]
@@ -44,13 +46,14 @@ cost = "h200-v4flash"
 max_num_seqs = 1024
 
 [[zip]]
-label = ["no spec", "MTP-1", "DFlash k=7", "EAGLE-3 k=7", "DSpark-5", "DSpark-5 stale-2"]
-"drafter.name" = ["none", "mtp", "dflash", "eagle3", "dspark", "dspark"]
-"drafter.gamma" = [0, 1, 7, 7, 5, 5]
-"drafter.layers" = ["none", "none", "none", "none", 3, 3]
-"policy.name" = ["ar", "fixed", "fixed", "fixed", "dspark", "dspark_global"]
-"policy.k" = ["none", 1, 7, 7, "none", "none"]
-"policy.delay" = ["none", "none", "none", "none", "none", 2]
+label = ["no spec", "MTP-1", "DFlash k=7", "EAGLE-3 k=7", "DSpark-5", "DSpark-5 stale-2", "DSpark-5 adaptive"]
+"drafter.name" = ["none", "mtp", "dflash", "eagle3", "dspark", "dspark", "dspark"]
+"drafter.gamma" = [0, 1, 7, 7, 5, 5, 5]
+"drafter.layers" = ["none", "none", "none", "none", 3, 3, 3]
+"policy.name" = ["ar", "fixed", "fixed", "fixed", "dspark", "dspark_global", "dspark"]
+"policy.k" = ["none", 1, 7, 7, "none", "none", "none"]
+"policy.delay" = ["none", "none", "none", "none", "none", 2, "none"]
+"policy.draft" = ["full", "full", "full", "full", "full", "full", "adaptive"]
 
 [[zip]]  # the load: closed-loop users (≥ 3 generations of requests each, for a steady state)
 "workload.concurrency" = [8, 16, 32, 64, 128, 192, 256, 384]
@@ -86,7 +89,7 @@ def main(argv: list[str]) -> int:
     sweep = parse_sweep(DEMO_SWEEP, None)
     model = SimModel()
     print("specbed demo — which way of speculating serves a V4-Flash-like MoE best on one H200?")
-    print("  6 policies × 8 closed-loop loads, chat/math/code mix; gains read along each Pareto frontier\n")
+    print("  7 policies × 8 closed-loop loads, chat/math/code mix; gains read along each Pareto frontier\n")
     old = store.read_manifest(args.out)
     same = (
         old is not None

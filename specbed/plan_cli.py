@@ -4,7 +4,7 @@ Each scenario is a batch of requests with confidence curves (float64[R, γ]) and
 shows, per policy, the mean verify length ℓ, the batch's verify tokens B = Σ(1 + ℓ), the expected tokens
 τ = Σ(1 + Σ_{j≤ℓ} a_j), and Θ = τ · sps(B) in tokens per second. Seeded: the same every run.
 
-May import: numpy, the standard library, specsched.
+May import: numpy, the standard library, specsched, specbed.draft_schedule (for --draft-schedule).
 """
 
 from __future__ import annotations
@@ -92,9 +92,49 @@ def render(seed: int = 0) -> str:
     return "\n".join(out)
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be ≥ 1, got {value}")
+    return value
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    sizes = tuple(_positive(t.strip()) for t in text.split(",") if t.strip())
+    if not sizes:
+        raise argparse.ArgumentTypeError("empty list of batch sizes")
+    return sizes
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="specbed plan", description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0, help="seed of the built-in scenarios")
+    parser.add_argument(
+        "--draft-schedule",
+        action="store_true",
+        help="print the batch-size -> draft depth schedule adaptive DSpark settles on (needs --cost)",
+    )
+    parser.add_argument("--cost", metavar="NAME|FILE", help="cost table: a built-in name or a CSV")
+    parser.add_argument("--cost-mode", choices=("step", "linear"), default="step", help="how a CSV is read")
+    parser.add_argument("--layers", type=_positive, help="target layers (required with a CSV table)")
+    parser.add_argument("--curves", metavar="FILE", help="acceptance curves JSON (default: built-in)")
+    parser.add_argument("--gamma", type=_positive, default=7, help="draft positions γ (default 7)")
+    parser.add_argument(
+        "--batch-sizes", type=_sizes, default=None, metavar="R,R,...", help="batch sizes (default 1..1024)"
+    )
+    parser.add_argument("--json", metavar="OUT", help="also write the schedule as JSON")
     args = parser.parse_args(argv)
+    if args.draft_schedule:
+        from specbed import draft_schedule
+
+        if args.batch_sizes is None:
+            args.batch_sizes = draft_schedule.BATCH_SIZES
+        return draft_schedule.run(args)
+    for flag in ("cost", "curves", "json", "layers", "batch_sizes"):
+        if getattr(args, flag) is not None:
+            parser.error(f"--{flag.replace('_', '-')} needs --draft-schedule")
     print(render(args.seed))
     return 0

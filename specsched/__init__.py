@@ -1,13 +1,21 @@
-"""specsched — the one scheduler of specbed: cost tables and verify-length policies.
+"""specsched — the one scheduler of specbed: cost tables, verify-length policies, draft depths, stale rows.
 
 Both the simulator (`sim/`) and the real engine (`engine/`) build `conf: float64[R, γ]` and call a policy
 made here; nothing else in specbed decides verify lengths. Imports numpy and the standard library only
 (a test asserts that importing it loads neither torch nor simpy).
 """
 
-from specsched.builtin import BUILTIN_COSTS, builtin_cost, builtin_gpus_per_replica, load_cost
+from specsched.builtin import (
+    BUILTIN_COSTS,
+    builtin_cost,
+    builtin_gpus_per_replica,
+    builtin_graphs,
+    load_cost,
+)
 from specsched.cost import CostTable
+from specsched.depth import DRAFT_MODES, AdaptivePolicy, DraftCost, plan_depths
 from specsched.errors import InputError
+from specsched.graphs import vllm_capture_sizes, with_cudagraphs
 from specsched.hardware import GPU, GPUS, MODELS, ModelShape
 from specsched.policies import (
     POLICIES,
@@ -17,9 +25,15 @@ from specsched.policies import (
     make_policy,
     policy_params,
 )
+from specsched.stale import StaleBuffer
 
 __all__ = [
     "BUILTIN_COSTS",
+    "DRAFT_MODES",
+    "AdaptivePolicy",
+    "DraftCost",
+    "StaleBuffer",
+    "plan_depths",
     "GPU",
     "GPUS",
     "MODELS",
@@ -31,8 +45,11 @@ __all__ = [
     "Policy",
     "builtin_cost",
     "builtin_gpus_per_replica",
+    "builtin_graphs",
     "check_conf",
     "load_cost",
     "make_policy",
     "policy_params",
+    "vllm_capture_sizes",
+    "with_cudagraphs",
 ]

@@ -23,7 +23,7 @@ Every policy is vectorized over candidates: one stable sort of the R·γ surviva
 Candidate order: survival descending; ties go to the lower position j, then the lower request r (so a
 request's positions are always admitted in order, and the order never depends on anything but values).
 
-May import: numpy, the standard library, specsched.cost, specsched.errors.
+May import: numpy, the standard library, specsched.cost, specsched.errors, specsched.depth (lazily).
 """
 
 from __future__ import annotations
@@ -287,8 +287,16 @@ class Policy:
         return f"Policy({self.name}{', ' if args else ''}{args})"
 
 
-def make_policy(name: str, **params) -> Policy:
-    """A configured policy by name (see POLICIES). Unknown names or parameters raise ValueError."""
+def make_policy(name: str, draft: str = "full", **params) -> Policy:
+    """A configured policy by name (see POLICIES). Unknown names or parameters raise ValueError.
+
+    draft: "full" (the drafter drafts γ for every request: the paper's behaviour) or "adaptive" (the
+    policy also plans each request's draft depth from lagged confidences: `specsched.depth`).
+    """
+    if draft != "full":
+        from specsched.depth import adaptive  # lazy: specsched.depth builds on this module
+
+        return adaptive(name, draft, params)
     if name not in _REGISTRY:
         raise ValueError(f"unknown policy {name!r} (choose from {', '.join(POLICIES)})")
     fn, spec, uses_stale = _REGISTRY[name]

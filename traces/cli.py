@@ -116,6 +116,10 @@ def _load(args: argparse.Namespace) -> RequestTable:
     return table
 
 
+#: most requests `trace synth` generates (the simulator's own bound on workload.num_requests)
+MAX_SYNTH = 10_000_000
+
+
 def _emit(text: str) -> None:
     """Print to stdout; a reader that closed the pipe early (`| head`) is not an error."""
     try:
@@ -132,6 +136,10 @@ def main(argv: list[str] | None = None) -> int:
         return int(done.code or 0)
     if args.command == "synth" and args.n <= 0:
         raise InputError(f"must be > 0, got {args.n}", field="--n")
+    if args.command == "synth" and args.n > MAX_SYNTH:
+        raise InputError(f"must be ≤ {MAX_SYNTH:,} (its upper bound), got {args.n}", field="--n")
+    if args.command in ("convert", "synth"):  # before reading the trace: a bad --out is reported first
+        export.check_out(args.out)
     table = _load(args)
     if args.command == "stats":
         _emit(json.dumps(describe(table), indent=2))

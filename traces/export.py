@@ -2,10 +2,11 @@
 
 Role: what `specbed trace convert` / `synth` write. A temporary file in the target directory is
 written, flushed and fsynced, then renamed over the target with `os.replace`, so a failed or
-interrupted run never leaves a half-written file and never overwrites an earlier result.
+interrupted run (or a full disk) never leaves a half-written file and never overwrites an earlier result.
 CSV columns: arrival_s, input_tokens, output_tokens, then domain, model, session_id, hash_ids (space-
 separated integers) when present; `traces.load` reads it back (format "specbed").
-Imports: numpy, the standard library, specsched.errors, traces.table; pyarrow lazily (Parquet).
+Imports: numpy, the standard library, specsched.errors, specsched.safeio (the atomic write), traces.table;
+pyarrow lazily (Parquet).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from specsched import safeio
 from specsched.errors import InputError
 from traces.table import RequestTable
 
@@ -46,35 +48,41 @@ def save(table: RequestTable, path: str | os.PathLike[str]) -> Path:
                 file=str(path),
                 field="out",
             ) from None
+    check_out(path)
+
+    def fill(raw) -> None:
+        if kind == "parquet":
+            _write_parquet(table, raw)
+        elif kind == "csv.gz":
+            with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as gz:
+                _write_csv(table, gz)
+        else:
+            _write_csv(table, raw)
+
+    # temp file + fsync + rename; a failure (full disk) leaves the old file and raises one line
+    safeio.write_bytes(path, fill, field="out")
+    return path
+
+
+def check_out(path: str | os.PathLike[str]) -> Path:
+    """Prove that `path` can be written (known suffix, existing writable folder, not a folder itself);
+    returns its folder. Called before any work so a bad output is reported before a long conversion."""
+    path = Path(path)
+    _kind(path)
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise InputError("the output directory does not exist", file=str(path), field="out")
     if path.is_dir():
         raise InputError("the output is a directory", file=str(path), field="out")
-    fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as raw:
-            if kind == "parquet":
-                _write_parquet(table, raw)
-            elif kind == "csv.gz":
-                with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as gz:
-                    _write_csv(table, gz)
-            else:
-                _write_csv(table, raw)
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+        fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".probe")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise InputError(
+            f"cannot write in its folder ({(err.strerror or str(err)).lower()})", file=str(path), field="out"
+        ) from None
+    return parent
 
 
 def _write_csv(table: RequestTable, binary) -> None:

@@ -89,7 +89,9 @@ def _eval(argv: list[str]) -> int:
     from pathlib import Path
 
     from engine.measure.evaluate import evaluate, format_report, write_outputs
+    from specsched import safeio
 
+    safeio.check_dir(args.out_dir, field="--out-dir")  # before measuring: a bad folder is bad input
     bundle, corpus = _setup(args)
     res = evaluate(bundle, corpus, _eval_config(args), progress=_progress(args.quiet))
     print(format_report(res))
@@ -132,6 +134,9 @@ def _profile(argv: list[str]) -> int:
         rs = tuple(int(x) for x in args.requests.split(","))
     except ValueError:
         raise ValueError(f"--requests: expected comma-separated integers, got {args.requests!r}") from None
+    from specsched import safeio
+
+    safeio.check_file(args.out)  # before measuring: a bad --out is bad input
     args.drafters = args.drafter
     bundle, corpus = _setup(args)
     pcfg = ProfileConfig(
@@ -168,9 +173,20 @@ def _curves(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     from engine.measure.curves import build_curves, parse_map
     from engine.measure.evaluate import evaluate
+    from specsched import safeio
     from specsched.contracts.curves import save_curves
 
     mapping = parse_map(args.map)
+    if args.drafters:  # measure only these (engine names), never silently all of them
+        wanted = [n.strip() for n in args.drafters.split(",") if n.strip()]
+        unknown = [n for n in wanted if n not in mapping.values()]
+        if unknown or not wanted:
+            raise ValueError(
+                f"--drafters: {unknown[0] if unknown else args.drafters!r} is not an engine drafter of "
+                f"--map (choose from {', '.join(sorted(set(mapping.values())))})"
+            )
+        mapping = {sim: eng for sim, eng in mapping.items() if eng in wanted}
+    safeio.check_file(args.out)  # before measuring: a bad --out is bad input
     args.drafters = ",".join(sorted(set(mapping.values())))
     bundle, corpus = _setup(args)
     res = evaluate(bundle, corpus, _eval_config(args), progress=_progress(args.quiet))

@@ -32,7 +32,7 @@ another drafter has exactly the domains the file gives it (`Curves.get` refuses 
 field). Samples need a curve for every domain.
 
 May import: numpy, the standard library, `specsched.errors`, `specsched.contracts.domains`,
-`specsched.contracts.builtin_curves`.
+`specsched.contracts.builtin_curves`, `specsched.safeio`.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from specsched import safeio
 from specsched.contracts.builtin_curves import DRAFTERS, builtin_curve, check_domain, check_drafter
 from specsched.contracts.domains import DOMAINS
 from specsched.errors import InputError
@@ -179,7 +180,7 @@ def save_curves(curves: Curves, path: str | Path) -> None:
     produce a file that `load_curves` refuses."""
     doc = curves.to_json()
     parse_curves(doc, str(path))
-    Path(path).write_text(json.dumps(doc, indent=1) + "\n")
+    safeio.write_text(path, json.dumps(doc, indent=1) + "\n")  # atomic: a full disk keeps the old file
 
 
 def _numbers(value: Any, where: str, file: str, lo: float | None, hi: float | None, pos: bool = False):
@@ -335,13 +336,17 @@ def load_curves(path: str | Path) -> Curves:
     """Read and validate a JSON curves file; any problem raises `InputError` naming the file and field."""
     file = str(path)
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as e:
         raise InputError(f"cannot read curves file: {e.strerror or e}", file=file) from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"not a UTF-8 JSON file (undecodable byte at offset {e.start})", file=file) from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise InputError(f"invalid JSON: {e.msg}", file=file, line=e.lineno) from None
+    except RecursionError:
+        raise InputError("invalid JSON: nested too deeply", file=file) from None
     return parse_curves(doc, file)
 
 

@@ -13,7 +13,8 @@ preceded by `#` comment lines; two of them carry numbers by batch size R:
 
 tokens: int64[n] strictly increasing verify tokens B per step; seconds: float64[n] verify latency at B.
 
-May import: numpy, the standard library, `specsched.errors`, `specsched.cost`, `specsched.measured`.
+May import: numpy, the standard library, `specsched.errors`, `specsched.cost`, `specsched.measured`,
+`specsched.safeio`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from specsched import safeio
 from specsched.cost import CostTable
 from specsched.errors import InputError
 from specsched.measured import write_steps
@@ -62,7 +64,7 @@ class Profile:
         return "\n".join(head + [f"{int(t)},{s:.6g}" for t, s in zip(self.tokens, self.seconds)]) + "\n"
 
     def write(self, path: str | Path) -> None:
-        Path(path).write_text(self.to_csv())
+        safeio.write_text(path, self.to_csv())  # atomic: a full disk keeps the old profile
 
 
 def _by_r_line(key: str, values: dict[int, float]) -> str:

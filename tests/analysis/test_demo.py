@@ -11,7 +11,7 @@ from tests.analysis.conftest import REPO
 def test_sweeps_demo_toml_is_the_embedded_demo():
     assert (REPO / "sweeps" / "demo.toml").read_text() == demo.DEMO_SWEEP
     cells = expand(parse_sweep(demo.DEMO_SWEEP), SimModel())
-    assert len(cells) == 48 and len({c.series for c in cells}) == 6 and len({c.point for c in cells}) == 8
+    assert len(cells) == 56 and len({c.series for c in cells}) == 7 and len({c.point for c in cells}) == 8
     assert {c.config["server"]["cost"] for c in cells} == {"h200-v4flash"}
     assert {c.config["workload"]["domain"] for c in cells} == {"mix"}
 
@@ -26,13 +26,13 @@ def test_small_demo_runs_reuses_and_recomputes(tmp_path, monkeypatch, capsys):
     assert demo.main(["--out", str(out), "--jobs", "1", "--quiet"]) == 0
     text = capsys.readouterr().out
     assert (
-        "12 cells: 0 reused, 12 simulated, 0 failed" in text and "iso-SLO gain" in text and "MTP-1 *" in text
+        "14 cells: 0 reused, 14 simulated, 0 failed" in text and "iso-SLO gain" in text and "MTP-1 *" in text
     )
     assert (out / "pareto.png").exists() and "## Gains against `MTP-1`" in (out / "summary.md").read_text()
     assert demo.main(["--out", str(out), "--jobs", "1", "--quiet"]) == 0
-    assert "12 reused, 0 simulated" in capsys.readouterr().out
+    assert "14 reused, 0 simulated" in capsys.readouterr().out
     assert demo.main(["--out", str(out), "--jobs", "1", "--quiet", "--fresh"]) == 0
-    assert "0 reused, 12 simulated" in capsys.readouterr().out
+    assert "0 reused, 14 simulated" in capsys.readouterr().out
     monkeypatch.setattr(demo, "DEMO_SWEEP", small.replace("[8, 64]", "[8, 32]"))  # an older demo: replaced
     assert demo.main(["--out", str(out), "--jobs", "1", "--quiet"]) == 0
-    assert "0 reused, 12 simulated" in capsys.readouterr().out
+    assert "0 reused, 14 simulated" in capsys.readouterr().out

@@ -29,7 +29,14 @@ def test_expansion_order_roles_and_stable_keys(sweep_file):
         "seed": 0,
     }
     assert cells[1].config["seed"] == 1 and cells[2].point == "concurrency=8"
-    assert cells[9].config["policy"] == {"name": "fixed", "k": 1, "threshold": None, "delay": None}
+    assert cells[9].config["policy"] == {
+        "name": "fixed",
+        "k": 1,
+        "threshold": None,
+        "delay": None,
+        "draft": "full",
+        "slack": None,
+    }
     assert all(c.facet == "" for c in cells)
     again = expand(load_sweep(sweep_file), MODEL)
     assert [c.key for c in again] == [c.key for c in cells] and len({c.key for c in cells}) == 24

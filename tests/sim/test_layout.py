@@ -15,6 +15,7 @@ from sim.config_io import load_config
 ROOT = Path(__file__).resolve().parents[2]
 OWN = [
     "sim.config",
+    "sim.bounds",
     "sim.config_io",
     "sim.workload",
     "sim.drafter",

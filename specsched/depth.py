@@ -1,0 +1,270 @@
+"""Depth planning: how many drafts each request drafts this step, chosen before drafting.
+
+Role: the draft half of the scheduler. A verify-length policy (specsched.policies) decides, after
+drafting, how many drafts each request verifies; here, BEFORE drafting and from lagged information only,
+an adaptive policy decides each request's draft depth d_r ∈ 0..γ so that the drafter does not pay for
+drafts nobody will verify. Depth 0 means a plain decoding step for that request (no draft). Verify
+lengths are then chosen as today with ℓ_r ≤ d_r.
+
+Objective (Θ with the draft pass priced from the depths), over the candidates (r, j) of the stale survival
+s[r, j] = Π_{i≤j} stale[r, i]:
+
+    Θ(d) = (R + Σ_r Σ_{j<d_r} s[r, j]) / (draft_seconds + request_seconds·R + draft(d) + latency(R + Σ d_r))
+
+where draft(d) is `DraftCost.seconds`: a parallel drafter runs its layers over Σ d_r positions, an
+autoregressive one runs max d_r sequential passes over the requests with d_r > 0, a free one (n-gram)
+costs nothing; plus a per-step sampling overhead (DSpark's Markov head) over the drafting requests.
+
+Search: the plans are thresholds on the stale survival, g / LEVELS for g = LEVELS..1 (plus "draft
+nothing"): plan g drafts every candidate with s ≥ g / LEVELS, so tied candidates are drafted or refused
+together and the plan never depends on row order. Θ is evaluated for all of them at once from per-level
+histograms (bincount), and the first maximum wins (on equal Θ the plan with fewer drafts).
+
+Slack (the hedge): the plan prices every drafted position as verified, but verification later sees the
+CURRENT confidences and verifies what pays on those. Refusing to draft a position the fresh confidences
+would have verified loses a token; drafting one that is then declined loses only its draft cost, which is
+small beside a verify step unless the drafter is dear. So an adaptive policy takes the DEEPEST plan whose
+estimated Θ is within `slack` (default 10 %) of the best; where drafting is dear (past the knee of a
+saturating table) the plans that draft lose far more than that and it still drafts nothing. Measured: with
+slack 0 adaptive DSpark-5 lost 4–6 % to full drafting on h200-v4flash at 32–384 users; with 0.1 it is
+within 1 % (see the issue-14 notes in README).
+Depths are then d_r = #{j : s[r, j] ≥ the plan's threshold}, a prefix of each row because s is
+non-increasing along j. Zero-survival candidates are never drafted. One value sort of R·γ floats (no
+argsort), a cumulative sum and two searchsorted calls: vectorised numpy.
+
+Losslessness: depths are a function of `stale` (rows from ≥ 1 step earlier, or a prior: see
+specsched.stale), the cost table and the drafter's cost — all fixed before this step's drafts exist — so
+restricting drafting and verification to them cannot change the target's output distribution. Planning
+depths from the current step's confidences (delay = 0) is the negative control and is marked lossy.
+
+May import: numpy, the standard library, specsched.cost, specsched.policies.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from specsched.cost import CostTable
+from specsched.policies import Policy, _check_budget, _int_param, check_conf, make_policy
+
+DRAFT_MODES = ("full", "adaptive")
+DRAFT_KINDS = ("parallel", "autoregressive", "free")
+#: survival resolution of the depth search: plans draft every candidate with survival ≥ g / LEVELS
+LEVELS = 256
+#: default hedge of adaptive policies (see the module doc, "Slack")
+SLACK = 0.1
+
+
+@dataclass(frozen=True)
+class DraftCost:
+    """What one draft pass costs, priced from the target's cost table.
+
+    kind: "parallel" (DFlash/DSpark: one pass of `layers` layers over every drafted position),
+        "autoregressive" (EAGLE/MTP: one pass per draft position over the drafting requests), "free".
+    layers: draft layers in target-layer units (draft layers × relative layer cost); one layer over B
+        tokens costs `cost.layer_seconds(B)`.
+    overhead: per-step sampling overhead as a fraction of `cost.latency(m)`, m = drafting requests
+        (DSpark's Markov head; 0 for the others).
+    measured: optional measured draft cost replacing the layer pricing (not for "free"): a table whose
+        `latency` is the whole draft pass, indexed by `index` — "tokens" (drafted positions Σ d_r),
+        "requests" (drafting requests) or "fit" (`step_seconds(Σ d_r, drafting requests)`).
+    """
+
+    kind: str = "parallel"
+    layers: float = 1.0
+    overhead: float = 0.0
+    measured: CostTable | None = None
+    index: str = "tokens"
+
+    def __post_init__(self) -> None:
+        if self.kind not in DRAFT_KINDS:
+            raise ValueError(f"draft cost: kind must be one of {', '.join(DRAFT_KINDS)}; got {self.kind!r}")
+        for key in ("layers", "overhead"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v >= 0):
+                raise ValueError(f"draft cost: {key} must be a finite number ≥ 0; got {v!r}")
+        if self.index not in ("tokens", "requests", "fit"):
+            raise ValueError(f"draft cost: index must be tokens, requests or fit; got {self.index!r}")
+
+    def price(self, positions, drafting, deepest, cost: CostTable) -> np.ndarray:
+        """float64[n]: draft seconds of plans with `positions` = Σ d_r, `drafting` = #{d_r > 0} and
+        `deepest` = max d_r (int64[n] each; a plan with no draft costs 0)."""
+        out = np.zeros(len(positions))
+        if self.kind == "free":
+            return out
+        if self.measured is not None:
+            return self._measured(positions, drafting, out)
+        # Operation order as layers · layer_seconds(B), so full depths reproduce the full pass to the ulp.
+        if self.kind == "parallel" and self.layers:
+            out += self.layers * (_latency(cost, positions) / cost.layers)
+        elif self.kind == "autoregressive" and self.layers:
+            out += (np.asarray(deepest) * self.layers) * (_latency(cost, drafting) / cost.layers)
+        if self.overhead:
+            out += self.overhead * _latency(cost, drafting)
+        out[np.asarray(drafting) == 0] = 0.0
+        return out
+
+    def _measured(self, positions, drafting, out: np.ndarray) -> np.ndarray:
+        table = self.measured
+        if self.index == "requests":
+            out += table.latency(np.asarray(drafting, dtype=np.int64))
+        elif self.index == "tokens":
+            out += table.latency(np.asarray(positions, dtype=np.int64))
+        else:
+            drafting = np.asarray(drafting, dtype=np.int64)
+            out += table.step_seconds(np.asarray(positions, dtype=np.int64), drafting)
+        out[np.asarray(drafting) == 0] = 0.0
+        return out
+
+    def seconds(self, depths, cost: CostTable) -> float:
+        """Draft seconds of one step whose requests draft `depths` (int64[R])."""
+        d = np.asarray(depths, dtype=np.int64)
+        if d.size == 0:
+            return 0.0
+        return float(self.price([d.sum()], [np.count_nonzero(d)], [d.max()], cost)[0])
+
+
+def plan_depths(
+    stale, cost: CostTable, draft: DraftCost, *, max_batch_tokens=None, slack: float = 0.0
+) -> np.ndarray:
+    """int64[R]: draft depth per request maximising Θ (module doc), from lagged confidences.
+
+    stale: float64[R, γ] (rows from ≥ 1 step earlier, or priors); cost: the target's table (its own
+    draft_seconds, if any, is a fixed cost); draft: how the draft pass is priced; max_batch_tokens caps
+    R + Σ d_r (every drafted position could be verified); slack ∈ [0, 1): take the deepest plan whose Θ is
+    within that fraction of the best (0 = the best plan itself). Raises ValueError on bad input.
+    """
+    s = check_conf(stale, "stale")
+    slack = _check_slack(slack)
+    budget = _check_budget(max_batch_tokens)
+    R, gamma = s.shape
+    if R == 0 or gamma == 0:
+        return np.zeros(R, dtype=np.int64)
+    # Position-major [γ, R] survival; a column loop is faster than an accumulate over the short axis.
+    surv = np.empty((gamma, R))
+    surv[0] = s[:, 0]
+    for j in range(1, gamma):
+        np.multiply(surv[j - 1], s[:, j], out=surv[j])
+    level = (surv * LEVELS).astype(np.intp)  # 0..LEVELS; plan g drafts every candidate with level ≥ g
+    flat = level.ravel()
+    # Per plan, best first: index 0 drafts nothing, index i ≥ 1 drafts levels ≥ LEVELS + 1 − i.
+    tokens = _suffix(np.bincount(flat, weights=surv.ravel(), minlength=LEVELS + 1))
+    positions = _suffix(np.bincount(flat, minlength=LEVELS + 1))
+    drafting = _suffix(np.bincount(level[0], minlength=LEVELS + 1))
+    deepest = None
+    if draft.kind == "autoregressive":
+        deepest = _suffix(np.bincount(level.max(axis=1), minlength=LEVELS + 1))
+    seconds = draft.price(positions, drafting, deepest, cost)
+    seconds += cost.draft_seconds + cost.request_seconds * R
+    seconds += cost.latency_range(R, R + int(positions[-1]))[positions]
+    theta = (tokens + R) / seconds
+    if budget is not None:
+        theta[positions > budget - R] = -np.inf
+    best = int(np.argmax(theta))  # first maximum: on equal Θ the plan with fewer drafts
+    if slack and best:
+        best = int(np.flatnonzero(theta >= theta[best] * (1.0 - slack))[-1])
+    if best == 0:
+        return np.zeros(R, dtype=np.int64)
+    return np.count_nonzero(level >= LEVELS + 1 - best, axis=0).astype(np.int64)
+
+
+def _check_slack(slack) -> float:
+    if isinstance(slack, bool) or not isinstance(slack, (int, float)) or not (0.0 <= slack < 1.0):
+        raise ValueError(f"slack: must be a number in [0, 1), got {slack!r}")
+    return float(slack)
+
+
+def _latency(cost: CostTable, b) -> np.ndarray:
+    """cost.latency(b) for an int64 array b ≥ 0, via the table's dense range (one fancy index)."""
+    b = np.asarray(b, dtype=np.int64)
+    return cost.latency_range(0, int(b.max()))[b] if b.size else np.zeros(0)
+
+
+def _suffix(per_level: np.ndarray) -> np.ndarray:
+    """[LEVELS + 1] per-level totals -> [LEVELS + 1] per plan: 0, then Σ over levels ≥ LEVELS, ≥ LEVELS − 1,
+    …, ≥ 1 (level 0, survival below 1/LEVELS, is never drafted)."""
+    out = np.zeros(per_level.size, dtype=per_level.dtype)
+    np.cumsum(per_level[:0:-1], out=out[1:])
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class AdaptivePolicy:
+    """A verify-length policy that also plans draft depths (`make_policy(name, draft="adaptive")`).
+
+    Call `depths(stale, cost, draft)` before drafting (the plan, hedged by `slack`), then
+    `policy(conf, cost, stale=..., depths=d)` after: the base policy picks verify lengths on `conf` with
+    the positions past d_r zeroed, and ℓ_r ≤ d_r always. Without `depths` it is the base policy (full
+    drafting). `delay`: staleness of the rows the caller passes as `stale` (the base policy's own delay
+    when it has one); `lossless` needs delay ≥ 1.
+    """
+
+    base: Policy
+    delay: int
+    slack: float = SLACK
+
+    draft = "adaptive"
+    uses_stale = True
+
+    @property
+    def name(self) -> str:
+        return self.base.name
+
+    @property
+    def params(self) -> Mapping[str, object]:
+        return self.base.params
+
+    @property
+    def lossless(self) -> bool:
+        return self.base.lossless and self.delay >= 1
+
+    def depths(self, stale, cost: CostTable, draft: DraftCost, *, max_batch_tokens=None) -> np.ndarray:
+        return plan_depths(stale, cost, draft, max_batch_tokens=max_batch_tokens, slack=self.slack)
+
+    def __call__(self, conf, cost: CostTable, *, stale=None, max_batch_tokens=None, depths=None):
+        use = stale if self.base.uses_stale else None
+        if depths is None:
+            return self.base(conf, cost, stale=use, max_batch_tokens=max_batch_tokens)
+        conf = check_conf(conf, "conf")
+        d = np.asarray(depths)
+        if d.shape != (conf.shape[0],) or not np.issubdtype(d.dtype, np.integer):
+            raise ValueError(f"depths: expected int64[{conf.shape[0]}], got {d.dtype}{list(d.shape)}")
+        masked = np.where(np.arange(conf.shape[1]) < d[:, None], conf, 0.0)
+        lengths = self.base(masked, cost, stale=use, max_batch_tokens=max_batch_tokens)
+        return np.minimum(lengths, d.astype(np.int64))
+
+    def __repr__(self) -> str:
+        return f"{self.base!r}"[:-1] + f", draft='adaptive', delay={self.delay}, slack={self.slack!r})"
+
+
+def adaptive(name: str, draft: str, params: dict):
+    """`make_policy(name, draft=..., **params)` for draft ≠ "full" (see the module doc).
+
+    "ar" ignores the draft mode; "lookahead" (the negative control of verify sizing) refuses it. Policies
+    without a `delay` parameter take one here (default 1: the previous step's confidences); every adaptive
+    policy takes `slack` (default SLACK).
+    """
+    if draft not in DRAFT_MODES:
+        raise ValueError(f"policy '{name}': draft must be one of {', '.join(DRAFT_MODES)}; got {draft!r}")
+    if draft == "full":
+        return make_policy(name, **params)
+    if name == "lookahead":
+        raise ValueError("policy 'lookahead' is a negative control of verify sizing; it takes draft='full'")
+    ours = {"slack"} | (set() if name in _OWN_DELAY else {"delay"})
+    base = make_policy(name, **{k: v for k, v in params.items() if k not in ours})
+    if name == "ar":
+        return base
+    delay = base.delay if name in _OWN_DELAY else _int_param(name, "delay", params.get("delay", 1), 0)
+    try:
+        slack = _check_slack(params.get("slack", SLACK))
+    except ValueError as err:
+        raise ValueError(f"policy '{name}': parameter {err}") from None
+    return AdaptivePolicy(base, delay, slack)
+
+
+#: policies whose own `delay` parameter gives the staleness of their rows
+_OWN_DELAY = ("dspark_global", "goodput")
