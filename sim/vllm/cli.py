@@ -9,15 +9,15 @@ Registered for several subcommands, so `main` receives the subcommand name first
 under a temporary name and renamed, after every input was read and checked: bad input (one line naming
 the file, line and field; exit 2 via specbed.cli) never leaves a half-written or lost file.
 
-May import: numpy, the standard library, `sim` modules, `specsched` (errors, contracts).
+May import: numpy, the standard library, `sim` modules, `specsched` (errors, contracts, safeio).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
+from specsched import safeio
 from specsched.errors import InputError
 
 
@@ -29,15 +29,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write `text` to a temporary name beside `path`, then rename it over `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    """Write `text` to `path` atomically (`specsched.safeio`: probe first; a full disk keeps the old file)."""
+    safeio.check_file(path)
+    safeio.write_text(path, text)
 
 
 def _export(argv: list[str]) -> int:
