@@ -189,10 +189,10 @@ class Replica:
             draft_s = float(eng.draft_s[r])
             if r and gamma:
                 true, conf = eng.model.step(self.dom[di], self.lat[di], eng.rng_accept, eng.rng_conf)
-                stale = self._stale(di, conf) if self.hist is not None else None
                 if eng.adaptive:
-                    lengths, draft_s = self._adaptive(r, conf, stale)
+                    lengths, draft_s = self._adaptive(di, conf)
                 else:
+                    stale = self._stale(di, conf) if self.hist is not None else None
                     lengths = eng.policy(
                         conf, eng.view(r, self.kv_used), stale=stale, max_batch_tokens=eng.max_batch_tokens
                     )
@@ -242,13 +242,22 @@ class Replica:
         age = self.dsteps[di]  # decode steps since admission
         return self.hist.exchange(di, age, conf, self.eng.model.curves[self.dom[di]])
 
-    def _adaptive(self, r: int, conf: np.ndarray, stale: np.ndarray) -> tuple[np.ndarray, float]:
+    def _adaptive(self, di, conf: np.ndarray) -> tuple[np.ndarray, float]:
         """Plan depths from the lagged rows, price the draft pass from them, verify within them.
 
-        The policy plans and verifies with its own table (server.policy_cost, when set); the step is timed
-        with the hardware's.
+        Only drafted positions are recorded (the rest hold the prior, as a real drafter has nothing
+        there); delay 0, the negative control, plans from the current rows. The policy plans and verifies
+        with its own table (server.policy_cost, when set); the step is timed with the hardware's.
         """
         eng = self.eng
+        if isinstance(di, slice):
+            di = np.arange(di.start, di.stop)
+        age = self.dsteps[di]
+        prior = eng.model.curves[self.dom[di]]
+        if eng.policy.delay == 0:
+            stale = self.hist.exchange(di, age, conf, prior)
+        else:
+            stale = self.hist.lagged(di, age, prior)
         plan_cost = eng.cost if eng.policy_cost is None else eng.policy_cost
         # The context's KV reads are a fixed (depth- and ℓ-independent) term, carried as draft_seconds.
         context = plan_cost.kv_token_seconds * self.kv_used
@@ -258,6 +267,8 @@ class Replica:
         plan_s = draft_s if eng.policy_cost is None else eng.drafter.seconds(depths, plan_cost)
         view = plan_cost.with_draft(plan_s + context)
         lengths = eng.policy(conf, view, stale=stale, max_batch_tokens=eng.max_batch_tokens, depths=depths)
+        if eng.policy.delay:
+            self.hist.record(di, age, conf, depths=depths, prior=prior)
         return lengths, draft_s
 
     def _make_room(self) -> bool:
