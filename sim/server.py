@@ -234,8 +234,6 @@ class Replica:
         A request younger than `delay` decode steps has no such row: it passes its domain's population
         curve (`model.curves`, a constant known before any token is drafted), never its current row —
         sizing the batch from current confidences is exactly the lookahead bias the delay exists to avoid.
-        Recording first is equivalent for delay ≥ 1 (the ring keeps delay + 1 rows) and makes delay 0 the
-        current row, as the negative controls intend.
         """
         if isinstance(di, slice):
             di = np.arange(di.start, di.stop)
@@ -243,11 +241,9 @@ class Replica:
         return self.hist.exchange(di, age, conf, self.eng.model.curves[self.dom[di]])
 
     def _adaptive(self, di, conf: np.ndarray) -> tuple[np.ndarray, float]:
-        """Plan depths from the lagged rows, price the draft pass from them, verify within them.
-
-        Only drafted positions are recorded (the rest hold the prior, as a real drafter has nothing
-        there); delay 0, the negative control, plans from the current rows. The policy plans and verifies
-        with its own table (server.policy_cost, when set); the step is timed with the hardware's.
+        """Plan depths from the lagged rows (delay 0, the negative control: the current ones), price the
+        draft pass from them, verify within them; record only drafted positions (the rest hold the prior).
+        The policy uses its own table (server.policy_cost, when set); the step is timed with the hardware's.
         """
         eng = self.eng
         if isinstance(di, slice):
