@@ -34,7 +34,7 @@ train: $(STAMP)
 
 # Regenerate the paper's figures at full size (paper_figs/REPRODUCTION.md compares them with the paper).
 figures: $(STAMP)
-	for f in fig2_acceptance table1_tau fig7_pareto fig8_budget crossover; do \
+	for f in fig2_acceptance table1_tau fig7_pareto fig8_budget crossover vllm_adaptive; do \
 		$(PY) -m paper_figs.$$f --out results/paper_figs/$$f || exit 1; done
 
 clean:

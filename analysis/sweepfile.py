@@ -81,7 +81,7 @@ class Axis:
 
 
 @dataclass(frozen=True)
-class Analysis:
+class AnalysisSpec:
     baseline: str | None = None
     slo: dict[str, tuple[float, ...]] | tuple[float, ...] = ()
     x: str = DEFAULT_X
@@ -98,7 +98,7 @@ class Sweep:
     base_table: dict | None
     sets: tuple[Override, ...]
     axes: tuple[Axis, ...]
-    analysis: Analysis = field(default_factory=Analysis)
+    analysis: AnalysisSpec = field(default_factory=AnalysisSpec)
     label_line: int | None = None  # line of the first zip `label` (errors about series names)
 
 
@@ -276,7 +276,7 @@ def _parse_zip(group: dict, fail, here: Path, text: str) -> Axis:
     return Axis(keys, values, tuple(labels) if labels else None, tuple(_line(text, k) for k in keys))
 
 
-def _parse_analysis(table, fail) -> Analysis:
+def _parse_analysis(table, fail) -> AnalysisSpec:
     if not isinstance(table, dict):
         raise fail("expected a table [analysis]", "analysis")
     for key in table:
@@ -302,7 +302,7 @@ def _parse_analysis(table, fail) -> Analysis:
         if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
             raise fail("expected a list of dotted keys", key)
         lists[key] = None if value is None else tuple(value)
-    return Analysis(baseline, slo, strs["x"], strs["y"], lists["load"], lists["facet"])
+    return AnalysisSpec(baseline, slo, strs["x"], strs["y"], lists["load"], lists["facet"])
 
 
 def _numbers(value, fail, key: str) -> tuple[float, ...]:

@@ -1,7 +1,7 @@
 """`specbed verify`: the losslessness suite's command line.
 
-Role: `verify [--backend torch|triton] [--quick]` runs the losslessness suite (engine.suite) and prints a
-table (property, cases tried, result); exit 1 if any property fails, 2 on bad usage or when the backend
+Role: `verify [--backend torch|triton] [--quick]` runs the losslessness suite (engine.proof.suite) and prints
+a table (property, cases tried, result); exit 1 if any property fails, 2 on bad usage or when the backend
 cannot run here. `main` also accepts the subcommand name first (`["verify", ...]`). (`specbed engine` and
 `specbed fidelity` live in engine.measure.cli and specbed.fidelity.)
 
@@ -28,7 +28,7 @@ def _verify(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     import torch
 
-    from engine.suite import main_table
+    from engine.proof.suite import main_table
     from engine.verify_triton import TritonUnavailableError
 
     torch.set_num_threads(1)  # small tensors: one thread is fastest and immune to a busy neighbour core

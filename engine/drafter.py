@@ -39,11 +39,13 @@ from engine.sampling import probs_from_logits, race
 
 @dataclass
 class Proposal:
-    """tokens int64 [R, γ]; probs float [R, γ, V] (what each token was sampled from); conf float64 [R, γ]."""
+    """tokens int64 [R, γ]; probs float [R, γ, V] (what each token was sampled from); conf float64 [R, γ];
+    raw_conf float64 [R, γ] or None: the drafter's confidences before any calibration (None: same as conf)."""
 
     tokens: torch.Tensor
     probs: torch.Tensor
     conf: torch.Tensor
+    raw_conf: torch.Tensor | None = None
 
 
 class Drafter(Protocol):

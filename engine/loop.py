@@ -26,6 +26,10 @@ step; the caller puts the models there (the Engine checks the target's weights, 
 sees conf (float64 numpy, once per step, for the scheduler), the drafted and emitted tokens (the requests'
 token lists) and the verify lengths (computed on the host by the policy); cache lengths are mirrored on the
 host so building the feeds needs no device read.
+Step output: every step returns a `StepOutput` (what was planned, verified, accepted and emitted, the
+confidences, and the step's times on `EngineConfig.clock`); `generate` hands it to each of its `observers`
+(callables), which is how measurement (engine.measure.rollout) and STS fitting see the loop without
+touching it.
 
 May import: torch, numpy, stdlib, specsched, engine.*.
 """
@@ -35,7 +39,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,9 +50,20 @@ from engine.drafter import Drafter, pad_batch
 from engine.model import KVCache, TinyLM
 from engine.noise import SALT_ACCEPT, SALT_DRAFT, SALT_SAMPLE, keyed_exponentials, keyed_uniforms
 from engine.sampling import SamplingParams, probs_from_logits, sample
+from engine.step import CLOCKS, EngineStats, StepOutput, full_rows
 from engine.verify import BACKENDS, match_verify, rejection_sample
 
 MODES = ("standard", "coupled")
+__all__ = [
+    "CLOCKS",
+    "Engine",
+    "EngineConfig",
+    "EngineStats",
+    "Request",
+    "StepOutput",
+    "full_rows",
+    "stale_row",
+]
 
 
 @dataclass(frozen=True)
@@ -100,7 +115,8 @@ class EngineConfig:
     backend: rejection-sampling backend (coupled mode verifies by sampler-match in torch);
     max_batch_tokens: cap on Σ(1 + ℓ); stale_prior: stale conf of young requests;
     max_running: requests decoded together (cache slots); device: torch device of the cache, noise and
-    step tensors ("cpu", "cuda" or "cuda:N"; the models must already be there)."""
+    step tensors ("cpu", "cuda" or "cuda:N"; the models must already be there); clock: what a StepOutput's
+    times are read on (CLOCKS)."""
 
     gamma: int = 4
     policy: str = "dspark"
@@ -112,8 +128,11 @@ class EngineConfig:
     stale_prior: float = 0.0
     max_running: int = 16
     device: str = "cpu"
+    clock: str = "wall"
 
     def __post_init__(self) -> None:
+        if self.clock not in CLOCKS:
+            raise ValueError(f"EngineConfig field 'clock': one of {', '.join(CLOCKS)}, got {self.clock!r}")
         if self.gamma < 0:
             raise ValueError(f"EngineConfig field 'gamma': must be >= 0, got {self.gamma}")
         if self.mode not in MODES:
@@ -142,28 +161,21 @@ def stale_row(history: Sequence[np.ndarray], delay: int, prior: float, gamma: in
     return np.full(gamma, prior, dtype=np.float64)
 
 
-@dataclass
-class EngineStats:
-    """Counters of one generate() call: steps, verify tokens B = Σ(1 + ℓ), drafts verified and accepted."""
-
-    steps: int = 0
-    verify_tokens: int = 0
-    verified_drafts: int = 0
-    accepted: int = 0
-    emitted: int = 0
-    seconds: float = 0.0
-
-    @property
-    def acceptance(self) -> float:
-        """accepted / verified drafts (drafts after a rejection count as not accepted)."""
-        return self.accepted / self.verified_drafts if self.verified_drafts else float("nan")
-
-
 class Engine:
     """Batched speculative (or plain) decoding of a TinyLM target with a drafter and a specsched policy."""
 
-    def __init__(self, target: TinyLM, drafter: Drafter | None, config: EngineConfig, *, max_len: int = 512):
+    def __init__(
+        self,
+        target: TinyLM,
+        drafter: Drafter | None,
+        config: EngineConfig,
+        *,
+        max_len: int = 512,
+        observers: Sequence[Callable[[StepOutput], None]] = (),
+    ):
         self.target, self.drafter, self.config = target, drafter, config
+        self.observers = list(observers)  # each gets every step's StepOutput
+        self._now = CLOCKS[config.clock]
         self.policy = specsched.make_policy(config.policy, **dict(config.policy_params))
         if not self.policy.lossless and config.mode == "standard":
             warnings.warn(
@@ -202,6 +214,7 @@ class Engine:
                 )
         self.stats = EngineStats()
         started = time.perf_counter()
+        self._t0 = self._now()
         waiting, running, done = deque(requests), [], {}
         free = list(range(self.config.max_running - 1, -1, -1))
         while waiting or running:
@@ -210,7 +223,9 @@ class Engine:
                 self.cache.lengths[run.slot] = 0
                 self._cached[run.slot] = 0
                 running.append(run)
-            self._spec_step(running) if speculative else self._plain_step(running)
+            out = self._spec_step(running) if speculative else self._plain_step(running)
+            for observer in self.observers:
+                observer(out)
             finished = [x for x in running if x.remaining <= 0]
             running = [x for x in running if x.remaining > 0]
             for run in finished:
@@ -246,7 +261,26 @@ class Engine:
             self._cached[x.slot] = n
         self.cache.lengths[self._tensor([x.slot for x in running])] = self._tensor(lengths)
 
-    def _plain_step(self, running) -> None:
+    def _output(self, running, before, start: float, draft_s: float, conf, raw, planned, ells, accepted):
+        """The StepOutput of the step just done (`before`: each request's output length before it)."""
+        i64 = np.int64
+        return StepOutput(
+            rids=np.array([x.rid for x in running], dtype=i64),
+            first=np.array([b == 0 for b in before], dtype=bool),
+            finished=np.array([x.remaining <= 0 for x in running], dtype=bool),
+            conf=conf,
+            raw_conf=raw,
+            planned=np.asarray(planned, dtype=i64).reshape(len(running)),
+            lengths=np.array(ells, dtype=i64).reshape(len(running)),
+            accepted=np.array(accepted, dtype=i64).reshape(len(running)),
+            emitted=np.array([len(x.output) - b for x, b in zip(running, before)], dtype=i64),
+            start_s=start,
+            draft_s=draft_s,
+            end_s=self._now() - self._t0,
+        )
+
+    def _plain_step(self, running) -> StepOutput:
+        start, before = self._now() - self._t0, [len(x.output) for x in running]
         vocab = self.target.config.vocab_size
         feeds, committed = self._feeds(running)
         logits, n_valid = self._forward(running, feeds)
@@ -261,35 +295,31 @@ class Engine:
         self.stats.steps += 1
         self.stats.verify_tokens += len(running)
         self.stats.emitted += len(running)
+        none, zeros = np.zeros((len(running), 0)), [0] * len(running)
+        return self._output(running, before, start, 0.0, none, none, zeros, zeros, zeros)
 
-    def _spec_step(self, running) -> None:
+    def _spec_step(self, running) -> StepOutput:
+        start, before = self._now() - self._t0, [len(x.output) for x in running]
         cfg, vocab, gamma = self.config, self.target.config.vocab_size, self.config.gamma
         r = len(running)
         seeds, rids, t0 = self._keys(running)
-        dev = self.device
-        offs = torch.arange(gamma + 1, dtype=torch.int64, device=dev)
-        if cfg.mode == "coupled":
-            e_pos = keyed_exponentials(
-                seeds[:, None], rids[:, None], t0[:, None] + offs, SALT_SAMPLE, vocab, device=dev
-            )  # [R, γ+1, V]: the target's noise at absolute positions t0 .. t0+γ, shared with the draft
-            e_draft = e_pos[:, :gamma]
-        else:
-            e_draft = keyed_exponentials(
-                seeds[:, None], rids[:, None], t0[:, None], SALT_DRAFT + offs[:gamma], vocab, device=dev
-            )
+        offs = torch.arange(gamma + 1, dtype=torch.int64, device=self.device)
+        e_pos, e_draft = self._draft_noise(seeds, rids, t0, offs)
+        t_draft = self._now()
         prop = self.drafter.propose(running, gamma, e_draft)
         conf = prop.conf.to(torch.float64).cpu().numpy()  # the one device-to-host copy the scheduler needs
+        draft_s = self._now() - t_draft  # the copy waited for the drafter's kernels: they count as drafting
         stale = None
         if self.policy.uses_stale:
             stale = np.stack([self._stale(x.rid, conf[i]) for i, x in enumerate(running)]) if r else conf
-        lengths = self.policy(conf, self.cost, stale=stale, max_batch_tokens=cfg.max_batch_tokens)
+        planned = self.policy(conf, self.cost, stale=stale, max_batch_tokens=cfg.max_batch_tokens)
         if self.policy.uses_stale:
             for i, x in enumerate(running):
                 self._history.setdefault(x.rid, deque(maxlen=max(self.policy.delay, 1))).append(
                     conf[i].copy()
                 )
         cap = np.array([x.remaining - 1 for x in running], dtype=np.int64)  # value-blind: counts only
-        ells = np.clip(lengths, 0, np.maximum(cap, 0)).astype(np.int64).tolist()  # host: feeds, stats
+        ells = np.clip(planned, 0, np.maximum(cap, 0)).astype(np.int64).tolist()  # host: feeds, stats
         lengths = self._tensor(ells)
         feeds, committed = self._feeds(running)
         n_unc = self._tensor([len(f) for f in feeds])
@@ -299,22 +329,9 @@ class Engine:
         rows = torch.minimum(n_unc[:, None] - 1 + offs[None, :], n_valid[:, None] - 1)  # [R, γ+1]
         target_logits = logits.gather(1, rows[:, :, None].expand(r, gamma + 1, vocab))
         target_probs = probs_from_logits(target_logits, [x.params for x in running])
-        if cfg.mode == "coupled":
-            tokens, n_emit = match_verify(prop.tokens, target_probs, lengths, e_pos)
-        else:
-            u = keyed_uniforms(seeds, rids, t0, SALT_ACCEPT, gamma, device=dev)
-            e_res = keyed_exponentials(seeds, rids, t0, SALT_SAMPLE, vocab, device=dev)
-            tokens, n_emit = rejection_sample(
-                prop.tokens,
-                prop.probs,
-                target_probs,
-                lengths,
-                uniforms=u,
-                exponentials=e_res,
-                backend=cfg.backend,
-            )
+        tokens, n_emit = self._verify(prop, target_probs, lengths, (seeds, rids, t0), e_pos)
         emitted = n_emit.tolist()
-        observe = getattr(self.drafter, "observe", None)
+        observe = getattr(self.drafter, "observe", None)  # the Drafter protocol's optional hook
         if observe is not None:
             observe([x.rid for x in running], ells, [n - 1 for n in emitted])
         self._commit_lengths(running, [c + n - 1 for c, n in zip(committed, emitted)])  # + accepted drafts
@@ -325,6 +342,39 @@ class Engine:
         self.stats.verified_drafts += sum(ells)
         self.stats.accepted += sum(emitted) - r
         self.stats.emitted += sum(emitted)
+        raw = conf if prop.raw_conf is None else prop.raw_conf.to(torch.float64).cpu().numpy()
+        accepted = [n - 1 for n in emitted]
+        return self._output(running, before, start, draft_s, conf, raw, planned, ells, accepted)
+
+    def _draft_noise(self, seeds, rids, t0, offs):
+        """(e_pos, e_draft): coupled mode drafts with the target's own noise at absolute positions
+        t0 .. t0+γ-1 (e_pos [R, γ+1, V], kept for sampler-match); standard mode with fresh per-step noise."""
+        gamma, vocab, dev = self.config.gamma, self.target.config.vocab_size, self.device
+        if self.config.mode == "coupled":
+            e_pos = keyed_exponentials(
+                seeds[:, None], rids[:, None], t0[:, None] + offs, SALT_SAMPLE, vocab, device=dev
+            )
+            return e_pos, e_pos[:, :gamma]
+        salts = SALT_DRAFT + offs[:gamma]
+        return None, keyed_exponentials(seeds[:, None], rids[:, None], t0[:, None], salts, vocab, device=dev)
+
+    def _verify(self, prop, target_probs, lengths, keys, e_pos):
+        """(tokens, n_emit): sampler-match in coupled mode, else rejection sampling with keyed noise."""
+        if self.config.mode == "coupled":
+            return match_verify(prop.tokens, target_probs, lengths, e_pos)
+        seeds, rids, t0 = keys
+        gamma, vocab, dev = self.config.gamma, self.target.config.vocab_size, self.device
+        u = keyed_uniforms(seeds, rids, t0, SALT_ACCEPT, gamma, device=dev)
+        e_res = keyed_exponentials(seeds, rids, t0, SALT_SAMPLE, vocab, device=dev)
+        return rejection_sample(
+            prop.tokens,
+            prop.probs,
+            target_probs,
+            lengths,
+            uniforms=u,
+            exponentials=e_res,
+            backend=self.config.backend,
+        )
 
     def _stale(self, rid: int, current: np.ndarray) -> np.ndarray:
         delay = self.policy.delay

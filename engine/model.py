@@ -1,12 +1,17 @@
-"""A small decoder-only transformer with a batched, slot-based KV cache (target and draft models).
+"""The one small decoder-only transformer: its block, and a model with a batched, slot-based KV cache.
 
-Role: the models the engine decodes with. `TinyLM.forward` runs a ragged batch: request r feeds n_valid[r]
-new tokens that continue its cached prefix, so prefill, plain decoding (1 token), drafting and verification
-(1 + ℓ tokens) are the same call. Each request owns a cache slot whose length pointer (`KVCache.lengths`) is
-its number of committed cached positions; the caller advances it after committing tokens and rolls it back
-after rejections. Entries at positions >= the pointer are stale: every query attends only to keys at
-positions <= its own, and a forward overwrites positions [length, length + n_valid) before reading them, so
-stale entries are never seen. Weights come from a seeded torch.Generator (no global RNG), pre-norm blocks,
+Role: the models the engine decodes with, and the math every other use shares: `block` (pre-norm attention
++ GELU MLP, attention supplied by the caller), `embed` and `head` are the architecture once; `TinyLM` runs
+them over a KV cache and `engine.lm.target.TargetLM` (training) over full sequences with causal attention,
+so both compute the same function of the same weight names (checkpoints are these names).
+`TinyLM.forward` runs a ragged batch: request r feeds n_valid[r] new tokens that continue its cached
+prefix, so prefill, plain decoding (1 token), drafting and verification (1 + ℓ tokens) are the same call.
+Each request owns a cache slot whose length pointer (`KVCache.lengths`) is its number of committed cached
+positions; the caller advances it after committing tokens and rolls it back after rejections. Entries at
+positions >= the pointer are stale: every query attends only to keys at positions <= its own, and a
+forward overwrites positions [length, length + n_valid) before reading them, so stale entries are never
+seen. `TinyLM.run(..., hidden=True)` also returns every block's output of the valid tokens, explicitly
+(the drafters' features). Weights come from a seeded torch.Generator (no global RNG), pre-norm blocks,
 learned absolute positions, GELU MLP, untied output head. `truncated(n)` builds a draft of the same class
 that shares the target's embeddings, first n blocks and head (a self-speculative draft).
 
@@ -16,7 +21,9 @@ May import: torch, stdlib.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -73,6 +80,42 @@ class KVCache:
         self.max_len = max_len
 
 
+Weights = Mapping[str, torch.Tensor]
+
+
+def block(x: torch.Tensor, w: Weights, i: int, c: ModelConfig, attend) -> torch.Tensor:
+    """Pre-norm transformer block i: x + attn(LN1 x), then + MLP(LN2 x). `x: [..., d]` (any leading dims:
+    packed tokens [N, d] in the engine, [B, T, d] in training); `attend(q, k, v) -> out`, all `[..., H, Dh]`
+    with x's leading dims (the caller decides the keys: a KV cache, or causal over the sequence)."""
+    lead = x.shape[:-1]
+    h = F.layer_norm(x, (c.d_model,), w[f"h.{i}.ln1.w"], w[f"h.{i}.ln1.b"])
+    q, k, v = (h @ w[f"h.{i}.qkv"]).view(*lead, 3, c.n_heads, c.head_dim).unbind(-3)
+    x = x + attend(q, k, v).reshape(*lead, c.d_model) @ w[f"h.{i}.o"]
+    h = F.layer_norm(x, (c.d_model,), w[f"h.{i}.ln2.w"], w[f"h.{i}.ln2.b"])
+    return x + F.gelu(h @ w[f"h.{i}.fc1"]) @ w[f"h.{i}.fc2"]
+
+
+def embed(tokens: torch.Tensor, pos: torch.Tensor, w: Weights, c: ModelConfig) -> torch.Tensor:
+    """Token + learned absolute position embeddings `[..., d]` (positions clamped to the table)."""
+    return w["tok"][tokens] + w["pos"][pos.clamp(max=c.max_len - 1)]
+
+
+def head(x: torch.Tensor, w: Weights, c: ModelConfig) -> torch.Tensor:
+    """Final norm and untied output head: logits `[..., V]`."""
+    return F.layer_norm(x, (c.d_model,), w["lnf.w"], w["lnf.b"]) @ w["head"]
+
+
+class Forward(NamedTuple):
+    """One cached forward. logits float[R, S, V] (padding rows 0); hidden float[N, L, d]: the residual
+    stream after every block of the N valid tokens in packed (request-major) order, at `slots[N]`,
+    `positions[N]` (None unless asked for)."""
+
+    logits: torch.Tensor
+    hidden: torch.Tensor | None
+    slots: torch.Tensor
+    positions: torch.Tensor
+
+
 class TinyLM:
     """Decoder-only transformer; inference only (no autograd)."""
 
@@ -87,13 +130,28 @@ class TinyLM:
         keep = {k: v for k, v in self.w.items() if not k.startswith("h.") or int(k.split(".")[1]) < n_layers}
         return TinyLM(replace(self.config, n_layers=n_layers), keep)
 
-    @torch.no_grad()
     def forward(
         self, tokens: torch.Tensor, n_valid: torch.Tensor, slots: torch.Tensor, cache: KVCache
     ) -> torch.Tensor:
-        """Logits float[R, S, V] for `tokens: int64 [R, S]` (row r valid in its first n_valid[r] entries),
-        continuing each slot's cached prefix at position cache.lengths[slot]. Writes the valid keys/values;
-        does not move the length pointers (the caller commits or rolls back)."""
+        """Logits float[R, S, V] for `tokens: int64 [R, S]` (row r valid in its first n_valid[r] entries;
+        padding rows of the logits are 0), continuing each slot's cached prefix at position
+        cache.lengths[slot]. Writes the valid keys/values; does not move the length pointers (the caller
+        commits or rolls back)."""
+        return self.run(tokens, n_valid, slots, cache).logits
+
+    @torch.no_grad()
+    def run(
+        self,
+        tokens: torch.Tensor,
+        n_valid: torch.Tensor,
+        slots: torch.Tensor,
+        cache: KVCache,
+        *,
+        hidden=False,
+    ) -> Forward:
+        """`forward` with its packed bookkeeping and (hidden=True) every block's output. The projections and
+        MLPs run on the packed [N_valid, d] rows, as varlen engines do, so a step costs what its Σ(1 + ℓ_r)
+        tokens cost, not R × the longest row; attention stays padded (cheap at these sizes)."""
         c = self.config
         r, s = tokens.shape
         start = cache.lengths[slots]
@@ -102,28 +160,34 @@ class TinyLM:
         offs = torch.arange(s, device=tokens.device)
         pos = start[:, None] + offs[None, :]  # [R, S] absolute positions
         valid = offs[None, :] < n_valid[:, None]
-        tok = torch.where(valid, tokens, 0)
-        x = self.w["tok"][tok] + self.w["pos"][pos.clamp(max=c.max_len - 1)]
+        rows, cols = valid.nonzero(as_tuple=True)  # packed order: request-major
+        pos_p, slot_p = pos[rows, cols], slots[rows]  # [N]
         kv_len = int((start + n_valid).max()) if r else 0
         key_pos = torch.arange(kv_len, device=tokens.device)
         visible = key_pos[None, None, None, :] <= pos[:, None, :, None]  # [R, 1, S, T]: causal over positions
-        slot_idx = slots[:, None].expand(r, s)[valid]
-        pos_idx = pos[valid]
+
+        def cached_attention(i: int):
+            def attend(q, k, v):  # [N, H, Dh] each
+                cache.k[i, slot_p, :, pos_p] = k
+                cache.v[i, slot_p, :, pos_p] = v
+                keys, values = cache.k[i, slots, :, :kv_len], cache.v[i, slots, :, :kv_len]  # [R, H, T, Dh]
+                qp = q.new_zeros(r, s, c.n_heads, c.head_dim)
+                qp[rows, cols] = q
+                scores = (qp.transpose(1, 2) @ keys.transpose(2, 3)) / math.sqrt(c.head_dim)  # [R, H, S, T]
+                att = torch.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1)
+                return (att @ values).transpose(1, 2)[rows, cols]  # [N, H, Dh]
+
+            return attend
+
+        x = embed(tokens[rows, cols], pos_p, self.w, c)  # [N, d]
+        states = []
         for i in range(c.n_layers):
-            h = F.layer_norm(x, (c.d_model,), self.w[f"h.{i}.ln1.w"], self.w[f"h.{i}.ln1.b"])
-            q, k, v = (h @ self.w[f"h.{i}.qkv"]).view(r, s, 3, c.n_heads, c.head_dim).unbind(2)
-            cache.k[i, slot_idx, :, pos_idx] = k[valid]
-            cache.v[i, slot_idx, :, pos_idx] = v[valid]
-            keys = cache.k[i, slots, :, :kv_len]  # [R, H, T, Dh]
-            values = cache.v[i, slots, :, :kv_len]
-            scores = (q.transpose(1, 2) @ keys.transpose(2, 3)) / math.sqrt(c.head_dim)  # [R, H, S, T]
-            att = torch.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1)
-            out = (att @ values).transpose(1, 2).reshape(r, s, c.d_model)
-            x = x + out @ self.w[f"h.{i}.o"]
-            h = F.layer_norm(x, (c.d_model,), self.w[f"h.{i}.ln2.w"], self.w[f"h.{i}.ln2.b"])
-            x = x + F.gelu(h @ self.w[f"h.{i}.fc1"]) @ self.w[f"h.{i}.fc2"]
-        x = F.layer_norm(x, (c.d_model,), self.w["lnf.w"], self.w["lnf.b"])
-        return x @ self.w["head"]
+            x = block(x, self.w, i, c, cached_attention(i))
+            if hidden:
+                states.append(x)
+        logits = x.new_zeros(r, s, c.vocab_size)
+        logits[rows, cols] = head(x, self.w, c)
+        return Forward(logits, torch.stack(states, dim=1) if hidden else None, slot_p, pos_p)
 
     def logits_full(self, tokens: torch.Tensor) -> torch.Tensor:
         """Uncached logits float[R, S, V] for full sequences (a reference for the cache tests)."""

@@ -6,7 +6,7 @@ unchecked, so only verification is timed; one row also times the checked call), 
 returned identical tokens. `--tiny` shrinks every size so the same code runs on the CPU (Triton interpreter)
 in seconds. Progress goes to stderr.
 
-May import: torch, stdlib, engine.verify, engine.suite_engine.
+May import: torch, stdlib, engine.verify, engine.proof.suite_engine.
 """
 
 from __future__ import annotations

@@ -75,6 +75,27 @@ def run_sweep_text(text: str, out: Path, args: argparse.Namespace):
     return rows, manifest
 
 
+def acceptance_runs(drafters, tiny: bool, seed: int) -> tuple[int, int, dict[str, dict]]:
+    """(requests per domain, output tokens, {drafter: acceptance_mc(...)}) of the acceptance figures: drafter
+    i of `drafters` runs with seed `seed + i`; --tiny takes seconds."""
+    requests, tokens = (300, 128) if tiny else (20000, 256)
+    runs = {d: acceptance_mc(d, requests, tokens, seed=seed + i) for i, d in enumerate(drafters)}
+    return requests, tokens, runs
+
+
+def figure_main(name: str, doc: str, argv, build, plot, report) -> int:
+    """`main` of a figure that builds a summary and plots it: flags, build(tiny) -> summary, plot(summary,
+    OUT/NAME.png), OUT/summary.json, then the lines of report(summary) and what was written."""
+    args = parse_args(name, argv, doc.splitlines()[0])
+    summary = build(args.tiny)
+    plot(summary, args.out / f"{name}.png")
+    write_summary(args.out, summary)
+    for line in report(summary):
+        print(line)
+    print(f"wrote {args.out / (name + '.png')} and {args.out / 'summary.json'}")
+    return 0
+
+
 def acceptance_mc(drafter: str, requests: int, output_tokens: int, seed: int) -> dict[str, dict]:
     """Per domain: pooled per-position conditional acceptance and τ with all γ verified, simulated.
 

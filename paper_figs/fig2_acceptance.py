@@ -21,7 +21,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from paper_figs.common import TITLES, acceptance_mc, parse_args, write_summary
+from paper_figs.common import TITLES, acceptance_runs, figure_main
 
 NAME = "fig2_acceptance"
 DRAFTERS = ("dflash", "eagle3", "dspark")
@@ -30,10 +30,9 @@ DRAFTERS = ("dflash", "eagle3", "dspark")
 def build(tiny: bool) -> dict:
     from sim.curves import DOMAINS, builtin_curve
 
-    requests, tokens = (300, 128) if tiny else (20000, 256)
+    requests, tokens, runs = acceptance_runs(DRAFTERS, tiny, seed=20260)
     summary: dict = {"requests_per_domain": requests, "output_tokens": tokens, "drafters": {}}
-    for i, drafter in enumerate(DRAFTERS):
-        mc = acceptance_mc(drafter, requests, tokens, seed=20260 + i)
+    for drafter, mc in runs.items():
         per = {}
         for domain in DOMAINS:
             paper = builtin_curve(drafter, domain)
@@ -71,15 +70,13 @@ def plot(summary: dict, path) -> None:
     plt.close(fig)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(NAME, argv, __doc__.splitlines()[0])
-    summary = build(args.tiny)
-    plot(summary, args.out / f"{NAME}.png")
-    write_summary(args.out, summary)
+def report(summary: dict) -> list[str]:
     worst = max(v["max_abs_gap"] for d in summary["drafters"].values() for v in d.values())
-    print(f"{NAME}: largest |sim − paper| over drafters, domains, positions = {worst:.3f}")
-    print(f"wrote {args.out / (NAME + '.png')} and {args.out / 'summary.json'}")
-    return 0
+    return [f"{NAME}: largest |sim − paper| over drafters, domains, positions = {worst:.3f}"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    return figure_main(NAME, __doc__, argv, build, plot, report)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from paper_figs.common import compare
 
-FIGURES = ("fig2_acceptance", "table1_tau", "fig7_pareto", "fig8_budget", "crossover")
+FIGURES = ("fig2_acceptance", "table1_tau", "fig7_pareto", "fig8_budget", "crossover", "vllm_adaptive")
 GOLDEN = Path(__file__).parent / "golden"
 TOLERANCE = {"rel": 0.02, "abs_": 0.02}
 

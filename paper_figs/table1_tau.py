@@ -21,7 +21,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from paper_figs.common import TITLES, acceptance_mc, parse_args, write_summary
+from paper_figs.common import TITLES, acceptance_runs, figure_main
 
 NAME = "table1_tau"
 DRAFTERS = ("eagle3", "dflash", "dspark")
@@ -30,10 +30,9 @@ DRAFTERS = ("eagle3", "dflash", "dspark")
 def build(tiny: bool) -> dict:
     from sim.curves import DOMAINS, TABLE1_TAU, builtin_curve, curve_tau
 
-    requests, tokens = (300, 128) if tiny else (20000, 256)
+    requests, tokens, runs = acceptance_runs(DRAFTERS, tiny, seed=31337)
     table: dict = {}
-    for i, drafter in enumerate(DRAFTERS):
-        mc = acceptance_mc(drafter, requests, tokens, seed=31337 + i)
+    for drafter, mc in runs.items():
         table[drafter] = {
             d: {
                 "paper": TABLE1_TAU[drafter][d],
@@ -89,21 +88,20 @@ def plot(summary: dict, path) -> None:
     plt.close(fig)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(NAME, argv, __doc__.splitlines()[0])
-    summary = build(args.tiny)
-    plot(summary, args.out / f"{NAME}.png")
-    write_summary(args.out, summary)
-    print(f"{'drafter':<8} {'domain':<6} {'paper':>6} {'curve':>6} {'sim':>6}")
+def report(summary: dict) -> list[str]:
+    lines = [f"{'drafter':<8} {'domain':<6} {'paper':>6} {'curve':>6} {'sim':>6}"]
     for drafter, per in summary["tau"].items():
         for domain, v in per.items():
-            print(f"{drafter:<8} {domain:<6} {v['paper']:6.2f} {v['curve']:6.2f} {v['sim']:6.2f}")
+            lines.append(f"{drafter:<8} {domain:<6} {v['paper']:6.2f} {v['curve']:6.2f} {v['sim']:6.2f}")
     for col, r in summary["domain_mean_gain"].items():
-        print(
+        lines.append(
             f"DSpark vs EAGLE-3 / DFlash ({col}): {r['dspark_vs_eagle3']:+.1%} / {r['dspark_vs_dflash']:+.1%}"
         )
-    print(f"wrote {args.out / (NAME + '.png')} and {args.out / 'summary.json'}")
-    return 0
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    return figure_main(NAME, __doc__, argv, build, plot, report)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ Sections (TOML tables) and their public keys — every key can be set with `--se
   confidence-estimate knobs (difficulty spread, step noise, AUC, over-confidence, STS).
 - `[metrics]` (`MetricsConfig`): steady-state window, SLOs for goodput, time-series resolution.
 
-May import: the standard library, `specsched` (errors, policy/cost names), `sim.acceptance`, `sim.curves`.
+May import: the standard library, `specsched` (errors, policy/cost names, graph sizes), `sim.acceptance`,
+`sim.curves`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from sim.bounds import check_bounds
 from sim.curves import DOMAINS, DRAFTERS
 from specsched import DRAFT_MODES, POLICIES, policy_params
 from specsched.errors import InputError
+from specsched.graphs import check_capture_sizes
 
 WORKLOAD_KINDS = ("poisson", "gamma", "closed", "trace")
 LENGTH_DISTS = ("fixed", "uniform", "exponential", "lognormal", "trace")
@@ -153,7 +155,8 @@ class DrafterConfig:
     cost: optional measured draft cost, replacing the layer-ratio pricing for any drafter kind: a CSV
         `tokens,seconds` (drafted positions in the step, R·γ → seconds of the whole draft pass), a CSV
         `requests,seconds` (requests drafting, R → seconds), or a fit file (`specbed cost fit` on
-        `phase = draft` rows, priced at R·γ tokens over R requests). See `sim.drafter`.
+        `phase = draft` rows, priced at R·γ tokens over R requests). A `context_tokens` column (or a
+        context-aware fit) adds the drafter's KV reads per context token held. See `sim.drafter`.
     """
 
     _section: ClassVar[str] = "drafter"
@@ -292,6 +295,13 @@ class ServerConfig:
     prefill_request_seconds: seconds added to a step per request prefilling in it, beyond its prompt
         tokens' share of the cost table (an engine that pads the batch to the prompt, or runs prefill steps
         outside its captured decode graphs); 0 = prompt tokens cost what verify tokens cost.
+    max_cudagraph_capture_size / cudagraph_capture_sizes: model an engine replaying captured CUDA graphs
+        (`specsched.graphs`): a step of B tokens pays the smallest captured size ≥ B, and past the largest
+        it runs eagerly at `eager_factor` × the cost. Sizes default to vLLM's list up to the maximum (1,
+        2, 4, every 8 below 256, every 16 from 256); given sizes above the maximum are dropped. Both None
+        = the table as it is (a built-in setup that models graphs keeps its own). They re-pad the
+        built-in's graph-free table, a CSV's points, and `policy_cost` alike. eager_factor: ≥ 1; None =
+        the built-in setup's own, else `specsched.graphs.EAGER_FACTOR`.
     """
 
     _section: ClassVar[str] = "server"
@@ -307,10 +317,14 @@ class ServerConfig:
     kv_tokens: int = 2_000_000
     policy_cost: str | None = None
     prefill_request_seconds: float = 0.0
+    max_cudagraph_capture_size: int | None = None
+    cudagraph_capture_sizes: tuple[float, ...] | None = None
+    eager_factor: float | None = None
 
     def __post_init__(self) -> None:
         s = self._section
         check_bounds(s, self)
+        self._check_graphs()
         if not self.cost:
             raise _fail(s, "cost", "must name a built-in cost table or a CSV file")
         if self.policy_cost is not None and (not isinstance(self.policy_cost, str) or not self.policy_cost):
@@ -335,6 +349,24 @@ class ServerConfig:
             )
         _check_range(s, "kv_tokens", self.kv_tokens, 1)
         _check_range(s, "prefill_request_seconds", self.prefill_request_seconds, 0.0)
+
+    def _check_graphs(self) -> None:
+        s = self._section
+        if self.max_cudagraph_capture_size is not None:
+            _check_range(s, "max_cudagraph_capture_size", self.max_cudagraph_capture_size, 1)
+        if self.cudagraph_capture_sizes is not None:
+            try:
+                sizes = check_capture_sizes(self.cudagraph_capture_sizes)
+            except ValueError as err:
+                raise _fail(s, "cudagraph_capture_sizes", str(err)) from None
+            object.__setattr__(self, "cudagraph_capture_sizes", sizes)
+        if self.eager_factor is not None:
+            _check_range(s, "eager_factor", self.eager_factor, 1.0)
+
+    @property
+    def models_graphs(self) -> bool:
+        """Whether the config itself asks for CUDA-graph padding (a capture key is set)."""
+        return self.max_cudagraph_capture_size is not None or self.cudagraph_capture_sizes is not None
 
 
 @dataclass(frozen=True)
@@ -388,9 +420,3 @@ class SimConfig:
         check_bounds("acceptance", self.acceptance)
         if self.drafter.gamma > self.server.max_num_batched_tokens:
             raise _fail("drafter", "gamma", "must be ≤ server.max_num_batched_tokens")
-
-    def to_dict(self) -> dict:
-        """Nested plain dict {section: {key: value}} with tuples as lists (None values kept)."""
-        from sim.config_io import config_to_dict
-
-        return config_to_dict(self)

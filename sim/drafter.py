@@ -20,6 +20,9 @@ Measured draft cost (`drafter.cost`) replaces all of the above for any kind but 
 table), a CSV `requests,seconds` (drafting requests → seconds), or a fit file of `phase = draft` rows
 (`specbed cost fit`; its context-blind step time at Σ d_r tokens over the drafting requests, at the
 server's `tp`).
+A CSV with a `context_tokens` column, or a context-aware fit, also prices the drafter's KV reads per
+context token (`draft_kv_seconds`; the server charges it on the running requests' context, like the
+target's).
 
 With draft = "full" every decoding request drafts γ and the cost is tabulated once per run for
 R = 0..max_num_seqs (the per-step lookup is one index); with draft = "adaptive" the server prices each step
@@ -69,6 +72,14 @@ def load_draft_cost(path: str, *, tp: int = 1) -> tuple[CostTable, str]:
     return CostTable.from_csv(path, mode="linear", key=key), key
 
 
+def draft_kv_seconds(cfg: DrafterConfig, *, tp: int = 1) -> float:
+    """Seconds per KV token held that the measured draft cost adds to a step (0 without drafter.cost or a
+    context column / context-aware fit): the server charges it on the running requests' context."""
+    if cfg.cost is None or cfg.effective_gamma == 0:
+        return 0.0
+    return load_draft_cost(cfg.cost, tp=tp)[0].kv_token_seconds
+
+
 def draft_cost(cfg: DrafterConfig, *, tp: int = 1) -> DraftCost:
     """The drafter's pricing rule (see the module doc); reads `drafter.cost` when set."""
     kind = cfg.effective_kind
@@ -87,7 +98,7 @@ def draft_seconds_table(cfg: DrafterConfig, cost: CostTable, max_requests: int, 
     decoding requests (every one drafts γ)."""
     gamma = cfg.effective_gamma
     out = np.zeros(max_requests + 1, dtype=np.float64)
-    if gamma == 0 or max_requests == 0 or cfg.effective_kind == "free":
+    if gamma == 0 or max_requests == 0:
         return out
     r = np.arange(1, max_requests + 1, dtype=np.int64)
     out[1:] = draft_cost(cfg, tp=tp).price(r * gamma, r, np.full(r.size, gamma), cost)

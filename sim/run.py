@@ -28,7 +28,7 @@ import specsched
 from sim.acceptance import AcceptanceModel
 from sim.config import SimConfig
 from sim.curves import DOMAINS, curve_matrix, load_curves
-from sim.drafter import draft_cost, draft_seconds_table, load_draft_cost
+from sim.drafter import draft_cost, draft_kv_seconds, draft_seconds_table, load_draft_cost
 from sim.empirical import EmpiricalModel
 from sim.metrics import request_table, summarize, time_series
 from sim.recorder import Recorder
@@ -83,6 +83,7 @@ def _load_table(cfg: SimConfig, source: str, fieldname: str) -> specsched.CostTa
     replica shape (tp, ep: fit files only)."""
     try:
         cost = specsched.load_cost(source, mode=cfg.server.cost_mode, tp=cfg.server.tp, ep=cfg.server.ep)
+        cost = _with_graphs(cfg, source, cost)
     except InputError as err:  # load_cost names server.cost; the table may be server.policy_cost's
         field = fieldname if err.field in (None, "server.cost") else err.field
         raise InputError(err.message, file=err.file, line=err.line, field=field) from None
@@ -110,6 +111,24 @@ def _load_table(cfg: SimConfig, source: str, fieldname: str) -> specsched.CostTa
             field="server.layers",
         )
     return cost
+
+
+def _with_graphs(cfg: SimConfig, source: str, cost: specsched.CostTable) -> specsched.CostTable:
+    """`cost` re-padded to the config's CUDA-graph capture sizes, when the config sets them."""
+    srv = cfg.server
+    if not srv.models_graphs:
+        return cost
+    builtin = source in specsched.BUILTIN_COSTS
+    own = specsched.builtin_graphs(source) if builtin else None
+    eager = srv.eager_factor or (own[1] if own else specsched.graphs.EAGER_FACTOR)
+    base = specsched.builtin_cost(source, graphs=False) if builtin else cost
+    return specsched.with_cudagraphs(
+        base,
+        srv.cudagraph_capture_sizes,
+        max_capture_size=srv.max_cudagraph_capture_size,
+        eager_factor=eager,
+        name=cost.name,
+    )
 
 
 def _load_trace(cfg: SimConfig):
@@ -280,6 +299,7 @@ def simulate(
         prefill_request_s=float(cfg.server.prefill_request_seconds),
         drafter=draft_cost(cfg.drafter, tp=cfg.server.tp or 1),
         observer=observer,
+        draft_kv_s=draft_kv_seconds(cfg.drafter, tp=cfg.server.tp or 1),
         policy_draft_s=None
         if prep.policy_cost is None
         else draft_seconds_table(

@@ -68,6 +68,7 @@ class Engine:
     prefill_request_s: seconds added per request prefilling in a step (server.prefill_request_seconds).
     drafter: how the draft pass is priced from planned depths (used with draft = "adaptive").
     observer: optional per-step callback (e.g. `sim.timeline.TimelineWriter`), see the field.
+    draft_kv_s: the measured draft cost's seconds per KV token held (drafter.cost with a context column).
     """
 
     env: simpy.Environment
@@ -96,6 +97,7 @@ class Engine:
     #: called at the end of every step as observer(replica, start, seconds, decoding requests, verify
     #: tokens, prefill tokens, lengths, accepted, emitted tokens); None (the default) costs nothing
     observer: Callable[..., None] | None = None
+    draft_kv_s: float = 0.0
 
     def __post_init__(self) -> None:
         self.views: list[CostTable | None] = [None] * (self.max_num_seqs + 1)
@@ -107,7 +109,7 @@ class Engine:
         """The table the policy plans with at R = r decoding requests holding `kv` KV tokens in all: the
         draft seconds and the context's KV reads both go into its fixed (ℓ-independent) term."""
         v = self._view(r)
-        extra = v.kv_token_seconds * kv
+        extra = (v.kv_token_seconds + self.draft_kv_s) * kv
         return v.with_draft(v.draft_seconds + extra) if extra else v
 
     def _view(self, r: int) -> CostTable:
@@ -220,7 +222,7 @@ class Replica:
         seconds = float(
             draft_s
             + eng.cost.request_seconds * self.n
-            + eng.cost.kv_token_seconds * self.kv_used
+            + (eng.cost.kv_token_seconds + eng.draft_kv_s) * self.kv_used
             + eng.latency[verify + prefill]
         )
         if eng.prefill_request_s and prefill:

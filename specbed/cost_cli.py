@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 
 import numpy as np
@@ -97,10 +96,6 @@ def _fit(args) -> int:
     seconds = time.perf_counter() - t0
     pred = predict(points, args.model, args.gpu, knobs)
     summ = summary(points, pred, ~outlier)
-    _print_table(points, pred, outlier)
-    _print_mape(summ, int(outlier.sum()))
-    print("\nknobs: " + ", ".join(f"{k}={v:.4g}" for k, v in knobs.items()))
-    print(f"fit: {len(points)} points in {seconds:.2f} s; {int(outlier.sum())} flagged as outliers")
     provenance = {
         "files": [str(p) for p in args.measured],
         "sha256": file_hash(args.measured),
@@ -110,7 +105,12 @@ def _fit(args) -> int:
         "rows_used": int((~outlier).sum()),
         "mape": summ,
     }
+    # Written before the long printout, so a closed pipe (`| head`) never loses the fit.
     Fit(args.model, args.gpu, knobs, provenance).save(args.out)
+    _print_table(points, pred, outlier)
+    _print_mape(summ, int(outlier.sum()))
+    print("\nknobs: " + ", ".join(f"{k}={v:.4g}" for k, v in knobs.items()))
+    print(f"fit: {len(points)} points in {seconds:.2f} s; {int(outlier.sum())} flagged as outliers")
     print(f"wrote {args.out}")
     return 0
 
@@ -134,8 +134,4 @@ def _check(args) -> int:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    try:
-        return _fit(args) if args.action == "fit" else _check(args)
-    except BrokenPipeError:
-        sys.stdout = None  # let specbed.cli handle the closed pipe quietly
-        raise
+    return _fit(args) if args.action == "fit" else _check(args)

@@ -5,10 +5,17 @@ made here; nothing else in specbed decides verify lengths. Imports numpy and the
 (a test asserts that importing it loads neither torch nor simpy).
 """
 
-from specsched.builtin import BUILTIN_COSTS, builtin_cost, builtin_gpus_per_replica, load_cost
+from specsched.builtin import (
+    BUILTIN_COSTS,
+    builtin_cost,
+    builtin_gpus_per_replica,
+    builtin_graphs,
+    load_cost,
+)
 from specsched.cost import CostTable
 from specsched.depth import DRAFT_MODES, AdaptivePolicy, DraftCost, plan_depths
 from specsched.errors import InputError
+from specsched.graphs import vllm_capture_sizes, with_cudagraphs
 from specsched.hardware import GPU, GPUS, MODELS, ModelShape
 from specsched.policies import (
     POLICIES,
@@ -38,8 +45,11 @@ __all__ = [
     "Policy",
     "builtin_cost",
     "builtin_gpus_per_replica",
+    "builtin_graphs",
     "check_conf",
     "load_cost",
     "make_policy",
     "policy_params",
+    "vllm_capture_sizes",
+    "with_cudagraphs",
 ]

@@ -150,6 +150,11 @@ class CostTable:
         """Read a `tokens,seconds` CSV (header required; blank lines and `#` comments skipped). `key` names
         the size column (e.g. "requests" for a draft cost indexed by requests).
 
+        An optional `context_tokens` column (KV tokens the step's requests held) makes the table
+        context-aware: sizes may repeat at different contexts, and `kv_token_seconds` is the least-squares
+        slope of seconds on context shared by all sizes (each size keeps its own intercept, its latency).
+        Without it the term is 0.
+
         Raises `InputError` naming the file, the line and the field for a missing file, a wrong header, a
         non-numeric or non-positive value, or unsorted/duplicate sizes.
         """
@@ -177,57 +182,33 @@ class CostTable:
                 file=str(path),
                 line=header_line,
             )
-        it, isec = names.index(key), names.index("seconds")
+        has_ctx = "context_tokens" in names
         tokens: list[int] = []
         seconds: list[float] = []
+        context: list[float] = []
         for lineno, line in rows[1:]:
             cells = next(csv.reader([line]))
             if len(cells) != len(names):
                 raise InputError(
                     f"expected {len(names)} columns, got {len(cells)}", file=str(path), line=lineno
                 )
-            try:
-                t = float(cells[it])
-            except ValueError:
-                raise InputError(
-                    f"not a number: {cells[it]!r}", file=str(path), line=lineno, field=key
-                ) from None
-            if t.is_integer() and t > MAX_TOKENS:
-                raise InputError(
-                    f"must be ≤ {MAX_TOKENS} (the largest batch a table may list), got {cells[it]!r}",
-                    file=str(path),
-                    line=lineno,
-                    field="tokens",
-                )
-            if not t.is_integer() or t < 1:
-                raise InputError(
-                    f"must be a whole number ≥ 1, got {cells[it]!r}",
-                    file=str(path),
-                    line=lineno,
-                    field=key,
-                )
-            try:
-                s = float(cells[isec])
-            except ValueError:
-                raise InputError(
-                    f"not a number: {cells[isec]!r}", file=str(path), line=lineno, field="seconds"
-                ) from None
-            if not (math.isfinite(s) and s > 0):
-                raise InputError(
-                    f"latency must be > 0, got {cells[isec]!r}", file=str(path), line=lineno, field="seconds"
-                )
-            if tokens and int(t) <= tokens[-1]:
-                what = (
-                    "duplicate size"
-                    if int(t) == tokens[-1]
-                    else f"sizes not sorted ({int(t)} after {tokens[-1]})"
-                )
+            row = dict(zip(names, cells))
+            t = _cell(row, key, path, lineno, whole=True)
+            s = _cell(row, "seconds", path, lineno)
+            if tokens and (t < tokens[-1] or (t == tokens[-1] and not has_ctx)):
+                what = "duplicate size" if t == tokens[-1] else f"sizes not sorted ({t} after {tokens[-1]})"
                 raise InputError(what, file=str(path), line=lineno, field=key)
             tokens.append(int(t))
             seconds.append(s)
+            context.append(_cell(row, "context_tokens", path, lineno, zero=True) if has_ctx else 0.0)
         if not tokens:
             raise InputError("cost table has a header but no rows", file=str(path))
-        return cls.from_points(tokens, seconds, mode=mode, layers=layers, name=path.stem)
+        per_kv = 0.0
+        if has_ctx:
+            tokens, seconds, per_kv = _context_slope(tokens, context, seconds, path)
+        return cls.from_points(
+            tokens, seconds, mode=mode, layers=layers, name=path.stem, kv_token_seconds=per_kv
+        )
 
     @classmethod
     def roofline(
@@ -349,3 +330,47 @@ class CostTable:
             f"CostTable(name={self.name!r}, points={self.tokens.size}, mode={self.mode!r}, "
             f"B={int(self.tokens[0])}..{int(self.tokens[-1])}, draft_seconds={self.draft_seconds:g})"
         )
+
+
+def _cell(row: dict, name: str, path: Path, lineno: int, *, whole: bool = False, zero: bool = False):
+    """One numeric cell of a cost-table CSV: > 0 (≥ 0 with `zero`), a whole number ≥ 1 with `whole`."""
+    raw = row[name]
+    try:
+        val = float(raw)
+    except ValueError:
+        raise InputError(f"not a number: {raw!r}", file=str(path), line=lineno, field=name) from None
+    if whole and val.is_integer() and val > MAX_TOKENS:
+        raise InputError(
+            f"must be ≤ {MAX_TOKENS} (the largest batch a table may list), got {raw!r}",
+            file=str(path),
+            line=lineno,
+            field=name,
+        )
+    if whole and (not val.is_integer() or val < 1):
+        raise InputError(f"must be a whole number ≥ 1, got {raw!r}", file=str(path), line=lineno, field=name)
+    if not (math.isfinite(val) and (val >= 0 if zero else val > 0)):
+        what = "latency" if name == "seconds" else "value"
+        need = "≥ 0" if zero else "> 0"
+        raise InputError(f"{what} must be {need}, got {raw!r}", file=str(path), line=lineno, field=name)
+    return int(val) if whole else val
+
+
+def _context_slope(tokens: list[int], context: list[float], seconds: list[float], path: Path):
+    """Split context-tagged points into per-size latencies (at zero context) and one shared seconds-per-KV-
+    token slope: least squares with an intercept per size. Returns (sizes, latencies, slope)."""
+    t, c, s = np.asarray(tokens), np.asarray(context), np.asarray(seconds)
+    sizes, group = np.unique(t, return_inverse=True)
+    c_mean = np.bincount(group, c) / np.bincount(group)
+    s_mean = np.bincount(group, s) / np.bincount(group)
+    dc = c - c_mean[group]
+    denom = float(np.sum(dc * dc))
+    slope = max(0.0, float(np.sum(dc * (s - s_mean[group]))) / denom) if denom > 0 else 0.0
+    lat = s_mean - slope * c_mean
+    if np.any(lat <= 0):
+        bad = int(sizes[np.argmax(lat <= 0)])
+        raise InputError(
+            f"the context slope ({slope:.3g} s per KV token) leaves no positive latency at size {bad}",
+            file=str(path),
+            field="context_tokens",
+        )
+    return sizes.tolist(), lat.tolist(), slope

@@ -99,6 +99,8 @@ def load_fit(path: str | Path) -> Fit:
     for key, val in knobs.items():
         if key not in BOUNDS and key not in ("link_latency", "bytes_per_param", "ep", "overlap_comm"):
             raise InputError(f"unknown knob (known: {', '.join(KNOBS)})", file=file, field=f"knobs.{key}")
+        if key == "overlap_comm" and isinstance(val, bool):
+            continue
         if isinstance(val, bool) or not isinstance(val, (int, float)) or not math.isfinite(val) or val < 0:
             raise InputError(f"must be a number ≥ 0, got {val!r}", file=file, field=f"knobs.{key}")
     try:

@@ -26,7 +26,7 @@ Assumptions, all first-order and stated so a user can disagree with them:
 - Compute: 2 FLOPs per active parameter per token; attention FLOPs (`attn_flops`) are 0 in cost tables
   (small next to the linear layers at these contexts); `specsched.fit` passes them for measured prefills.
   Models stored in FP8 (bytes_per_param ≤ 1) run FP8 GEMMs at twice the bf16 dense peak (H100/H200:
-  1,979 vs 989 TFLOP/s).
+  1,979 vs 989 TFLOP/s; B200/B300: 4.5 vs 2.25 PFLOP/s).
 - c0: fixed per-layer overhead (kernel launches, norms, small ops), 40 µs by default: fits to published H100
   profiles land within ~5–10% MAPE with η_bw ≈ 0.9, η_f ≈ 0.5–0.65, c0 ≈ 35–60 µs (simulators.md §4).
 - Parallelism. `tp` GPUs form one replica that serves one batch: weights, FLOPs and KV split tp ways,
@@ -129,6 +129,9 @@ GPUS: dict[str, GPU] = {
     "h100": GPU("H100 SXM", hbm_bw=3.35e12, flops=989e12, memory=80e9),
     "h200": GPU("H200 SXM", hbm_bw=4.8e12, flops=989e12, memory=141e9),
     "b200": GPU("B200 SXM", hbm_bw=8.0e12, flops=2.25e15, memory=180e9),
+    # NVIDIA HGX B300 datasheet (Blackwell Ultra): 8 GPUs with 2.1 TB HBM3e at 64 TB/s in all (8 TB/s,
+    # ~270 GB each) and 36 PFLOPS BF16 with sparsity (2.25 PFLOPS dense per GPU; FP8 twice that).
+    "b300": GPU("B300 SXM", hbm_bw=8.0e12, flops=2.25e15, memory=270e9),
 }
 
 MODELS: dict[str, ModelShape] = {

@@ -12,6 +12,7 @@ RULES = [
     ("traces", ["torch", "simpy", "sim", "engine"]),
     ("sim", ["torch", "engine", "matplotlib"]),
     ("engine", ["sim", "simpy"]),
+    ("engine.lm", ["sim", "simpy", "engine.measure", "engine.proof"]),
 ]
 
 
@@ -26,6 +27,22 @@ def test_import_rules(package, forbidden):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"{package} pulls in: {out.stdout.strip()}"
+
+
+SERVING_PATH = [
+    "engine.model",
+    "engine.sampling",
+    "engine.noise",
+    "engine.verify",
+    "engine.drafter",
+    "engine.loop",
+]
+
+
+def test_the_engine_serving_path_does_not_import_its_proof():
+    code = f"import sys\nfor m in {SERVING_PATH!r}: __import__(m)\nprint('engine.proof' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,10 +12,13 @@ in each). Tokens are bytes 0..255 (`VOCAB = 256`); byte 0 separates documents (i
 The simulator names its domains chat/math/code; the alias ("prose" is the simulator's "chat") lives in
 `specsched.contracts.domains`, the one place both sides read it from.
 
+Requests: `requests_for(corpus, domain, n, ...)` cuts engine requests (prompts from a split, seeded noise
+keys) for the trainer's STS rollouts and for engine.measure.
+
 Sampling: `Corpus.batch(split, n, length, gen)` draws `n` windows of `length` bytes, the domain of each
 row uniform, the start uniform over the domain's concatenated stream; all draws from one torch.Generator.
 
-May import: numpy, torch, stdlib, `specsched.contracts.domains`.
+May import: numpy, torch, stdlib, `specsched.contracts.domains`, engine.loop and engine.sampling (requests).
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from engine.loop import Request
+from engine.sampling import SamplingParams
 from specsched.contracts.domains import ENGINE_DOMAINS as DOMAINS
 
 VOCAB = 256
@@ -213,3 +218,21 @@ class Corpus:
         if len(out) < n:
             raise ValueError(f"domain '{domain}': could not cut {n} prompts of {length} bytes")
         return out
+
+
+def requests_for(
+    corpus: Corpus,
+    domain: str,
+    n: int,
+    prompt_len: int,
+    new_tokens: int,
+    *,
+    seed: int,
+    rid0: int = 0,
+    split: str = "test",
+    temperature: float = 1.0,
+) -> list[Request]:
+    """`n` requests of one domain: prompts cut from `split`, request seeds seed·10⁴ + i (noise keys)."""
+    prompts = corpus.prompts(domain, n, prompt_len, seed, split=split)
+    params = SamplingParams(temperature=temperature)
+    return [Request(rid0 + i, p, new_tokens, params, seed=seed * 10_000 + i) for i, p in enumerate(prompts)]

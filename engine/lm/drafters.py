@@ -16,7 +16,7 @@ the engine's cache slot `req.slot`), keep their own per-request caches of what t
   rnn head, its state carried through the block).
 - Confidence conf[r, k] depends only on tokens before position k: DSpark's head σ(z_k / T_k) with its STS
   temperatures T (1 = raw); DFlash and EAGLE report max_v q_k(v) (a function of the prefix only).
-  `last_raw_conf` keeps the raw head output of the last proposal (for calibration studies).
+  `Proposal.raw_conf` (and `last_raw_conf`) carry the raw head output of a proposal (STS fitting data).
 
 May import: torch, stdlib, engine.drafter, engine.sampling, engine.lm.*.
 """
@@ -158,7 +158,7 @@ class ParallelBlockDrafter(_Base):
             toks[:, k] = race(q, exponentials[:, k])
             prev = toks[:, k]
         self.last_raw_conf = raw
-        return Proposal(toks, probs, conf)
+        return Proposal(toks, probs, conf, raw)
 
 
 class EagleHeadDrafter(_Base):
@@ -246,7 +246,7 @@ class EagleHeadDrafter(_Base):
             chain_k.append(kk)
             chain_v.append(vv)
         self.last_raw_conf = conf.clone()
-        return Proposal(toks, probs, conf)
+        return Proposal(toks, probs, conf, self.last_raw_conf)
 
 
 def runtime_drafter(net, target: FeatureTarget, *, slots: int, max_len: int, temps=None):

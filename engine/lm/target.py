@@ -1,16 +1,13 @@
-"""The target model: a trainable twin of engine.model.TinyLM, and a TinyLM that exposes its hidden states.
+"""The target model for training, and the engine's target that keeps its hidden states for the drafters.
 
-Role: `TargetLM` (torch.nn.Module) trains with exactly TinyLM's architecture and weight names (pre-norm
-blocks, fused qkv, learned absolute positions, GELU MLP, untied head, no biases in the projections), so
-`TargetLM.tiny()` hands the engine an ordinary `TinyLM`. `FeatureTarget` is that TinyLM plus one thing the
-drafters need: while the engine runs its (verify) forward, it keeps the residual stream after every block
-at every position it computes, in `features: float[slots, max_len, n_layers, d]` indexed like the engine's
-KV cache (slot, absolute position). A position's features are final once it is committed, exactly like its
-keys and values; the drafters only ever read committed positions (< the request's length − 1).
-
-`FeatureTarget.forward` re-implements TinyLM.forward (same math; logits equal up to float rounding, checked
-by a test) because TinyLM does not return hidden states (see the report's request to the engine owner), and
-packs the valid tokens of a ragged batch instead of padding every row to the longest one.
+Role: both are thin uses of the one transformer in engine.model (`block`, `embed`, `head`: same weight
+names, same math). `TargetLM` (torch.nn.Module) trains it over full sequences with causal attention
+(`causal_forward`, also what `target_outputs` runs for a frozen target), and `TargetLM.weights()` hands the
+engine an ordinary `TinyLM`'s weights. `FeatureTarget` is a TinyLM whose forward also stores the hidden
+states `TinyLM.run(..., hidden=True)` returns — the residual stream after every block at every position it
+computes — in `features: float[slots, max_len, n_layers, d]`, indexed like the engine's KV cache (slot,
+absolute position). A position's features are final once it is committed, exactly like its keys and values;
+the drafters only ever read committed positions (< the request's length − 1).
 
 May import: torch, stdlib, engine.model.
 """
@@ -23,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.model import KVCache, ModelConfig, TinyLM
+from engine.model import KVCache, ModelConfig, TinyLM, block, embed, head
 
 
 def _block_names(i: int) -> tuple[str, ...]:
@@ -71,36 +68,37 @@ class TargetLM(nn.Module):
         return self.p[_key(name)]
 
     def forward(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        c = self.config
-        b, t = tokens.shape
-        x = self.w("tok")[tokens] + self.w("pos")[:t]
-        hidden = []
-        for i in range(c.n_layers):
-            h = F.layer_norm(x, (c.d_model,), self.w(f"h.{i}.ln1.w"), self.w(f"h.{i}.ln1.b"))
-            q, k, v = (h @ self.w(f"h.{i}.qkv")).view(b, t, 3, c.n_heads, c.head_dim).unbind(2)
-            out = F.scaled_dot_product_attention(
-                q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True
-            )
-            x = x + out.transpose(1, 2).reshape(b, t, c.d_model) @ self.w(f"h.{i}.o")
-            h = F.layer_norm(x, (c.d_model,), self.w(f"h.{i}.ln2.w"), self.w(f"h.{i}.ln2.b"))
-            x = x + F.gelu(h @ self.w(f"h.{i}.fc1")) @ self.w(f"h.{i}.fc2")
-            hidden.append(x)
-        x = F.layer_norm(x, (c.d_model,), self.w("lnf.w"), self.w("lnf.b"))
-        return x @ self.w("head"), torch.stack(hidden, dim=2)
+        return causal_forward(
+            {name: self.w(name) for name in weight_shapes(self.config)}, self.config, tokens
+        )
 
     def weights(self) -> dict[str, torch.Tensor]:
         """Detached copies under TinyLM's names."""
         return {name: self.w(name).detach().clone() for name in weight_shapes(self.config)}
 
 
+def causal_forward(w, c: ModelConfig, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(logits float[B, T, V], hidden float[B, T, L, d]) of `tokens: int64[B, T]` from position 0, causal
+    attention, no cache: engine.model's blocks over whole sequences (training and frozen-target targets)."""
+
+    def attend(q, k, v):  # [B, T, H, Dh] each
+        out = F.scaled_dot_product_attention(
+            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True
+        )
+        return out.transpose(1, 2)
+
+    x = embed(tokens, torch.arange(tokens.shape[1], device=tokens.device), w, c)
+    hidden = []
+    for i in range(c.n_layers):
+        x = block(x, w, i, c, attend)
+        hidden.append(x)
+    return head(x, w, c), torch.stack(hidden, dim=2)
+
+
 @torch.no_grad()
 def target_outputs(weights: dict[str, torch.Tensor], config: ModelConfig, tokens: torch.Tensor):
     """(probs float[B, T, V] at temperature 1, hidden float[B, T, L, d]) of a frozen target (no cache)."""
-    model = TargetLM.__new__(TargetLM)
-    nn.Module.__init__(model)
-    model.config = config
-    model.p = nn.ParameterDict({_key(k): nn.Parameter(v, requires_grad=False) for k, v in weights.items()})
-    logits, hidden = model(tokens)
+    logits, hidden = causal_forward(weights, config, tokens)
     return torch.softmax(logits, dim=-1), hidden
 
 
@@ -118,50 +116,14 @@ class FeatureTarget(TinyLM):
             self.features = torch.zeros(shape, dtype=cache.k.dtype, device=cache.k.device)
         return self.features
 
-    @torch.no_grad()
     def forward(
         self, tokens: torch.Tensor, n_valid: torch.Tensor, slots: torch.Tensor, cache: KVCache
     ) -> torch.Tensor:
-        """TinyLM.forward's contract and math (logits equal up to float rounding), computed on the valid
-        tokens only: the projections and MLPs run on the packed [N_valid, d] rows, as varlen engines do, so
-        a step costs what its Σ(1 + ℓ_r) tokens cost, not R × the longest row (attention stays padded:
-        cheap at these sizes). Padding rows of the returned logits are 0. Records block outputs."""
-        c = self.config
+        """TinyLM.forward, storing the hidden states of the tokens it computes at (slot, position)."""
         feats = self._buffer(cache)
-        r, s = tokens.shape
-        start = cache.lengths[slots]
-        if r and int((start + n_valid).max()) > cache.max_len:
-            raise ValueError(f"forward: a request would exceed the cache length {cache.max_len}")
-        offs = torch.arange(s, device=tokens.device)
-        pos = start[:, None] + offs[None, :]
-        valid = offs[None, :] < n_valid[:, None]
-        rows, cols = valid.nonzero(as_tuple=True)  # packed order: request-major
-        pos_p, slot_p = pos[rows, cols], slots[rows]
-        x = self.w["tok"][tokens[rows, cols]] + self.w["pos"][pos_p.clamp(max=c.max_len - 1)]  # [N, d]
-        kv_len = int((start + n_valid).max()) if r else 0
-        key_pos = torch.arange(kv_len, device=tokens.device)
-        visible = key_pos[None, None, None, :] <= pos[:, None, :, None]  # [R, 1, S, T]
-        n = x.shape[0]
-        for i in range(c.n_layers):
-            h = F.layer_norm(x, (c.d_model,), self.w[f"h.{i}.ln1.w"], self.w[f"h.{i}.ln1.b"])
-            q, k, v = (h @ self.w[f"h.{i}.qkv"]).view(n, 3, c.n_heads, c.head_dim).unbind(1)
-            cache.k[i, slot_p, :, pos_p] = k
-            cache.v[i, slot_p, :, pos_p] = v
-            keys = cache.k[i, slots, :, :kv_len]  # [R, H, T, Dh]
-            values = cache.v[i, slots, :, :kv_len]
-            qp = q.new_zeros(r, s, c.n_heads, c.head_dim)
-            qp[rows, cols] = q
-            scores = (qp.transpose(1, 2) @ keys.transpose(2, 3)) / math.sqrt(c.head_dim)  # [R, H, S, T]
-            att = torch.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1)
-            out = (att @ values).transpose(1, 2)[rows, cols].reshape(n, c.d_model)
-            x = x + out @ self.w[f"h.{i}.o"]
-            h = F.layer_norm(x, (c.d_model,), self.w[f"h.{i}.ln2.w"], self.w[f"h.{i}.ln2.b"])
-            x = x + F.gelu(h @ self.w[f"h.{i}.fc1"]) @ self.w[f"h.{i}.fc2"]
-            feats[slot_p, pos_p, i] = x
-        x = F.layer_norm(x, (c.d_model,), self.w["lnf.w"], self.w["lnf.b"])
-        logits = x.new_zeros(r, s, c.vocab_size)
-        logits[rows, cols] = x @ self.w["head"]
-        return logits
+        out = self.run(tokens, n_valid, slots, cache, hidden=True)
+        feats[out.slots, out.positions] = out.hidden
+        return out.logits
 
     def read(self, slot: int, start: int, stop: int) -> torch.Tensor:
         """Recorded block outputs float[stop − start, L, d] of positions [start, stop) of `slot`."""

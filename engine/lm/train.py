@@ -12,8 +12,8 @@ the target, the target continues train-split prompts (plain decoding in the engi
 frozen target forward per batch feeds all of them): EAGLE (engine.lm.eagle), DFlash / DSpark
 (engine.lm.parallel). (4) STS: each DSpark drafter decodes held-out (val split) prompts of every domain in
 the real engine with all γ drafts verified; per-position temperatures are fit on its raw confidences
-(`sts_fit = "nll"`: engine.lm.sts.fit_sts_nll, the sequential fit scored by log-loss; "ece": the paper's
-ECE grid search, specsched.calibration.fit_sts) and stored in its checkpoint.
+(specsched.calibration.fit_sts_measured: `sts_fit = "nll"`, the sequential fit scored by log-loss; "ece",
+the paper's ECE grid search) and stored in its checkpoint.
 
 Config: `TrainConfig` (frozen dataclass); `--preset full|tiny`, `--config FILE.toml` and `--set key=value`
 override it; the resolved config is saved as `train_config.toml` beside the checkpoints.
@@ -22,7 +22,8 @@ provided it was trained with this config's target fields and data (else one erro
 phases draw from their own generators, so the drafters come out bit-identical to a full run's. For drafter
 experiments: `--reuse-target engine/checkpoints --set drafters=dflash2,dspark2 --out /tmp/x`.
 
-May import: numpy, torch, stdlib, tomllib, specsched, engine.* (engine.measure for the STS rollouts).
+May import: numpy, torch, stdlib, tomllib, specsched, engine.* except engine.measure (the trainer sits
+below the measurement code; STS rollouts read the engine's step outputs).
 """
 
 from __future__ import annotations
@@ -41,17 +42,18 @@ import torch
 import torch.nn.functional as F
 
 from engine.lm import checkpoint as ckpt
-from engine.lm.data import DOMAINS, Corpus
+from engine.lm.data import DOMAINS, Corpus, requests_for
 from engine.lm.drafters import runtime_drafter
-from engine.lm.sts import fit_sts_nll
 from engine.lm.target import TargetLM, target_outputs
 from engine.lm.trainconfig import PRESETS, TrainConfig, dump_toml, resolve
+from engine.step import StepOutput, full_rows
+from specsched import calibration
 from specsched.errors import InputError
 
 __all__ = ["PRESETS", "TrainConfig", "dump_toml", "main", "resolve", "run"]
 
 
-class Progress:
+class PhaseProgress:
     """Prints `phase done/total, note, s/step, ETA` to stderr at most every `every` seconds."""
 
     def __init__(self, phase: str, total: int, quiet: bool = False, every: float = 10.0) -> None:
@@ -106,7 +108,7 @@ def train_target(cfg: TrainConfig, corpus: Corpus, gens, quiet=False) -> tuple[d
     """Float32 weights (rounded through float16) and metrics of a freshly trained target."""
     model = TargetLM(cfg.model_config(), gens[0])
     opt = _optimizer(model.parameters(), cfg.target_lr)
-    prog = Progress("target", cfg.target_steps, quiet)
+    prog = PhaseProgress("target", cfg.target_steps, quiet)
     losses = []
     for step in range(cfg.target_steps):
         for g in opt.param_groups:
@@ -147,7 +149,7 @@ def generate_data(cfg: TrainConfig, corpus: Corpus, weights: dict, quiet=False) 
     engine = Engine(
         TinyLM(cfg.model_config(), weights), None, EngineConfig(gamma=0, max_running=64), max_len=cfg.context
     )
-    prog = Progress("generate", n, quiet)
+    prog = PhaseProgress("generate", n, quiet)
     rows = []
     for start in range(0, n, 64):
         chunk = reqs[start : start + 64]
@@ -169,7 +171,7 @@ def train_drafters(cfg: TrainConfig, corpus: Corpus, weights: dict, gen, quiet=F
     opts = {name: _optimizer(net.parameters(), cfg.drafter_lr) for name, net in nets.items()}
     hist: dict[str, list[dict]] = {name: [] for name in nets}
     data = generate_data(cfg, corpus, weights, quiet) if cfg.drafter_data == "target" else None
-    prog = Progress("drafters", cfg.drafter_steps, quiet)
+    prog = PhaseProgress("drafters", cfg.drafter_steps, quiet)
     for step in range(cfg.drafter_steps):
         if data is None:
             batch = corpus.batch("train", cfg.drafter_batch, cfg.context, gen)
@@ -197,27 +199,31 @@ def train_drafters(cfg: TrainConfig, corpus: Corpus, weights: dict, gen, quiet=F
 
 
 def calibrate(cfg: TrainConfig, corpus: Corpus, weights: dict, net) -> tuple[list[float], dict]:
-    """STS temperatures of a DSpark net from engine rollouts on val prompts (all γ verified)."""
-    from engine.loop import EngineConfig
-    from engine.measure.rollout import run_rollout
-    from engine.measure.stats import confidence_quality, fit_temperatures, full_conf, requests_for
+    """STS temperatures of a DSpark net from engine rollouts on val prompts (all γ verified): the engine's
+    step outputs give the raw confidences and accepted drafts of its full request-steps, and
+    specsched.calibration fits them (the same fitter `specbed engine eval` uses)."""
+    from engine.loop import Engine, EngineConfig
 
-    confs, accs = [], []
     n = cfg.sts_prompts
     ecfg = EngineConfig(gamma=cfg.gamma, policy="fixed", policy_params={"k": cfg.gamma}, max_running=n)
+    confs, accs = [], []
+
+    def keep_full_rows(out: StepOutput) -> None:
+        full = full_rows(out.lengths, out.first, cfg.gamma)
+        confs.append(out.raw_conf[full])
+        accs.append(out.accepted[full])
+
     for i, dom in enumerate(DOMAINS):
         target = ckpt.Bundle(Path("."), cfg.model_config(), weights, {}).feature_target()
         drafter = runtime_drafter(net, target, slots=n, max_len=cfg.context)
         reqs = requests_for(
             corpus, dom, n, cfg.sts_prompt_len, cfg.sts_new_tokens, seed=cfg.seed + 100 + i, split="val"
         )
-        ro, _ = run_rollout(target, drafter, ecfg, reqs, max_len=cfg.context)
-        c, a = full_conf(ro)
-        confs.append(c)
-        accs.append(a)
-    conf, acc = np.concatenate(confs), np.concatenate(accs)
-    temps = fit_sts_nll(conf, acc) if cfg.sts_fit == "nll" else fit_temperatures(conf, acc)
-    q = confidence_quality(conf, acc, temps)
+        Engine(target, drafter, ecfg, max_len=cfg.context, observers=[keep_full_rows]).generate(reqs)
+    conf = np.concatenate(confs) if confs else np.zeros((0, cfg.gamma))
+    acc = np.concatenate(accs) if accs else np.zeros(0, dtype=np.int64)
+    temps = calibration.fit_sts_measured(conf, acc, cfg.sts_fit)
+    q = calibration.confidence_quality(conf, acc, temps)
     return [float(t) for t in temps], {
         "samples": int(acc.size),
         "ece_raw_fit": q["ece_raw_mean"],

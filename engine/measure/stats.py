@@ -5,8 +5,8 @@ Role: turn `engine.measure.rollout.Rollout`s into the paper's quantities.
   the request's first step (which has no target features yet; it plays the simulator's prefill step).
 - per-position CONDITIONAL acceptance c_k = P(accepted ≥ k | accepted ≥ k − 1) (Fig. 2 layout), pooled
   over those request-steps; survival s_k = P(accepted ≥ k); τ = 1 + Σ s_k.
-- confidence quality (specsched.calibration): per-position ECE and AUC of the survival Π_{i≤k} c_i against
-  the prefix-accepted label, raw and after STS.
+- confidence quality and STS fitting: specsched.calibration (`confidence_quality`, `temps_for`,
+  `fit_sts_measured`; re-exported here for the measurement code).
 
 May import: numpy, stdlib, specsched, engine.loop, engine.sampling, engine.lm.data, engine.measure.rollout.
 """
@@ -15,29 +15,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.lm.data import Corpus
-from engine.loop import Request
+from engine.lm.data import requests_for
 from engine.measure.rollout import Rollout
-from engine.sampling import SamplingParams
-from specsched import calibration
+from specsched.calibration import confidence_quality, fit_sts_measured, temps_for
 
-
-def requests_for(
-    corpus: Corpus,
-    domain: str,
-    n: int,
-    prompt_len: int,
-    new_tokens: int,
-    *,
-    seed: int,
-    rid0: int = 0,
-    split: str = "test",
-    temperature: float = 1.0,
-) -> list[Request]:
-    """`n` requests of one domain: prompts cut from `split`, request seeds seed·10⁴ + i (noise keys)."""
-    prompts = corpus.prompts(domain, n, prompt_len, seed, split=split)
-    params = SamplingParams(temperature=temperature)
-    return [Request(rid0 + i, p, new_tokens, params, seed=seed * 10_000 + i) for i, p in enumerate(prompts)]
+__all__ = [
+    "acceptance",
+    "confidence_quality",
+    "fit_sts_measured",
+    "full_conf",
+    "policy_samples",
+    "requests_for",
+    "temps_for",
+]
 
 
 def acceptance(ro: Rollout) -> dict:
@@ -67,40 +57,3 @@ def policy_samples(ro: Rollout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     sel = ro.full_steps()
     rs = ro.request_steps
     return rs["conf"][sel], rs["accepted"][sel], rs["rid"][sel]
-
-
-def _nanmean(x: np.ndarray) -> float:
-    x = x[~np.isnan(x)]
-    return float(x.mean()) if x.size else float("nan")
-
-
-def confidence_quality(conf: np.ndarray, accepted: np.ndarray, temps=None) -> dict:
-    """Per-position ECE/AUC of the survival, raw and (with `temps`) after STS; means over positions too."""
-    gamma = conf.shape[1]
-    labels = calibration.survival_labels(accepted, gamma)
-    conf = np.clip(conf, 0.0, 1.0)
-    out: dict = {}
-    variants = [("raw", conf)]
-    if temps is not None:
-        variants.append(("calibrated", calibration.apply_sts(conf, temps_for(temps, gamma))))
-    for tag, c in variants:
-        surv = np.cumprod(c, axis=1)
-        ece = np.asarray(calibration.ece(surv, labels), dtype=np.float64)
-        auc = np.asarray(calibration.auc(surv, labels), dtype=np.float64)
-        out[f"ece_{tag}"], out[f"auc_{tag}"] = ece, auc
-        out[f"ece_{tag}_mean"], out[f"auc_{tag}_mean"] = _nanmean(ece), _nanmean(auc)
-    return out
-
-
-def temps_for(temps, gamma: int) -> np.ndarray:
-    """STS temperatures for γ positions: the first γ of `temps`, padded with 1 (no scaling)."""
-    t = np.ones(gamma)
-    given = np.asarray(temps, dtype=np.float64)[:gamma]
-    t[: given.size] = given
-    return t
-
-
-def fit_temperatures(conf: np.ndarray, accepted: np.ndarray) -> np.ndarray:
-    """STS temperatures float64[γ] (specsched.calibration.fit_sts on its default grid 0.05..5.00, no
-    refinement: a finer grid only fits the held-out sample's noise)."""
-    return calibration.fit_sts(np.clip(conf, 1e-6, 1 - 1e-6), accepted)

@@ -4,9 +4,9 @@ import numpy as np
 from hypothesis import strategies as st
 
 import specsched
-from engine.exact import DRAFT_KINDS, build_case
+from engine.proof.exact import DRAFT_KINDS, build_case
+from engine.proof.suite import CONF_VALUES
 from engine.sampling import SamplingParams
-from engine.suite import CONF_VALUES
 
 
 def weight_rows(vocab: int, max_rows: int):

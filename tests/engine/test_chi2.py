@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from engine.controls import SHARED_DRAFT_NOISE
-from engine.stats import chi2_positions, chi2_threshold, joint_step_chi2, merged_chi2
+from engine.proof.controls import SHARED_DRAFT_NOISE
+from engine.proof.stats import chi2_positions, chi2_threshold, joint_step_chi2, merged_chi2
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

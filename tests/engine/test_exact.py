@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import specsched
-from engine.controls import EXACT_CONTROLS
-from engine.exact import (
+from engine.proof.controls import EXACT_CONTROLS
+from engine.proof.exact import (
     ToyModel,
     build_case,
     case_gap,
@@ -18,7 +18,7 @@ from engine.exact import (
     step_law,
     target_law,
 )
-from engine.suite import appendix_a, peeking_plan
+from engine.proof.suite import appendix_a, peeking_plan
 from engine.verify import accept_prob, residual
 from tests.engine.strategies import cost_tables, toy_cases
 

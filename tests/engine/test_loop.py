@@ -13,9 +13,9 @@ import engine.loop as loop
 from engine.drafter import ModelDrafter
 from engine.loop import Engine, EngineConfig, Request, stale_row
 from engine.model import KVCache, ModelConfig, TinyLM
+from engine.proof.stats import chi2_threshold, merged_chi2
+from engine.proof.suite_engine import make_engine, mixed_requests, tiny_models
 from engine.sampling import SamplingParams, probs_from_logits
-from engine.stats import chi2_threshold, merged_chi2
-from engine.suite_engine import make_engine, mixed_requests, tiny_models
 
 TARGET, TRUNC, OTHER = tiny_models()
 REQS = mixed_requests(6)

@@ -9,8 +9,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from engine.noise import SALT_DRAFT, SALT_SAMPLE, keyed_exponentials, keyed_uniforms
+from engine.proof.stats import chi2_threshold, merged_chi2
 from engine.sampling import SamplingParams, exact_transform, probs_from_logits, race, sample
-from engine.stats import chi2_threshold, merged_chi2
 from tests.engine.strategies import sampling_params
 
 

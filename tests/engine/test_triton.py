@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import engine.verify_triton as vt
-from engine.suite_engine import ODD_VOCABS, random_verify_inputs
+from engine.proof.suite_engine import ODD_VOCABS, random_verify_inputs
 from engine.verify import rejection_sample
 
 pytest.importorskip("triton")

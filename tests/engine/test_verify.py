@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.suite_engine import ODD_VOCABS, random_verify_inputs
+from engine.proof.suite_engine import ODD_VOCABS, random_verify_inputs
 from engine.verify import accept_prob, match_verify, rejection_sample, residual
 
 

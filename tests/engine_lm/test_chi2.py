@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from engine.lm.drafters import runtime_drafter
+from engine.proof.stats import chi2_threshold, merged_chi2
 from engine.sampling import SamplingParams, probs_from_logits
-from engine.stats import chi2_threshold, merged_chi2
 
 N, GAMMA = 6000, 3
 

@@ -13,7 +13,7 @@ from engine.measure.curves import build_curves, parse_map
 from engine.measure.evaluate import EvalConfig, evaluate, format_report, write_outputs
 from engine.measure.profile import ProfileConfig, mixed_requests, profile
 from engine.measure.rollout import run_rollout
-from engine.measure.stats import confidence_quality, fit_temperatures, full_conf
+from engine.measure.stats import confidence_quality, fit_sts_measured, full_conf
 from specbed.cli import main as specbed
 from specsched.contracts import save_curves
 from specsched.measured import read_measured
@@ -81,7 +81,7 @@ def test_sts_never_raises_ece_on_its_fitting_data(tiny_bundle):
         max_len=48,
     )
     conf, acc = full_conf(ro)
-    q = confidence_quality(conf, acc, fit_temperatures(conf, acc))
+    q = confidence_quality(conf, acc, fit_sts_measured(conf, acc))
     assert conf.shape[0] > 10 and q["ece_calibrated_mean"] <= q["ece_raw_mean"] + 1e-12
 
 
@@ -93,7 +93,7 @@ def test_sts_never_raises_ece_hypothesis(seed, level, skew):
     true = np.clip(rng.beta(4 * level + 0.5, 4 * (1 - level) + 0.5, size=(n, gamma)), 1e-3, 1 - 1e-3)
     acc = np.argmin(np.concatenate([rng.random((n, gamma)) < true, np.zeros((n, 1), bool)], axis=1), axis=1)
     conf = 1 / (1 + np.exp(-(np.log(true / (1 - true)) * np.exp(skew))))
-    q = confidence_quality(conf, acc, fit_temperatures(conf, acc))
+    q = confidence_quality(conf, acc, fit_sts_measured(conf, acc))
     assert q["ece_calibrated_mean"] <= q["ece_raw_mean"] + 1e-12
 
 

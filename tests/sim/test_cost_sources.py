@@ -85,3 +85,30 @@ def test_bad_draft_cost_is_one_line(tmp_path, capsys, text):
     assert specbed(["run", "--set", f"drafter.cost={path}", "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "draft.csv" in err
+
+
+def test_cost_csv_with_context_column(tmp_path):
+    path = tmp_path / "ctx.csv"
+    # latency 10 ms at 1 token, 20 ms at 64 tokens, plus 1 µs per KV token held
+    path.write_text("tokens,context_tokens,seconds\n1,0,0.010\n1,1000,0.011\n64,500,0.0205\n64,3000,0.023\n")
+    table = specsched.CostTable.from_csv(path)
+    assert table.kv_token_seconds == pytest.approx(1e-6)
+    np.testing.assert_allclose(table.seconds, [0.010, 0.020])
+    plain = tmp_path / "plain.csv"
+    plain.write_text("tokens,seconds\n1,0.01\n")
+    assert specsched.CostTable.from_csv(plain).kv_token_seconds == 0.0
+
+
+def test_draft_cost_with_context_is_charged_per_kv_token(tmp_path):
+    blind = tmp_path / "blind.csv"
+    blind.write_text("requests,seconds\n1,0.001\n")
+    draft = tmp_path / "draft.csv"  # the same 1 ms at no context, plus 1 µs per KV token held
+    draft.write_text("requests,context_tokens,seconds\n1,0,0.001\n1,10000,0.011\n")
+    flat = tmp_path / "flat.csv"
+    flat.write_text("tokens,seconds\n1,0.01\n")
+    sets = (*BASE, f"server.cost={flat}", "server.layers=10", "workload.input_tokens=500")
+    base = run(*sets, f"drafter.cost={blind}")
+    with_ctx = run(*sets, f"drafter.cost={draft}")
+    assert base.summary["draft_s_mean"] == with_ctx.summary["draft_s_mean"] > 0
+    # ~4 requests × ~500 KV tokens × 1 µs ≈ 2 ms more per step
+    assert with_ctx.summary["step_s_mean"] > base.summary["step_s_mean"] + 1e-3

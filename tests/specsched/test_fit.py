@@ -204,3 +204,20 @@ def test_builtins_unchanged_at_their_calibration_context():
         old = S.CostTable.roofline(model, gpu, tp=tp)  # the old fixed 1,024-token context
         for b, r in ((1, 1), (64, 32), (512, 256)):
             assert new.step_seconds(b, r, 1024 * r) == pytest.approx(old.step_seconds(b, r), rel=0.02)
+
+
+@pytest.mark.parametrize(
+    "doc, field",
+    [
+        ({"batch_stats": {}}, "batch_stats"),
+        ({"batch_stats": {"x": {"0": 1.0}}}, "batch_stats.x"),
+        ({"batch_stats": {"4": {"1": -1.0}}}, "batch_stats.4.1"),
+        ({"batch_stats": {"4": {"1": 1.0}}, "tp": 0}, "tp"),
+    ],
+)
+def test_bad_vllm_json_names_the_key(tmp_path, doc, field):
+    path = tmp_path / "v.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(S.InputError) as err:
+        read_measured([path])
+    assert err.value.field == field and err.value.file == str(path)

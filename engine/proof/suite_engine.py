@@ -1,6 +1,6 @@
 """Suite rows that exercise tensors and the decode loop: Triton parity, coupled/batch invariance, bad rows.
 
-Role: the second half of `specbed verify` (engine.suite holds the exact and χ² halves) and shared input
+Role: the second half of `specbed verify` (engine.proof.suite holds the exact and χ² halves) and shared input
 generators for tests/engine (`random_verify_inputs`, `tiny_models`, `mixed_requests`).
 
 May import: torch, numpy, stdlib, engine.*.
@@ -64,7 +64,7 @@ def random_verify_inputs(
 
 
 def parity_rows(rng: np.random.Generator, device: str, n: int) -> Iterator[tuple]:
-    from engine.suite import Row
+    from engine.proof.suite import Row
 
     gen = torch.Generator().manual_seed(int(rng.integers(2**31)))
     same = 0
@@ -118,7 +118,7 @@ def make_engine(target, draft, *, policy="dspark", mode="standard", backend="tor
 
 
 def engine_rows(backend: str, *, quick: bool = False) -> Iterator[tuple]:
-    from engine.suite import Row
+    from engine.proof.suite import Row
 
     target, trunc, other = tiny_models()
     reqs = mixed_requests(4 if quick else 6)
@@ -156,7 +156,7 @@ def engine_rows(backend: str, *, quick: bool = False) -> Iterator[tuple]:
 
 
 def error_rows(backend: str) -> Iterator[tuple]:
-    from engine.suite import Row
+    from engine.proof.suite import Row
 
     gen = torch.Generator().manual_seed(5)
     errors = in_range = n = 0

@@ -7,7 +7,7 @@ by an exponential race, ragged verify lengths. Conditioned on reaching position 
 must follow p_k. Bins with expected count < 5 are merged; the threshold df + 10·sqrt(2·df) is ~10 sigma, so
 the check does not flake but a shared-noise bug (χ² in the hundreds or thousands) fails it by far.
 
-May import: torch, numpy, stdlib, engine.verify, engine.sampling, engine.controls.
+May import: torch, numpy, stdlib, engine.verify, engine.sampling, engine.proof.controls.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from engine.controls import SHARED_DRAFT_NOISE
+from engine.proof.controls import SHARED_DRAFT_NOISE
 from engine.sampling import race
 from engine.verify import rejection_sample
 
@@ -109,13 +109,13 @@ def joint_step_chi2(
     seed: int, *, vocab: int = 3, gamma: int = 2, trials: int = 200_000, backend: str = "torch"
 ):
     """(χ², df): the joint law of everything one verify step emits (accepted prefix + residual/bonus) in
-    `trials` runs of the real verifier against the exact law (engine.exact.step_law on the very same float
+    `trials` runs of the real verifier against the exact law (proof.exact.step_law on the very same float
     rows, read as Fractions). Rows depend on the draft prefix (target row k and draft row k are picked by
     d_<k), so a wrong bonus row or a row offset shows up here, not only in the exact tests."""
     import itertools
     from fractions import Fraction
 
-    from engine.exact import step_law
+    from engine.proof.exact import step_law
 
     gen = torch.Generator().manual_seed(seed)
     n_prefix = sum(vocab**k for k in range(gamma + 1))

@@ -22,8 +22,8 @@ import numpy as np
 import torch
 
 import specsched
-from engine.controls import EXACT_CONTROLS, SHARED_DRAFT_NOISE
-from engine.exact import (
+from engine.proof.controls import EXACT_CONTROLS, SHARED_DRAFT_NOISE
+from engine.proof.exact import (
     DRAFT_KINDS,
     ToyCase,
     ToyModel,
@@ -32,8 +32,8 @@ from engine.exact import (
     emitted_law,
     policy_plan,
 )
+from engine.proof.stats import chi2_positions, chi2_threshold, joint_step_chi2
 from engine.sampling import SamplingParams
-from engine.stats import chi2_positions, chi2_threshold, joint_step_chi2
 
 CONF_VALUES = (0.0, 0.2, 0.5, 0.8, 0.95, 1.0)
 
@@ -182,7 +182,7 @@ def run_suite(
 ) -> list[Row]:
     """Every property; `quick` shrinks the case counts (for the test of the CLI itself). `progress`: one
     line per section on stderr with the elapsed time and an ETA."""
-    from engine.suite_engine import engine_rows, error_rows, parity_rows
+    from engine.proof.suite_engine import engine_rows, error_rows, parity_rows
 
     rng = np.random.default_rng(np.random.SeedSequence(seed))
     device, chi_backend = _device_backend(backend)

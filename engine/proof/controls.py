@@ -1,12 +1,12 @@
 """Negative controls: deliberately broken verifiers the losslessness suite must catch.
 
 Role: evidence that the suite has power. Each exact control is a drop-in replacement for
-engine.exact.step_law (same signature) reproducing a bug class that real engines shipped (see
-shared/research/lossless.md §4); engine.exact.emitted_law with it must differ from the target law.
-The χ² control (`SHARED_DRAFT_NOISE`, used by engine.stats) feeds the real verifier the exponentials that
+engine.proof.exact.step_law (same signature) reproducing a bug class that real engines shipped (see
+shared/research/lossless.md §4); engine.proof.exact.emitted_law with it must differ from the target law.
+The χ² control (`SHARED_DRAFT_NOISE`, used by proof.stats) feeds the real verifier the exponentials that
 sampled the draft, vLLM #47386's shared-noise bug, which only the narrow adversarial χ² test catches.
 
-May import: stdlib, engine.exact, engine.verify.
+May import: stdlib, engine.proof.exact, engine.verify.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import math
 from collections import defaultdict
 from fractions import Fraction
 
-from engine.exact import Law, step_law
+from engine.proof.exact import Law, step_law
 
 SHARED_DRAFT_NOISE = "shared draft/residual noise"
 

@@ -1,0 +1,338 @@
+"""The named steps of `specbed fidelity` (specbed.fidelity holds the command line and the orchestration).
+
+Role: each function is one step of the comparison: read the given inputs (`load_inputs`), set up the
+engine (`setup`), measure the acceptance curves
+(`measure_curves`), profile the engine (`profile_now`), run one policy in the engine (`run_engine`, with the
+profiles bracketing it and the drift retries), run its simulator twin (`run_twin`) and compare the two
+(`compare`). Files between the two sides go through specsched.contracts (curves, profile, domains).
+
+May import: numpy, torch, stdlib, specsched, engine.*, sim.*, specbed.fidelity_stats,
+specbed.fidelity_workload.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from specbed.fidelity_stats import METRICS, engine_summary, ks_statistic, level_drift, sim_summary
+from specbed.fidelity_workload import measurement_requests, workload_config
+from specsched.contracts import DOMAINS as SIM_DOMAINS
+from specsched.contracts import Profile, load_curves, read_profile, save_curves
+from specsched.errors import InputError
+
+SIM_NAME = {"eagle": "eagle3", "dflash": "dflash", "dspark": "dspark"}
+
+
+@dataclass
+class Inputs:
+    """What the user gave: a measured profile (`--cost`) with its draft / join seconds at R = concurrency,
+    and a curves file (`--curves`); None where fidelity measures them itself."""
+
+    given: Profile | None
+    draft_s: float | None
+    join_s: float
+    curves: object | None
+
+
+@dataclass
+class Setup:
+    """The engine side: models, corpus, timing clock, output folder, progress printer."""
+
+    args: argparse.Namespace
+    bundle: object
+    corpus: object
+    net: object
+    clock: str
+    out: Path
+    say: object
+
+    @property
+    def n(self) -> int:
+        return self.args.concurrency
+
+    @property
+    def sim_drafter(self) -> str:
+        return SIM_NAME[self.net.cfg.kind]
+
+
+def load_inputs(args: argparse.Namespace) -> Inputs:
+    """Read `--cost` and `--curves` before any work: a bad file is reported first (InputError)."""
+    given = read_profile(args.cost) if args.cost else None
+    curves = load_curves(args.curves) if args.curves else None
+    draft_s, join_s = None, 0.0
+    if given is not None:
+        n = args.concurrency
+        draft_s = args.draft_seconds if args.draft_seconds is not None else given.draft_s.get(n)
+        join_s = given.join_s.get(n, 0.0)
+        if draft_s is None:
+            raise InputError(
+                f"no draft seconds for R={n} in the cost file; pass --draft-seconds", file=args.cost
+            )
+    return Inputs(given, draft_s, join_s, curves)
+
+
+def setup(args: argparse.Namespace, inputs: Inputs) -> Setup:
+    """Load the checkpoints, check the drafter against the given curves and the context, warm the engine."""
+    import torch
+
+    from engine.lm.checkpoint import corpus_for, load_bundle
+    from engine.measure.profile import warm_up
+    from engine.measure.rollout import check_device
+
+    torch.set_num_threads(args.threads)
+    check_device(args.device)
+    clock = args.clock or ("process" if args.device == "cpu" else "wall")
+    start = time.perf_counter()
+
+    def say(msg: str) -> None:
+        if not args.quiet:
+            print(f"  [{time.perf_counter() - start:6.1f}s] {msg}", file=sys.stderr, flush=True)
+
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    bundle = load_bundle(args.checkpoints, [args.drafter])
+    corpus = corpus_for(bundle)
+    ctx = Setup(args, bundle, corpus, bundle.net(args.drafter), clock, out, say)
+    curves = inputs.curves
+    if curves is not None and args.acceptance == "empirical" and curves.samples_for(ctx.sim_drafter) is None:
+        raise InputError(
+            f"has no samples of drafter {ctx.sim_drafter!r} for --acceptance empirical (a version-1 file?); "
+            "measure them with `specbed engine curves` or pass --acceptance parametric",
+            file=args.curves,
+            field="samples",
+        )
+    max_len = bundle.config.max_len
+    if args.prompt_len + args.output_len + args.gamma + 1 > max_len:
+        raise InputError(
+            f"prompt + output + gamma + 1 exceeds the target's context {max_len}", field="--output-len"
+        )
+    warm_up(bundle, corpus, args.drafter, ctx.n, args.gamma, args.prompt_len, args.device)
+    return ctx
+
+
+def measure_curves(ctx: Setup, inputs: Inputs, reqs, domains: list[str]) -> tuple[object, Path, bool]:
+    """(curves, curves.json path in the output folder, in_order): the given curves file copied, or the
+    drafter's curves and request-step samples measured now (on the workload's own prompts with other noise
+    by default: then the simulator's request i replays the engine's request i, in_order = True)."""
+    from engine.measure.curves import build_curves
+    from engine.measure.evaluate import EvalConfig, evaluate
+
+    a = ctx.args
+    path = ctx.out / "curves.json"
+    if inputs.curves is not None:
+        path.write_text(Path(a.curves).read_text())
+        return inputs.curves, path, False
+    ecfg = EvalConfig(
+        prompts=a.eval_prompts,
+        prompt_len=a.prompt_len,
+        new_tokens=a.output_len,
+        gamma=a.gamma,
+        seed=a.seed + 3,
+        device=a.device,
+    )
+    in_order = a.curves_prompts == "workload"
+    measure_on = measurement_requests(reqs, domains, ctx.corpus, a) if in_order else None
+    ctx.say(f"measuring acceptance curves and samples on {a.curves_prompts} prompts")
+    res = evaluate(ctx.bundle, ctx.corpus, ecfg, [a.drafter], progress=ctx.say, requests=measure_on)
+    save_curves(build_curves(res, {ctx.sim_drafter: a.drafter}, "specbed fidelity"), path)
+    return load_curves(path), path, in_order
+
+
+def acceptance_config(ctx: Setup, curves, in_order: bool):
+    """The simulator's acceptance model: the measured mean raw AUC (for "parametric") and the groups."""
+    from sim.acceptance import AcceptanceConfig
+
+    aucs = [(curves.confidence_stats(ctx.sim_drafter, d) or {}).get("auc_raw") for d in SIM_DOMAINS]
+    aucs = [float(np.mean(x)) for x in aucs if x is not None]
+    auc = min(max(float(np.mean(aucs)) if aucs else 0.85, 0.51), 1.0)
+    groups = "in_order" if in_order else "random"
+    return AcceptanceConfig(auc=auc, overconfidence=0.0, model=ctx.args.acceptance, groups=groups)
+
+
+def profile_now(ctx: Setup) -> Profile:
+    """Verify latency vs B and draft seconds at R = n, profiled now in the workload's regime: its prompt and
+    output lengths (so contexts span the same range) and the MEAN of the clean steps (the expected cost,
+    with the drafter's once-per-request context intake included as often as in the workload)."""
+    from engine.measure.profile import ProfileConfig, profile
+
+    a = ctx.args
+    pcfg = ProfileConfig(
+        requests=(ctx.n,),
+        gamma=a.gamma,
+        drafter=a.drafter,
+        prompt_len=a.prompt_len,
+        new_tokens=a.output_len,
+        device=a.device,
+        clock=ctx.clock,
+        statistic="mean",
+        extra_requests=max(ctx.n // 2, 2),
+    )
+    return profile(ctx.bundle, ctx.corpus, pcfg, warm=False)
+
+
+@dataclass
+class EngineRun:
+    """One policy's engine run: its rollout summary, the table the simulator times steps with, the draft
+    and join seconds, the profile drift around the run and the attempt it took, the cost files written."""
+
+    eng: dict
+    eng_tpot: np.ndarray
+    wall_s: float
+    table: object
+    draft_s: float
+    join_s: float
+    drift: float
+    attempt: int
+    cost_path: Path
+    policy_path: Path | None
+
+
+def _engine_once(ctx: Setup, pol: str, params: dict, reqs, table, draft_s: float):
+    """Decode the workload once with policy `pol` planning on `table` + the draft seconds."""
+    from engine.lm.drafters import runtime_drafter
+    from engine.measure.rollout import engine_config, run_rollout
+
+    a, max_len = ctx.args, ctx.bundle.config.max_len
+    ecfg = engine_config(a.device, gamma=a.gamma, policy=pol, policy_params=params, max_running=ctx.n)
+    target = ctx.bundle.feature_target(a.device)
+    temps = ctx.bundle.drafters[a.drafter][1]
+    drafter = runtime_drafter(ctx.net, target, slots=ctx.n, max_len=max_len, temps=temps)
+    cost = table.with_draft(draft_s)
+    ro, _ = run_rollout(target, drafter, ecfg, reqs, max_len=max_len, cost=cost, clock=ctx.clock)
+    return ro
+
+
+def _bracketed(ctx: Setup, before: Profile, after: Profile, cost_path: Path):
+    """(table, draft_s, join_s, drift): the mean of the profiles just before and after the engine run (which
+    cancels slow drifts of a shared machine), written to cost_path for the simulator."""
+    n, layers = ctx.n, ctx.bundle.config.n_layers
+    drift = level_drift(before.seconds, before.draft_s[n], after.seconds, after.draft_s[n])
+    draft_s = 0.5 * (before.draft_s[n] + after.draft_s[n])
+    join_s = float(np.mean([p.join_s[n] for p in (before, after) if n in p.join_s] or [0.0]))
+    avg = Profile(
+        before.tokens,
+        0.5 * (before.seconds + after.seconds),
+        {n: draft_s},
+        note=before.note + "; mean of the profiles just before and after the engine run",
+        join_s={n: join_s},
+    )
+    avg.write(cost_path)
+    return avg.table(layers=layers), draft_s, join_s, drift
+
+
+def run_engine(ctx: Setup, inputs: Inputs, pol: str, params: dict, reqs) -> EngineRun:
+    """Run policy `pol` in the engine. Without --cost, profile just before (the policy plans with it) and
+    just after; when the two differ by more than --max-drift the machine's speed changed: run again (up to
+    --attempts times)."""
+    a, layers = ctx.args, ctx.bundle.config.n_layers
+    cost_path, policy_path = ctx.out / f"cost_{pol}.csv", None
+    for attempt in range(1, a.attempts + 1):
+        if inputs.given is None:
+            before = profile_now(ctx)
+            table, draft_s, join_s = before.table(layers=layers), before.draft_s[ctx.n], 0.0
+            policy_path = ctx.out / f"cost_{pol}_policy.csv"  # what the engine's policy plans with
+            before.write(policy_path)
+        else:
+            table = inputs.given.table(layers=layers, name=Path(a.cost).stem)
+            draft_s, join_s = inputs.draft_s, inputs.join_s
+            cost_path.write_text(Path(a.cost).read_text())
+        ro = _engine_once(ctx, pol, params, reqs, table, draft_s)
+        eng, eng_tpot = engine_summary(ro, a.warmup, a.drain)
+        drift = 0.0
+        if inputs.given is None:
+            table, draft_s, join_s, drift = _bracketed(ctx, before, profile_now(ctx), cost_path)
+        if drift <= a.max_drift or attempt == a.attempts:
+            break
+        ctx.say(
+            f"{pol}: step time moved {100 * drift:.0f}% between the profiles around the run (> "
+            f"{100 * a.max_drift:.0f}%); the machine's speed changed: attempt {attempt + 1} of {a.attempts}"
+        )
+    run = EngineRun(eng, eng_tpot, ro.wall_s, table, draft_s, join_s, drift, attempt, cost_path, policy_path)
+    ms = table.seconds * 1e3
+    ctx.say(
+        f"{pol}: engine {ro.wall_s:.1f}s, {eng['steps']} steps, verify {ms[0]:.2f}..{ms[-1]:.2f} ms, "
+        f"draft {draft_s * 1e3:.2f} ms, join {join_s * 1e3:.2f} ms, profile drift {100 * drift:.0f}% "
+        f"(attempt {attempt})"
+    )
+    return run
+
+
+def twin_config(ctx: Setup, pol: str, params: dict, run: EngineRun, curves_path: Path, acc_cfg):
+    """The simulator's twin of an engine run: the engine's cost table (linear), its curves, the draft priced
+    as `layers · layer_cost · layer_seconds(...)` with layer_cost fitted so the simulated draft seconds at
+    R = n equal the measured ones, and the measured per-join seconds beyond the prompt tokens' table cost
+    (which the simulator already charges)."""
+    from sim.config import DrafterConfig, MetricsConfig, PolicyConfig, ServerConfig, SimConfig
+    from sim.drafter import draft_seconds_table
+
+    a, n, table = ctx.args, ctx.n, run.table
+    mid = n * (1 + a.gamma) // 2
+    by_tokens = float(table.latency(mid + a.prompt_len) - table.latency(mid))
+    dcfg = DrafterConfig(
+        name=ctx.sim_drafter,
+        gamma=a.gamma,
+        layers=ctx.net.cfg.layers,
+        markov_overhead=0.0,
+        curves=str(curves_path),
+    )
+    base = draft_seconds_table(dcfg, table, n)[n]  # the simulator's draft seconds at layer_cost 1
+    dcfg = replace(dcfg, layer_cost=run.draft_s / base if base > 0 else 0.0)
+    return SimConfig(
+        seed=a.seed,
+        workload=workload_config(a),
+        drafter=dcfg,
+        policy=PolicyConfig(name=pol, **params),
+        server=ServerConfig(
+            cost=str(run.cost_path),
+            cost_mode="linear",
+            layers=ctx.bundle.config.n_layers,
+            tp=1,
+            max_num_seqs=n,
+            policy_cost=None if run.policy_path is None else str(run.policy_path),
+            prefill_request_seconds=max(run.join_s - by_tokens, 0.0),
+        ),
+        acceptance=acc_cfg,
+        metrics=MetricsConfig(warmup=a.warmup, drain=a.drain),
+    )
+
+
+def run_twin(scfg) -> tuple[dict, np.ndarray]:
+    """(summary, TPOT sample) of the simulator's twin run."""
+    import sim
+
+    return sim_summary(sim.simulate(scfg))
+
+
+def compare(
+    pol: str, run: EngineRun, simres: dict, sim_tpot: np.ndarray, scfg
+) -> tuple[dict, list[str], float]:
+    """(report entry, table lines, worst |relative error| on throughput and mean TPOT) of one policy."""
+    ks = ks_statistic(run.eng_tpot, sim_tpot)
+    entry = {
+        "profile_drift": run.drift,
+        "attempts": run.attempt,
+        "engine": run.eng,
+        "sim": simres,
+        "ks_tpot": ks,
+        "draft_seconds": run.draft_s,
+        "join_seconds": run.join_s,
+        "prefill_request_seconds": scfg.server.prefill_request_seconds,
+        "cost": {"tokens": run.table.tokens.tolist(), "seconds": run.table.seconds.tolist()},
+    }
+    lines, worst = [], 0.0
+    for key, label, scale in METRICS:
+        e, s_ = run.eng[key], simres[key]
+        err = (s_ - e) / e if e else math.nan
+        if key in ("throughput_tok_s", "tpot_s_mean") and math.isfinite(err):
+            worst = max(worst, abs(err))
+        first = pol if key == METRICS[0][0] else ""
+        lines.append(f"{first:<8}{label:<20}{e * scale:>11.3f}{s_ * scale:>11.3f}{100 * err:>8.1f}%")
+    lines.append(f"{'':<8}{'KS(TPOT)':<20}{ks:>11.3f}")
+    return entry, lines, worst

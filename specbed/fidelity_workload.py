@@ -1,0 +1,85 @@
+"""The workload `specbed fidelity` serves in both the engine and the simulator, request for request.
+
+Role: the closed-loop workload config, the simulator's own domain draw for it (request i of the engine gets
+the domain the simulator draws for its request i; the contract maps the simulator's chat to our prose), and
+the engine requests cut for those domains (plus the same prompts with other noise, to measure curves on).
+
+May import: stdlib, specsched.contracts, engine.lm.data, sim.config, sim.run.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from specsched.contracts import DOMAINS as SIM_DOMAINS
+from specsched.contracts import engine_domain
+
+# The domain draw does not depend on the cost table: a built-in one stands in (no file is written).
+_DRAW_COST = "h200-dense8b"
+
+
+def workload_config(args: argparse.Namespace):
+    """The closed-loop workload both sides serve."""
+    from sim.config import WorkloadConfig
+
+    return WorkloadConfig(
+        kind="closed",
+        concurrency=args.concurrency,
+        num_requests=args.requests,
+        input_tokens=args.prompt_len,
+        output_tokens=args.output_len,
+        domain="mix",
+    )
+
+
+def requests_by_domain(corpus, domains: list[str], prompt_len: int, output_len: int, seed: int):
+    """Engine requests i = 0..N−1 of the given (engine) domains, prompts cut from the test split."""
+    from engine.lm.data import requests_for
+
+    pools = {
+        d: requests_for(corpus, d, max(domains.count(d), 1), prompt_len, output_len, seed=seed + i)
+        for i, d in enumerate(sorted(set(domains)))
+    }
+    used = dict.fromkeys(pools, 0)
+    out = []
+    for rid, d in enumerate(domains):
+        r = pools[d][used[d]]
+        used[d] += 1
+        out.append(type(r)(rid, r.prompt, r.max_new_tokens, r.params, seed=r.seed))
+    return out
+
+
+def build_workload(args: argparse.Namespace, corpus) -> tuple[list[str], list]:
+    """(engine domains, engine requests): request i of the engine has the domain the simulator draws for
+    its request i (the simulator's own draw from the same seed; the contract maps chat to prose)."""
+    from sim.config import DrafterConfig, ServerConfig, SimConfig
+    from sim.run import prepare
+
+    a = args
+    draw = SimConfig(
+        seed=a.seed,
+        workload=workload_config(a),
+        drafter=DrafterConfig(name="none", gamma=0),
+        server=ServerConfig(cost=_DRAW_COST, max_num_seqs=a.concurrency),
+    )
+    domains = [engine_domain(SIM_DOMAINS[int(d)]) for d in prepare(draw).workload.domain]
+    reqs = requests_by_domain(corpus, domains, a.prompt_len, a.output_len, a.seed + 1000)
+    return domains, reqs
+
+
+def measurement_requests(reqs, domains: list[str], corpus, args: argparse.Namespace) -> dict:
+    """The workload's requests by (engine) domain with other noise seeds, rids kept (so the simulator's
+    in-order groups match them); a domain the workload lacks gets a few fresh test prompts."""
+    from engine.lm.data import DOMAINS, requests_for
+
+    out = {}
+    for i, d in enumerate(DOMAINS):
+        mine = [
+            type(r)(r.rid, r.prompt, r.max_new_tokens, r.params, seed=r.seed + 7_919)
+            for r, x in zip(reqs, domains)
+            if x == d
+        ]
+        out[d] = mine or requests_for(
+            corpus, d, 4, args.prompt_len, args.output_len, seed=args.seed + 2000 + i
+        )
+    return out
