@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import specsched
-from engine.exact import ToyModel, case_gap, emitted_law, policy_plan, target_law
+from engine.proof.exact import ToyModel, case_gap, emitted_law, policy_plan, target_law
 from specsched import DraftCost
 from tests.engine.strategies import cost_tables, toy_cases
 
