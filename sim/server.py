@@ -189,11 +189,11 @@ class Replica:
             conf = conf[0]
         else:
             true, conf = model.step(dom, lat, self.rng_truth, self.rng_conf)
-        stale = self._stale(di, conf) if self.hist is not None else None
         draft_s = float(eng.draft_s[r])
         if eng.adaptive:
-            lengths, draft_s = self._adaptive(r, conf, stale)
+            lengths, draft_s = self._adaptive(di, conf)
         else:
+            stale = self._stale(di, conf) if self.hist is not None else None
             lengths = eng.policy.trusted(conf, eng.view(r, self.kv_used), stale, eng.max_batch_tokens)
         if eng.vector_draws:
             return lengths, model.accept_steps(w, lengths[None], self.rng_verify)[0], draft_s
@@ -205,21 +205,26 @@ class Replica:
         A request younger than `delay` decode steps has no such row: it passes its domain's population
         curve (`model.curves`, a constant known before any token is drafted), never its current row —
         sizing the batch from current confidences is exactly the lookahead bias the delay exists to avoid.
-        Recording first is equivalent for delay ≥ 1 (the ring keeps delay + 1 rows) and makes delay 0 the
-        current row, as the negative controls intend.
         """
         if isinstance(di, slice):
             di = np.arange(di.start, di.stop)
         age = self.dsteps[di]  # decode steps since admission
         return self.hist.exchange(di, age, conf, self.eng.model.curves[self.dom[di]])
 
-    def _adaptive(self, r: int, conf: np.ndarray, stale: np.ndarray) -> tuple[np.ndarray, float]:
-        """Plan depths from the lagged rows, price the draft pass from them, verify within them.
-
-        The policy plans and verifies with its own table (server.policy_cost, when set); the step is timed
-        with the hardware's.
+    def _adaptive(self, di, conf: np.ndarray) -> tuple[np.ndarray, float]:
+        """Plan depths from the lagged rows (delay 0, the negative control: the current ones), price the
+        draft pass from them, verify within them; record only drafted positions (the rest hold the prior).
+        The policy uses its own table (server.policy_cost, when set); the step is timed with the hardware's.
         """
         eng = self.eng
+        if isinstance(di, slice):
+            di = np.arange(di.start, di.stop)
+        age = self.dsteps[di]
+        prior = eng.model.curves[self.dom[di]]
+        if eng.policy.delay == 0:
+            stale = self.hist.exchange(di, age, conf, prior)
+        else:
+            stale = self.hist.lagged(di, age, prior)
         plan_cost = eng.cost if eng.policy_cost is None else eng.policy_cost
         # The context's KV reads are a fixed (depth- and ℓ-independent) term, carried as draft_seconds.
         context = plan_cost.kv_token_seconds * self.kv_used
@@ -229,6 +234,8 @@ class Replica:
         plan_s = draft_s if eng.policy_cost is None else eng.drafter.seconds(depths, plan_cost)
         view = plan_cost.with_draft(plan_s + context)
         lengths = eng.policy(conf, view, stale=stale, max_batch_tokens=eng.max_batch_tokens, depths=depths)
+        if eng.policy.delay:
+            self.hist.record(di, age, conf, depths=depths, prior=prior)
         return lengths, draft_s
 
     def _make_room(self) -> bool:
