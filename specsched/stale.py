@@ -59,9 +59,18 @@ class StaleBuffer:
             out[young] = p[young] if p.ndim == 2 else p
         return out
 
-    def record(self, slots, age, conf) -> None:
-        """Keep `conf` float64[n, γ] as the rows of `slots` at decode step `age`."""
+    def record(self, slots, age, conf, *, depths=None, prior=None) -> None:
+        """Keep `conf` float64[n, γ] as the rows of `slots` at decode step `age`.
+
+        With `depths` (int64[n], draft-aware scheduling) only the drafted positions j < depth_r are known:
+        the others hold `prior` (as in `lagged`), never a value nobody drafted — a real drafter has none, and
+        a zero there would stop the request from ever drafting deeper again.
+        """
         age = np.asarray(age, dtype=np.int64)
+        if depths is not None:
+            drafted = np.arange(self.gamma) < np.asarray(depths)[:, None]
+            p = np.broadcast_to(np.asarray(prior, dtype=np.float64), drafted.shape)
+            conf = np.where(drafted, conf, p)
         self.rows[slots, age % (self.delay + 1)] = conf
 
     def exchange(self, slots, age, conf, prior) -> np.ndarray:

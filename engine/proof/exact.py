@@ -25,6 +25,7 @@ import numpy as np
 from engine.loop import stale_row
 from engine.sampling import SamplingParams, exact_transform
 from engine.verify import accept_prob, residual
+from specsched import DraftCost
 
 Row = tuple[Fraction, ...]
 Law = dict[tuple, Fraction]
@@ -240,15 +241,27 @@ def law_gap(law: Law, reference: Law) -> float:
     return float(sum(abs(law.get(k, 0) - reference.get(k, 0)) for k in keys) / 2)
 
 
-def policy_plan(policy, cost, *, max_batch_tokens: int | None = None) -> Callable:
-    """Adapt a specsched Policy to emitted_law's plan signature (memoized on the confidence values)."""
+def policy_plan(policy, cost, *, max_batch_tokens: int | None = None, drafter=None) -> Callable:
+    """Adapt a specsched Policy to emitted_law's plan signature (memoized on the confidence values).
+
+    An adaptive policy (draft="adaptive") first plans depths from the stale rows with `drafter` (a
+    specsched.DraftCost; default a one-layer parallel drafter), then verifies within them; with no stale
+    rows (delay 0) it plans from the current ones — the negative control, which must show a gap."""
     memo: dict[tuple, list[int]] = {}
+    adaptive = getattr(policy, "draft", "full") == "adaptive"
+    drafter = drafter if drafter is not None else DraftCost("parallel", 1.0)
 
     def plan(conf: np.ndarray, stale: np.ndarray | None, drafts) -> list[int]:
         key = (conf.tobytes(), conf.shape, None if stale is None else stale.tobytes())
         if key not in memo:
             use = stale if policy.uses_stale else None
-            memo[key] = policy(conf, cost, stale=use, max_batch_tokens=max_batch_tokens).tolist()
+            if adaptive:
+                lag = conf if stale is None else stale
+                depths = policy.depths(lag, cost, drafter, max_batch_tokens=max_batch_tokens)
+                lengths = policy(conf, cost, stale=lag, max_batch_tokens=max_batch_tokens, depths=depths)
+            else:
+                lengths = policy(conf, cost, stale=use, max_batch_tokens=max_batch_tokens)
+            memo[key] = lengths.tolist()
         return memo[key]
 
     return plan

@@ -1,6 +1,7 @@
 """`specbed curves from-vllm`, `specbed export` and `specbed compare`: the vLLM bridge from the shell.
 
     specbed curves from-vllm FILE... --drafter NAME --domain DOMAIN [--out curves.json] [--into FILE]
+        (--out defaults to the --into file, else curves.json, which must not exist yet)
     specbed export RUN_DIR --format vllm-bench [--out FILE]
     specbed compare SIM_RUN_DIR VLLM_RESULT.json
 
@@ -75,11 +76,16 @@ def _from_vllm(argv: list[str]) -> int:
                    "or vllm bench serve --save-result JSON")  # fmt: skip
     p.add_argument("--drafter", required=True, metavar="NAME", help="drafter name to store the curve under")
     p.add_argument("--domain", required=True, metavar="DOMAIN", help="domain the traffic came from")
-    p.add_argument("--out", metavar="FILE", help="curves file to write (default: the --into file)")
+    p.add_argument(
+        "--out", metavar="FILE", help="curves file to write (default: the --into file, else curves.json)"
+    )
     p.add_argument("--into", metavar="FILE", help="merge into this existing curves file")
     args = p.parse_args(argv)
     if args.out is None and args.into is None:
-        raise InputError("give --out FILE, --into FILE, or both", field="--out")
+        args.out = "curves.json"
+        if Path(args.out).exists():  # never replace a file the user did not name
+            raise InputError("exists: merge into it with --into, or name the file with --out", file=args.out,
+                             field="--out")  # fmt: skip
     acc = read_acceptance(args.files)
     out = write_acceptance_curves(acc, args.drafter, args.domain, out=args.out, into=args.into)
     rates = ", ".join(f"{x:.3f}" for x in acc.rates)

@@ -77,3 +77,13 @@ def test_lagged_returns_a_fresh_array():
 def test_bad_arguments_are_refused(args):
     with pytest.raises(ValueError, match="StaleBuffer"):
         StaleBuffer(*args)
+
+
+def test_record_keeps_only_drafted_positions():
+    """Positions past a request's draft depth were never drafted: they hold the prior, not a value."""
+    buf = StaleBuffer(slots=2, gamma=3, delay=1)
+    conf = np.array([[0.9, 0.8, 0.7], [0.6, 0.5, 0.4]])
+    prior = np.array([[0.3, 0.3, 0.3], [0.2, 0.2, 0.2]])
+    buf.record(np.arange(2), np.zeros(2, dtype=np.int64), conf, depths=np.array([2, 0]), prior=prior)
+    got = buf.lagged(np.arange(2), np.ones(2, dtype=np.int64), 0.0)
+    assert np.array_equal(got, np.array([[0.9, 0.8, 0.3], [0.2, 0.2, 0.2]]))
