@@ -156,18 +156,13 @@ class DrafterConfig:
         if not isinstance(self.name, str) or not self.name:
             raise _fail(s, "name", f"must be a drafter name; got {self.name!r}")
         if self.name not in DRAFTERS and self.curves is None:
-            raise _fail(
-                s,
-                "name",
-                f"{self.name!r} is not a built-in drafter ({', '.join(DRAFTERS)}): set drafter.curves to a "
-                "curves file that names it (e.g. from `specbed curves from-vllm`)",
-            )
+            msg = f"{self.name!r} is not a built-in drafter ({', '.join(DRAFTERS)}): set drafter.curves to a "
+            raise _fail(s, "name", msg + "curves file that names it (e.g. from `specbed curves from-vllm`)")
         if self.kind is not None:
             _check_choice(s, "kind", self.kind, DRAFTER_KINDS)
         elif self.name not in BUILTIN_KINDS:
-            raise _fail(
-                s, "kind", f"is required for drafter {self.name!r}: one of {', '.join(DRAFTER_KINDS)}"
-            )
+            msg = f"is required for drafter {self.name!r}: one of {', '.join(DRAFTER_KINDS)}"
+            raise _fail(s, "kind", msg)
         if self.cost is not None and (not isinstance(self.cost, str) or not self.cost):
             raise _fail(s, "cost", "must name a CSV (tokens,seconds or requests,seconds) or a fit .json")
         _check_range(s, "gamma", self.gamma, 0)
