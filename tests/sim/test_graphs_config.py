@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import specsched
-from sim.config_io import load_config
+from sim.config_io import config_to_dict, load_config
 from sim.drafter import draft_seconds_table
 from sim.run import prepare
 from specsched.errors import InputError
@@ -31,7 +31,7 @@ def test_capture_keys_repad_a_builtin_and_a_csv(tmp_path):
 def test_capture_sizes_are_ints_in_the_saved_config():
     cfg = load_config(None, ["server.cudagraph_capture_sizes=32,8,16"])
     assert cfg.server.cudagraph_capture_sizes == (8, 16, 32)
-    assert cfg.to_dict()["server"]["cudagraph_capture_sizes"] == [8, 16, 32]
+    assert config_to_dict(cfg)["server"]["cudagraph_capture_sizes"] == [8, 16, 32]
 
 
 @pytest.mark.parametrize(
