@@ -1,8 +1,18 @@
-"""Simulator speed: engine steps per wall second at R≈128, γ=7; Azure 2023 conversation replay; 1M requests.
+"""Simulator speed, side by side with the simulator of main 8d90704 (before issue 15) in the same run.
 
-`python -m bench` runs `main()`. The 1M-request run (goal ≤ 10 min, peak RSS ≤ 2 GB) is opt-in:
-`SPECBED_BENCH_1M=1 python -m bench.bench_sim` (it runs in a subprocess so its peak RSS is its own).
-Also prints where a step's time goes at R = 128 (policy call, acceptance model, the simulator itself).
+Prints, for the new and the reference code: µs per engine step and steps per second at R ≈ 128 (closed
+loop, DSpark γ = 7); the Azure 2023 conversation replay (configs/azure-conv-replay.toml: 19,366 requests,
+one hour) wall time, µs per step, steps/s and speed-up over real time; and the ratios. Goals (issue 15):
+the replay ≤ 8 s and ≥ 3× faster than the reference. Every run is its own subprocess (same measuring code
+for both; the reference is `git archive 8d90704` unpacked into a temporary folder and put first on
+sys.path), so neither inherits the other's warm caches. On a shared machine read the ratios: absolute
+figures are inflated by the other load.
+
+The 1M-request run (a stable load below capacity on Azure-like lengths: Poisson arrivals, prompt and
+output lengths resampled from the Azure 2023 conversation trace; goal ≤ 10 min, peak RSS ≤ 2 GB) is
+opt-in: `SPECBED_BENCH_1M=1 python -m bench sim`. `SPECBED_BENCH_NO_REF=1` skips the reference runs;
+`SPECBED_BENCH_REPEAT=N` (default 2) alternates N runs of each side and keeps each side's fastest. CPU time
+(process time) is printed beside wall time: under contention it is the steadier of the two.
 
 May import: numpy, the standard library, sim, specsched.
 """
@@ -13,15 +23,12 @@ import json
 import os
 import subprocess
 import sys
-import time
+import tempfile
+from pathlib import Path
 
-import numpy as np
-
-import specsched
-from sim import simulate
-from sim.acceptance import AcceptanceModel
-from sim.config_io import load_config
-from sim.curves import curve_matrix
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE_COMMIT = "8d90704"
+REPEAT = int(os.environ.get("SPECBED_BENCH_REPEAT", "2"))
 
 #: R ≈ 128 running requests (closed loop), DSpark γ = 7 on the V4-Flash-like table.
 STEPS_SETS = [
@@ -35,106 +42,124 @@ STEPS_SETS = [
     "policy.name=dspark",
     "server.cost=h200-v4flash",
 ]
-AZURE_SETS = [
-    "workload.kind=trace",
-    "workload.trace=azure2023-conv",
-    "workload.num_requests=0",
-    "drafter.name=dspark",
-    "policy.name=dspark",
-    "server.cost=h200-v4flash",
-]
-#: 1M requests, Poisson near the capacity of one V4-Flash-like GPU with DSpark (mean batch ≈ 60).
+AZURE = ("configs/azure-conv-replay.toml", [])
+#: 1M requests, Poisson at 12 req/s with Azure 2023 conversation lengths (prompt ≈ 1155, output ≈ 211
+#: tokens): ~2,500 output tok/s offered against a DSpark capacity of several thousand on one
+#: V4-Flash-like GPU, so the queue stays bounded (the old 1M run offered more than capacity).
 MILLION_SETS = [
     "workload.kind=poisson",
     "workload.num_requests=1000000",
-    "workload.rate=50",
-    "workload.input_tokens=512",
-    "workload.output_tokens=128",
-    "workload.input_dist=lognormal",
-    "workload.output_dist=lognormal",
+    "workload.rate=12",
+    "workload.trace=azure2023-conv",
+    "workload.input_dist=trace",
+    "workload.output_dist=trace",
     "drafter.name=dspark",
     "policy.name=dspark",
     "server.cost=h200-v4flash",
     "server.max_num_seqs=512",
 ]
 
+_CODE = """
+import json, resource, sys, time
+sys.path.insert(0, {root!r})
+from sim import simulate
+from sim.config_io import load_config
+cfg = load_config({config!r}, {sets!r})
+t0, c0 = time.perf_counter(), time.process_time()
+res = simulate(cfg, progress={progress})
+wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+s = res.summary
+print(json.dumps({{"wall_s": wall, "cpu_s": cpu, "loop_s": res.timing["loop_s"], "steps": s["steps"],
+    "requests": s["requests_completed"], "batch": s["mean_batch_size"], "sim_s": s["sim_time_s"],
+    "throughput_tok_s": s["throughput_tok_s"], "queue": s["queue_len_mean"],
+    "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+"""
 
-def _timed_run(sets: list[str]) -> tuple[dict, dict]:
-    """(summary, timing) of one run: timing has setup_s, loop_s (the event loop), results_s, total_s."""
-    result = simulate(load_config(None, sets))
-    return result.summary, result.timing
+
+def _run(root: Path, config: str | None, sets: list[str], progress: bool = False) -> dict:
+    """One simulate() in a fresh interpreter with `root`'s code first on sys.path; its figures."""
+    cfg = None if config is None else str(ROOT / config)
+    code = _CODE.format(root=str(root), config=cfg, sets=sets, progress=progress)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    if proc.returncode:
+        raise RuntimeError(f"bench run failed in {root}:\n{proc.stderr[-2000:]}")
+    if progress:
+        sys.stderr.write(proc.stderr[-2000:])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _per_step_parts(r: int = 128, gamma: int = 7, reps: int = 2000) -> dict[str, float]:
-    """Microseconds per call, at R requests: the policy, and the acceptance model's three calls."""
-    cfg = load_config(None, [])
-    model = AcceptanceModel(curve_matrix(None, "dspark", gamma), cfg.acceptance, np.random.default_rng(0))
-    policy = specsched.make_policy("dspark")
-    cost = specsched.builtin_cost("h200-v4flash").with_draft(0.001)
-    rng = np.random.default_rng(1)
-    dom, lat = rng.integers(0, 3, r), model.request_latent(r, rng)
-    true = model.true_probs(dom, lat, rng)
-    conf = model.estimate(true, rng)
-    lengths = policy(conf, cost, max_batch_tokens=8192)
-    out = {}
-    for name, call in (
-        ("policy", lambda: policy(conf, cost, max_batch_tokens=8192)),
-        ("true_probs", lambda: model.true_probs(dom, lat, rng)),
-        ("estimate", lambda: model.estimate(true, rng)),
-        ("sample_accepted", lambda: model.sample_accepted(true, lengths, rng)),
-    ):
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            call()
-        out[name] = (time.perf_counter() - t0) / reps * 1e6
-    return out
+def _best(old: dict | None, got: dict) -> dict:
+    return got if old is None or got["wall_s"] < old["wall_s"] else old
+
+
+def _reference(tmp: str) -> Path | None:
+    """The tree of REFERENCE_COMMIT unpacked under `tmp`, or None (no git history: not a checkout)."""
+    dest = Path(tmp) / "reference"
+    dest.mkdir()
+    try:
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", REFERENCE_COMMIT], capture_output=True, check=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return dest
+
+
+def _line(name: str, got: dict) -> str:
+    us = got["loop_s"] / got["steps"] * 1e6
+    return (
+        f"  {name:<9} {got['wall_s']:7.2f} s wall ({got['cpu_s']:6.2f} s CPU), {us:6.1f} µs/step, "
+        f"{got['steps'] / got['loop_s']:8.0f} steps/s, {got['sim_s'] / got['wall_s']:6.0f}x real time "
+        f"({got['steps']} steps, mean batch {got['batch']:.1f})"
+    )
+
+
+def _compare(title: str, new: dict, ref: dict | None) -> None:
+    print(title)
+    print(_line("new", new))
+    if ref is not None:
+        print(_line("reference", ref))
+        print(
+            f"  speed-up: {ref['wall_s'] / new['wall_s']:.2f}x wall, {ref['cpu_s'] / new['cpu_s']:.2f}x CPU "
+            f"time, {(ref['loop_s'] / ref['steps']) / (new['loop_s'] / new['steps']):.2f}x per step (best of "
+            f"{REPEAT} alternating runs each)"
+        )
 
 
 def _million() -> None:
-    code = (
-        "import json, resource, sys, time\n"
-        "from sim import simulate\nfrom sim.config_io import load_config\n"
-        f"cfg = load_config(None, {MILLION_SETS!r})\n"
-        "t0 = time.perf_counter()\nres = simulate(cfg, progress=True)\nwall = time.perf_counter() - t0\n"
-        "rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\n"
-        "s = res.summary\n"
-        "print(json.dumps({'wall_s': wall, 'peak_rss_mb': rss, 'steps': s['steps'],"
-        " 'requests': s['requests_completed'], 'batch': s['mean_batch_size'],"
-        " 'throughput_tok_s': s['throughput_tok_s']}))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    sys.stderr.write(proc.stderr[-2000:])
-    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    got = _run(ROOT, None, MILLION_SETS, progress=True)
     print(
-        f"sim 1M requests: {got['wall_s']:.0f} s wall (goal ≤ 600 s), peak RSS {got['peak_rss_mb']:.0f} MB "
-        f"(goal ≤ 2048 MB); {got['steps']} steps, mean batch {got['batch']:.0f}, "
-        f"{got['throughput_tok_s']:.0f} tok/s simulated"
+        f"sim 1M requests (Poisson 12/s, Azure conv lengths): {got['wall_s']:.0f} s wall (goal ≤ 600 s), "
+        f"peak RSS {got['peak_rss_mb']:.0f} MB (goal ≤ 2048 MB); {got['steps']} steps, "
+        f"{got['loop_s'] / got['steps'] * 1e6:.1f} µs/step, mean batch {got['batch']:.0f}, mean queue "
+        f"{got['queue']:.1f}, {got['throughput_tok_s']:.0f} tok/s simulated, "
+        f"{got['sim_s'] / got['wall_s']:.0f}x real time"
     )
 
 
 def main() -> None:
-    summary, timing = _timed_run(STEPS_SETS)
-    loop = timing["loop_s"]
-    print(
-        f"sim steps/s at R≈{summary['mean_batch_size']:.0f}, γ=7 (dspark, h200-v4flash): "
-        f"{summary['steps'] / loop:.0f} steps/s ({summary['steps']} steps in {loop:.2f} s of event loop; "
-        f"set-up {timing['setup_s']:.2f} s, results {timing['results_s']:.2f} s)"
-    )
-    parts = _per_step_parts()
-    step_us = loop / summary["steps"] * 1e6
-    outside = sum(parts.values())
-    print(
-        f"  per step {step_us:.0f} µs = policy {parts['policy']:.0f} + acceptance model "
-        f"{parts['true_probs'] + parts['estimate'] + parts['sample_accepted']:.0f} (true_probs "
-        f"{parts['true_probs']:.0f}, estimate {parts['estimate']:.0f}, sample {parts['sample_accepted']:.0f})"
-        f" + simulator {max(step_us - outside, 0.0):.0f} (policy/model timed alone at R=128)"
-    )
-    summary, timing = _timed_run(AZURE_SETS)
-    print(
-        f"sim Azure 2023 conv replay ({summary['requests_completed']} requests, dspark): "
-        f"{timing['total_s']:.1f} s wall (goal ≤ 10 s); {summary['steps']} steps, "
-        f"{summary['steps'] / timing['loop_s']:.0f} steps/s, mean batch {summary['mean_batch_size']:.1f}"
-    )
+    with tempfile.TemporaryDirectory() as tmp:
+        ref_root = None if os.environ.get("SPECBED_BENCH_NO_REF") else _reference(tmp)
+        if ref_root is None:
+            print(f"(reference {REFERENCE_COMMIT} not run: SPECBED_BENCH_NO_REF set or no git history)")
+        for title, (config, sets) in (
+            ("sim steps at R≈128, γ=7 (closed loop, dspark, h200-v4flash):", (None, STEPS_SETS)),
+            ("sim Azure 2023 conv replay (19,366 requests, 1 h, dspark γ=7; goal ≤ 8 s, ≥ 3x):", AZURE),
+        ):
+            ref = new = None
+            for _ in range(REPEAT):  # alternate, keep each side's fastest: load on a shared machine varies
+                if ref_root is not None:
+                    ref = _best(ref, _run(ref_root, config, sets))
+                new = _best(new, _run(ROOT, config, sets))
+            _compare(title, new, ref)
+    print("  (shared machine: absolute times are inflated by other load; the ratios are the figures to read)")
     if os.environ.get("SPECBED_BENCH_1M"):
         _million()
     else:

@@ -185,6 +185,46 @@ class AcceptanceModel:
         true = self.true_probs(domain_idx, latent, rng_truth)
         return true, self.estimate(true, rng_conf)
 
+    # ---- hot path of the simulator: k steps at once, in logits --------------------------------------------
+    # The same model as `step` + `sample_accepted`, with fewer passes: the truth stays a negative logit
+    # w = −(θ + u + ε) (σ(−w) is the acceptance probability), the estimate is taken from w directly (no
+    # log of a probability), and a draft is accepted when a standard logistic draw L (one uniform each)
+    # exceeds w: P(L > w) = σ(−w). Each stream is drawn step after step, so k steps at once draw exactly
+    # what k one-step calls would. The caller sets np.errstate(over="ignore") (`sim.run` does, once).
+
+    def draw_steps(self, domain_idx: np.ndarray, latent: np.ndarray, k: int, rng_truth, rng_conf):
+        """(w, conf) `float64[k, R, γ]`: truth as negative logits and the scheduler's confidences."""
+        w = rng_truth.standard_normal((k, len(domain_idx), self.gamma))
+        w *= self._neg_sd_e
+        w -= np.take(self.theta, domain_idx, axis=0) + np.asarray(latent)[:, None]
+        if self._identity:
+            conf = np.exp(w)
+        else:
+            conf = rng_conf.standard_normal(w.shape)
+            conf *= self.noise_sd
+            conf += w
+            conf += self._a_over_b  # −(a + b·(z + σ_η ξ)) = b·(w − a/b − σ_η ξ), ξ symmetric
+            conf *= self._b
+            np.exp(conf, out=conf)
+        conf += 1.0
+        return w, np.reciprocal(conf, out=conf)
+
+    def skip_steps(self, k: int, r: int, rng_truth, rng_conf) -> None:
+        """Advance both streams exactly as `draw_steps` for k steps of r requests would (draws discarded)."""
+        rng_truth.standard_normal((k, r, self.gamma))
+        if not self._identity:
+            rng_conf.standard_normal((k, r, self.gamma))
+
+    def accept_steps(self, w: np.ndarray, lengths: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Accepted drafts `int64[k, R]` from `draw_steps`'s w and the verify lengths `int64[k, R]`: the first
+        position whose logistic draw is ≤ w, capped at the length. One uniform per position (a draw of
+        exactly 0.0, p = 2⁻⁵³, is redrawn by numpy: the one case where `advance` bookkeeping is off)."""
+        gamma = w.shape[-1]
+        stop = np.empty((*w.shape[:-1], gamma + 1), dtype=bool)
+        np.less_equal(rng.logistic(size=w.shape), w, out=stop[..., :gamma])
+        stop[..., gamma] = True
+        return np.minimum(stop.argmax(axis=-1), lengths)
+
     def estimate(self, true: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Scheduler-visible confidences `float64[R, γ]` in [0, 1] from `true: float64[R, γ]` (module doc)."""
         if self._identity:
@@ -334,20 +374,23 @@ class AcceptanceModel:
 def sample_chain(
     true: np.ndarray, lengths: np.ndarray, rng: np.random.Generator, positions: np.ndarray | None = None
 ) -> np.ndarray:
-    """Accepted drafts `int64[R]`: the first k with u_k >= true[:, k] (u uniform), capped at `lengths`.
+    """Accepted drafts `int64[...]`: the first k with u_k >= true[..., k] (u uniform), capped at `lengths`.
 
+    `true: float64[..., γ]` (R requests, or K steps × R requests: uniforms are drawn in that order, so K
+    steps at once draw exactly what K one-step calls would); `lengths: int64[...]`.
     `positions`: np.arange(γ), passed by hot-path callers to save an allocation.
     """
-    r, gamma = true.shape
+    gamma = true.shape[-1]
     if gamma == 0:
-        return np.zeros(r, dtype=np.int64)
+        return np.zeros(true.shape[:-1], dtype=np.int64)
     if positions is None:
         positions = np.arange(gamma)
-    stop = np.empty((r, gamma + 1), dtype=bool)
-    np.greater_equal(rng.random((r, gamma)), true, out=stop[:, :gamma])
-    stop[:, :gamma] |= positions >= np.asarray(lengths)[:, None]
-    stop[:, gamma] = True
-    return np.argmax(stop, axis=1).astype(np.int64, copy=False)
+    stop = np.empty((*true.shape[:-1], gamma + 1), dtype=bool)
+    head = stop[..., :gamma]
+    np.greater_equal(rng.random(true.shape), true, out=head)
+    head |= positions >= np.asarray(lengths)[..., None]
+    stop[..., gamma] = True
+    return np.argmax(stop, axis=-1).astype(np.int64, copy=False)
 
 
 def _mean(x: np.ndarray) -> float:

@@ -1,7 +1,8 @@
-"""Upper bounds of the simulator's numeric config keys, checked before anything is allocated.
+"""The checks every simulator config section runs in `__post_init__`, and its keys' upper bounds.
 
-Role: one table of bounds (`UPPER_BOUNDS`) and the check every config section runs in `__post_init__`
-(`check_bounds`), so a huge value is refused in one line naming its key instead of exhausting memory or
+Role: `fail`, `check_choice`, `check_range` (one-line InputErrors naming `section.key`), and one table of
+upper bounds (`UPPER_BOUNDS`) with its check (`check_bounds`), run before anything is allocated, so a huge
+value is refused in one line naming its key instead of exhausting memory or
 overflowing int64 later. Documented in the README ("Bad input and bounds").
 
 May import: the standard library, `specsched.errors`.
@@ -9,6 +10,7 @@ May import: the standard library, `specsched.errors`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import fields
 
 from specsched.errors import InputError
@@ -70,3 +72,24 @@ def check_bounds(section: str, obj) -> None:
             if value > bound:
                 shown = f"{bound:,}" if isinstance(bound, int) else f"{bound:g}"
                 raise InputError(f"must be ≤ {shown} (its upper bound); got {value!r}", field=dotted)
+
+
+def fail(section: str, key: str, message: str) -> InputError:
+    """An InputError naming `section.key` (just `key` at the top level)."""
+    return InputError(message, field=f"{section}.{key}" if section else key)
+
+
+def check_choice(section: str, key: str, value: str, choices: tuple[str, ...]) -> None:
+    """value one of `choices`; InputError naming section.key otherwise."""
+    if value not in choices:
+        raise fail(section, key, f"must be one of {', '.join(choices)}; got {value!r}")
+
+
+def check_range(section: str, key: str, value, lo=None, hi=None, *, lo_open=False, hi_open=False) -> None:
+    """value within [lo, hi] (open ends as flagged), finite; InputError naming section.key otherwise."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise fail(section, key, f"must be a finite number; got {value!r}")
+    if lo is not None and (value <= lo if lo_open else value < lo):
+        raise fail(section, key, f"must be {'>' if lo_open else '≥'} {lo}; got {value!r}")
+    if hi is not None and (value >= hi if hi_open else value > hi):
+        raise fail(section, key, f"must be {'<' if hi_open else '≤'} {hi}; got {value!r}")

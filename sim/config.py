@@ -20,15 +20,16 @@ May import: the standard library, `specsched` (errors, policy/cost names, graph 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from sim.acceptance import AcceptanceConfig
 from sim.bounds import check_bounds
+from sim.bounds import check_choice as _check_choice
+from sim.bounds import check_range as _check_range
+from sim.bounds import fail as _fail
 from sim.curves import DOMAINS, DRAFTERS
 from specsched import DRAFT_MODES, POLICIES, policy_params
-from specsched.errors import InputError
 from specsched.graphs import check_capture_sizes
 
 WORKLOAD_KINDS = ("poisson", "gamma", "closed", "trace")
@@ -40,25 +41,6 @@ DRAFTER_KINDS = ("parallel", "autoregressive", "free")
 BUILTIN_KINDS = {"none": "free", "mtp": "autoregressive", "eagle3": "autoregressive", "dflash": "parallel",
                  "dspark": "parallel"}  # fmt: skip
 PARALLEL_DRAFTERS = tuple(name for name, kind in BUILTIN_KINDS.items() if kind == "parallel")
-
-
-def _fail(section: str, key: str, message: str) -> InputError:
-    return InputError(message, field=f"{section}.{key}" if section else key)
-
-
-def _check_choice(section: str, key: str, value: str, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise _fail(section, key, f"must be one of {', '.join(choices)}; got {value!r}")
-
-
-def _check_range(section: str, key: str, value, lo=None, hi=None, *, lo_open=False, hi_open=False) -> None:
-    """value within [lo, hi] (open ends as flagged), finite; InputError naming section.key otherwise."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise _fail(section, key, f"must be a finite number; got {value!r}")
-    if lo is not None and (value <= lo if lo_open else value < lo):
-        raise _fail(section, key, f"must be {'>' if lo_open else '≥'} {lo}; got {value!r}")
-    if hi is not None and (value >= hi if hi_open else value > hi):
-        raise _fail(section, key, f"must be {'<' if hi_open else '≤'} {hi}; got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -296,10 +278,9 @@ class ServerConfig:
     max_cudagraph_capture_size / cudagraph_capture_sizes: model an engine replaying captured CUDA graphs
         (`specsched.graphs`): a step of B tokens pays the smallest captured size ≥ B, and past the largest
         it runs eagerly at `eager_factor` × the cost. Sizes default to vLLM's list up to the maximum (1,
-        2, 4, every 8 below 256, every 16 from 256); given sizes above the maximum are dropped. Both None
-        = the table as it is (a built-in setup that models graphs keeps its own). They re-pad the
-        built-in's graph-free table, a CSV's points, and `policy_cost` alike. eager_factor: ≥ 1; None =
-        the built-in setup's own, else `specsched.graphs.EAGER_FACTOR`.
+        2, 4, every 8 below 256, every 16 from 256); sizes above the maximum are dropped. Both None = the
+        table as it is (a built-in that models graphs keeps its own); else they re-pad any table (built-in,
+        CSV, policy_cost). eager_factor ≥ 1; None = the built-in's own, else `graphs.EAGER_FACTOR`.
     """
 
     _section: ClassVar[str] = "server"
@@ -360,11 +341,6 @@ class ServerConfig:
             object.__setattr__(self, "cudagraph_capture_sizes", sizes)
         if self.eager_factor is not None:
             _check_range(s, "eager_factor", self.eager_factor, 1.0)
-
-    @property
-    def models_graphs(self) -> bool:
-        """Whether the config itself asks for CUDA-graph padding (a capture key is set)."""
-        return self.max_cudagraph_capture_size is not None or self.cudagraph_capture_sizes is not None
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,11 @@ workload), check them all before anything runs, wire the simpy model (`sim.serve
 Random streams: `numpy.random.SeedSequence(config.seed).spawn(len(STREAMS))`, one Generator per name in
 `STREAMS` (fixed order; a new stream is appended, never inserted, so existing ones keep their draws):
 arrivals, lengths, domains, think (closed-loop think times), latent (per-request difficulty),
-acceptance (true per-step probabilities and accept/reject draws), confidence (estimate noise), model
-(held-out samples the acceptance model fits σ_η and STS on). Changing the policy therefore leaves the
+acceptance (true per-step probabilities), confidence (estimate noise), model (held-out samples the
+acceptance model fits σ_η and STS on), verify (accept/reject uniforms; split from "acceptance" so that a
+run of K pure-decode steps decided at once draws exactly what K single steps would), router (the "random"
+router's choices). Replica i draws its truth, estimate and verify noise from the i-th child of those three
+streams (`sim.server.Replica`), so replicas never share a stream. Changing the policy therefore leaves the
 traffic and every request's latent difficulty unchanged.
 
 May import: numpy, simpy, the standard library, specsched, traces, and the other sim modules.
@@ -28,15 +31,28 @@ import specsched
 from sim.acceptance import AcceptanceModel
 from sim.config import SimConfig
 from sim.curves import DOMAINS, curve_matrix, load_curves
+from sim.deployment import Deployment
 from sim.drafter import draft_cost, draft_kv_seconds, draft_seconds_table, load_draft_cost
 from sim.empirical import EmpiricalModel
 from sim.metrics import request_table, summarize, time_series
 from sim.recorder import Recorder
-from sim.server import ClosedLoop, Engine, Replica, Router, open_loop
+from sim.routing import ClosedLoop, OpenLoop, Router
+from sim.server import Replica
 from sim.workload import Workload, build_workload
 from specsched.errors import InputError
 
-STREAMS = ("arrivals", "lengths", "domains", "think", "latent", "acceptance", "confidence", "model")
+STREAMS = (
+    "arrivals",
+    "lengths",
+    "domains",
+    "think",
+    "latent",
+    "acceptance",
+    "confidence",
+    "model",
+    "verify",
+    "router",
+)
 
 
 @dataclass(frozen=True)
@@ -116,7 +132,7 @@ def _load_table(cfg: SimConfig, source: str, fieldname: str) -> specsched.CostTa
 def _with_graphs(cfg: SimConfig, source: str, cost: specsched.CostTable) -> specsched.CostTable:
     """`cost` re-padded to the config's CUDA-graph capture sizes, when the config sets them."""
     srv = cfg.server
-    if not srv.models_graphs:
+    if srv.max_cudagraph_capture_size is None and srv.cudagraph_capture_sizes is None:
         return cost
     builtin = source in specsched.BUILTIN_COSTS
     own = specsched.builtin_graphs(source) if builtin else None
@@ -267,7 +283,7 @@ def simulate(
 
     progress: True prints progress with an ETA to stderr every ~2 s of wall time; a callable gets
     (completed requests, simulated seconds) every 1024 engine steps.
-    observer: called at the end of every engine step (`sim.server.Engine.observer`), e.g. the timeline.
+    observer: called at the end of every engine step (`Deployment.observer`), e.g. the timeline.
     """
     t_start = time.perf_counter()
     prep = prepare(config)
@@ -277,7 +293,7 @@ def simulate(
     env = simpy.Environment()
     gamma = cfg.drafter.effective_gamma
     budget = cfg.server.max_num_batched_tokens
-    eng = Engine(
+    eng = Deployment(
         env=env,
         recorder=rec,
         model=prep.model,
@@ -295,6 +311,7 @@ def simulate(
         latency=np.asarray(prep.cost.latency(np.arange(budget + 1)), dtype=np.float64),
         rng_accept=prep.rngs["acceptance"],
         rng_conf=prep.rngs["confidence"],
+        rng_verify=prep.rngs["verify"],
         policy_cost=prep.policy_cost,
         prefill_request_s=float(cfg.server.prefill_request_seconds),
         drafter=draft_cost(cfg.drafter, tp=cfg.server.tp or 1),
@@ -312,7 +329,7 @@ def simulate(
         loop = ClosedLoop(env, router, cfg.workload.concurrency, wl.think_s)
         eng.on_complete = loop.on_complete
     else:
-        env.process(open_loop(env, router, wl.arrival_s))
+        eng.horizon = OpenLoop(env, router, wl.arrival_s).horizon
     if progress:
         report = _progress_printer(n) if progress is True else progress
         counter = [0]
@@ -324,7 +341,8 @@ def simulate(
 
         eng.on_step = on_step
     t_loop = time.perf_counter()
-    env.run()
+    with np.errstate(divide="ignore", over="ignore"):  # once per run: the hot path's logits of 0 and 1
+        env.run()
     rec.close(env.now)
     t_results = time.perf_counter()
     if rec.completed != n or any(rep.n or rep.kv_used or rep.queue for rep in replicas):

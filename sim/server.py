@@ -12,7 +12,8 @@ One engine step of a replica, at time t (`Replica._plan`, then `yield timeout`, 
    the queue, and on readmission it recomputes its prompt plus the tokens it already emitted (counted).
 2. Decode: for the R running requests that finished prefill, (true, conf) = model.step(...) (the truth and
    the estimate of it), lengths = policy(conf, cost.with_draft(draft_s), stale=..., max_batch_tokens),
-   accepted = model.sample_accepted(true, lengths). For policies with `uses_stale` the server keeps each
+   accepted = model.sample_accepted(true, lengths) (truth noise, estimate noise and accept uniforms: three
+   separate streams). For policies with `uses_stale` the server keeps each
    request's confidences of its last `delay` decode steps in one `specsched.StaleBuffer` and passes those
    from `delay` steps earlier; a request younger than that passes its domain's population curve (the
    buffer's stated prior: a constant, so still lossless). With draft = "adaptive" the policy first plans
@@ -29,98 +30,31 @@ One engine step of a replica, at time t (`Replica._plan`, then `yield timeout`, 
 5. At t + step: each decoding request emits min(accepted + 1, tokens still owed); a request whose
    prefill completes emits its first token (TTFT); requests that reached their output length leave.
 
+Runs of pure-decode steps with a fixed batch are decided several steps per vectorized pass
+(`sim.steps.plan_decode_run`), with exactly the draws, decisions and times of single steps; each step still
+takes its own simpy timeout and its own `Recorder.step`. `Deployment.max_run = 1` turns that off.
+
 Time and tie-breaks: time is float seconds. Events at the same instant run in simpy's scheduling order
 (FIFO by event id), so a run is a deterministic function of config and seed. Completion callbacks (closed
 loop) run synchronously inside `_apply`, so a user with zero think time re-enters the queue before the
-replica plans its next step at the same instant. The router is consulted once per arrival; ties between
-replicas go to the lowest index.
+replica plans its next step at the same instant. Routers and arrival processes live in `sim.routing`.
 
 State is numpy arrays indexed by slot (0..n−1 = running requests in admission order), not per-request
 objects; per-request results go to `sim.recorder.Recorder`.
 
-May import: numpy, simpy, the standard library, `sim.recorder`, `specsched` (CostTable, Policy, DraftCost,
-StaleBuffer).
+May import: numpy, simpy, the standard library, `sim.deployment`, `sim.steps`, `specsched` (StaleBuffer).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 import simpy
 
-from sim.recorder import Recorder
-from specsched import CostTable, DraftCost, Policy, StaleBuffer
-
-
-@dataclass
-class Engine:
-    """What every replica shares: the model of one deployment (read-only during a run).
-
-    input_tokens, output_tokens, domain, latent: per-request arrays (int64/int64/int64/float64[N]).
-    draft_s: float64[max_num_seqs + 1], draft seconds by decoding-request count R.
-    latency: float64[max_num_batched_tokens + 1], verify seconds by step tokens B.
-    views: cost table with draft_s[R] as its draft cost, by R (what the policy is given).
-    policy_cost, policy_draft_s: the table and draft seconds the policy plans with when they differ from
-    the ones that time the steps (server.policy_cost); None = cost and draft_s.
-    prefill_request_s: seconds added per request prefilling in a step (server.prefill_request_seconds).
-    drafter: how the draft pass is priced from planned depths (used with draft = "adaptive").
-    observer: optional per-step callback (e.g. `sim.timeline.TimelineWriter`), see the field.
-    draft_kv_s: the measured draft cost's seconds per KV token held (drafter.cost with a context column).
-    """
-
-    env: simpy.Environment
-    recorder: Recorder
-    model: object  # sim.acceptance.AcceptanceModel or sim.empirical.EmpiricalModel
-    policy: Policy
-    cost: CostTable
-    gamma: int
-    max_num_seqs: int
-    max_batch_tokens: int
-    kv_tokens: int
-    input_tokens: np.ndarray
-    output_tokens: np.ndarray
-    domain: np.ndarray
-    latent: np.ndarray
-    draft_s: np.ndarray
-    latency: np.ndarray
-    rng_accept: np.random.Generator
-    rng_conf: np.random.Generator
-    on_complete: Callable[[np.ndarray, float], None] | None = None
-    on_step: Callable[[float], None] | None = None
-    policy_cost: CostTable | None = None
-    policy_draft_s: np.ndarray | None = None
-    prefill_request_s: float = 0.0
-    drafter: DraftCost | None = None
-    #: called at the end of every step as observer(replica, start, seconds, decoding requests, verify
-    #: tokens, prefill tokens, lengths, accepted, emitted tokens); None (the default) costs nothing
-    observer: Callable[..., None] | None = None
-    draft_kv_s: float = 0.0
-
-    def __post_init__(self) -> None:
-        self.views: list[CostTable | None] = [None] * (self.max_num_seqs + 1)
-        self.adaptive = getattr(self.policy, "draft", "full") == "adaptive"
-        if self.adaptive and self.drafter is None:
-            raise ValueError("Engine: an adaptive policy needs `drafter` (how to price the draft pass)")
-
-    def view(self, r: int, kv: int = 0) -> CostTable:
-        """The table the policy plans with at R = r decoding requests holding `kv` KV tokens in all: the
-        draft seconds and the context's KV reads both go into its fixed (ℓ-independent) term."""
-        v = self._view(r)
-        extra = (v.kv_token_seconds + self.draft_kv_s) * kv
-        return v.with_draft(v.draft_seconds + extra) if extra else v
-
-    def _view(self, r: int) -> CostTable:
-        v = self.views[r]
-        if v is None:
-            if self.policy_cost is None:
-                v = self.cost.with_draft(float(self.draft_s[r]))
-            else:
-                v = self.policy_cost.with_draft(float(self.policy_draft_s[r]))
-            self.views[r] = v
-        return v
+from sim.deployment import Deployment
+from sim.steps import DecodeRun, StepPlan, plan_decode_run, run_length
+from specsched import StaleBuffer
 
 
 class Replica:
@@ -133,7 +67,7 @@ class Replica:
     `kv_used` and `n_decoding` keep the replica totals.
     """
 
-    def __init__(self, index: int, eng: Engine) -> None:
+    def __init__(self, index: int, eng: Deployment) -> None:
         self.index = index
         self.eng = eng
         s = eng.max_num_seqs
@@ -148,7 +82,12 @@ class Replica:
         self.lat = np.zeros(s)
         self.hist = StaleBuffer(s, eng.gamma, eng.policy.delay) if eng.policy.uses_stale else None
         self.wake: simpy.Event | None = None
-        self.plan: tuple | None = None
+        # Own streams (children spawned in replica order): a replica's draws never interleave with another's,
+        # so deciding several steps at once, or simulating one replica alone, draws the same numbers.
+        self.rng_truth, self.rng_conf, self.rng_verify = (
+            g.spawn(1)[0] for g in (eng.rng_accept, eng.rng_conf, eng.rng_verify)
+        )
+        self.tau_seen = 2.0  # tokens per request-step in pure-decode runs so far (sizes the next run)
         self.process = eng.env.process(self.run())
 
     @property
@@ -165,23 +104,43 @@ class Replica:
     # -- the step loop -------------------------------------------------------------------------------------
 
     def run(self):
-        env = self.eng.env
+        eng = self.eng
+        env, rec = eng.env, eng.recorder
         while True:
             if self.n == 0 and not self.queue:
                 self.wake = env.event()
                 yield self.wake
                 self.wake = None
-            yield env.timeout(self._plan())
-            self._apply()
+            plan = self._plan()
+            if type(plan) is StepPlan:
+                yield env.timeout(plan.seconds)
+                self._apply(plan)
+                continue
+            draft, r, observer = float(eng.draft_s[plan.r]), plan.r, eng.observer
+            for k, (seconds, verify, emitted) in enumerate(zip(plan.seconds, plan.verify, plan.emitted)):
+                start = env.now
+                yield env.timeout(seconds)
+                lengths, accepted = plan.step_lengths[k], plan.step_accepted[k]
+                self.kv_used += emitted  # step by step, as `_apply` would (observers read it)
+                rec.step(start, seconds, draft, r, verify, emitted, lengths, accepted)
+                if observer is not None:
+                    observer(self, start, seconds, r, verify, 0, lengths, accepted, emitted)
+                if eng.on_step is not None:
+                    eng.on_step(env.now)
+            self._apply_run(plan)
 
-    def _plan(self) -> float:
-        """Decide this step (steps 1–4 of the module doc); returns its duration in seconds."""
+    def _plan(self) -> StepPlan | DecodeRun:
+        """Decide this step (steps 1–4 of the module doc), or a run of pure-decode steps (`sim.steps`)."""
         eng = self.eng
         gamma, now = eng.gamma, eng.env.now
         while True:
             preempted = self._make_room()
             n, r = self.n, self.n_decoding
             if r == n:
+                if r and gamma and not preempted and eng.multi_step:
+                    k = min(run_length(self, now), eng.max_run)
+                    if k > 1:
+                        return plan_decode_run(self, k, now)
                 di: slice | np.ndarray = slice(0, n)
                 pf = None
             else:
@@ -190,15 +149,7 @@ class Replica:
                 pf = np.flatnonzero(~decoding)
             draft_s = float(eng.draft_s[r])
             if r and gamma:
-                true, conf = eng.model.step(self.dom[di], self.lat[di], eng.rng_accept, eng.rng_conf)
-                if eng.adaptive:
-                    lengths, draft_s = self._adaptive(di, conf)
-                else:
-                    stale = self._stale(di, conf) if self.hist is not None else None
-                    lengths = eng.policy(
-                        conf, eng.view(r, self.kv_used), stale=stale, max_batch_tokens=eng.max_batch_tokens
-                    )
-                accepted = eng.model.sample_accepted(true, lengths, eng.rng_accept)
+                lengths, accepted, draft_s = self._decide(di, r)
                 verify = r + int(lengths.sum())
             else:
                 lengths = accepted = np.zeros(r, dtype=np.int64)
@@ -219,16 +170,34 @@ class Replica:
             self._preempt_newest(now)
         # Attention reads every running request's KV once per step, prefilling ones included: a fixed
         # charge per request plus, for a context-aware table, one per KV token held (kv_used = Σ context).
-        seconds = float(
-            draft_s
-            + eng.cost.request_seconds * self.n
-            + (eng.cost.kv_token_seconds + eng.draft_kv_s) * self.kv_used
-            + eng.latency[verify + prefill]
-        )
+        seconds = float(draft_s + eng.cost.request_seconds * self.n + eng.kv_s * self.kv_used)
+        seconds += float(eng.latency[verify + prefill])
         if eng.prefill_request_s and prefill:
             seconds += eng.prefill_request_s * int(np.count_nonzero(chunks))
-        self.plan = (di, r, lengths, accepted, pf, chunks, prefill, now, seconds, verify, draft_s)
-        return seconds
+        return StepPlan(di, r, lengths, accepted, pf, chunks, prefill, now, seconds, verify, draft_s)
+
+    def _decide(self, di, r: int) -> tuple[np.ndarray, np.ndarray, float]:
+        """(lengths, accepted, draft seconds) of this step's r decoding slots `di` (lengths, accepted:
+        int64[r]): draws, policy (depths first with draft = "adaptive"), verification.
+
+        A model with `draw_steps` (the parametric one) is drawn exactly as the run path draws one step,
+        whatever the policy, draft mode or cost table, so those never change the random draws."""
+        eng, model = self.eng, self.eng.model
+        dom, lat = self.dom[di], self.lat[di]
+        if eng.vector_draws:
+            w, conf = model.draw_steps(dom, lat, 1, self.rng_truth, self.rng_conf)
+            conf = conf[0]
+        else:
+            true, conf = model.step(dom, lat, self.rng_truth, self.rng_conf)
+        draft_s = float(eng.draft_s[r])
+        if eng.adaptive:
+            lengths, draft_s = self._adaptive(di, conf)
+        else:
+            stale = self._stale(di, conf) if self.hist is not None else None
+            lengths = eng.policy.trusted(conf, eng.view(r, self.kv_used), stale, eng.max_batch_tokens)
+        if eng.vector_draws:
+            return lengths, model.accept_steps(w, lengths[None], self.rng_verify)[0], draft_s
+        return lengths, model.sample_accepted(true, lengths, self.rng_verify), draft_s
 
     def _stale(self, di, conf: np.ndarray) -> np.ndarray:
         """Record `conf` for the decoding slots `di`; return their confidences from `delay` steps earlier.
@@ -313,10 +282,11 @@ class Replica:
             slots, sizes = np.concatenate([pf, slots]), np.concatenate([chunks, sizes])
         return slots, sizes, room
 
-    def _apply(self) -> None:
+    def _apply(self, plan: StepPlan) -> None:
         """Step 5: emit tokens, finish prefills and requests, at the end of the planned step."""
         eng, rec = self.eng, self.eng.recorder
-        di, r, lengths, accepted, pf, chunks, prefill, start, seconds, verify, draft_s = self.plan
+        di, r, lengths, accepted = plan.decoding, plan.r, plan.lengths, plan.accepted
+        pf, chunks, prefill = plan.prefill_slots, plan.chunks, plan.prefill_tokens
         now = eng.env.now
         emitted = 0
         if r:
@@ -335,9 +305,28 @@ class Replica:
                 self.n_decoding += int(ready.size)
                 rec.prefilled(self.rid[ready], now)
         self.kv_used += emitted + prefill
-        rec.step(start, seconds, draft_s, r, verify, emitted, lengths, accepted)
+        rec.step(plan.start, plan.seconds, plan.draft_s, r, plan.verify, emitted, lengths, accepted)
         if eng.observer is not None:  # off by default (the timeline): one None check per step
-            eng.observer(self, start, seconds, r, verify, prefill, lengths, accepted, emitted)
+            eng.observer(self, plan.start, plan.seconds, r, plan.verify, prefill, lengths, accepted, emitted)
+        self._finish(now)
+        if eng.on_step is not None:
+            eng.on_step(now)
+
+    def _apply_run(self, run: DecodeRun) -> None:
+        """The end of a `DecodeRun`: per-slot totals of its K steps (each step already recorded, and its
+        emitted tokens already added to `kv_used`, by `run`)."""
+        n = run.r
+        self.gen[:n] += run.emit
+        self.acc[:n] += run.accepted
+        self.dsteps[:n] += len(run.seconds)
+        self.lsum[:n] += run.lengths
+        self.tau_seen = 0.9 * self.tau_seen + 0.1 * sum(run.emitted) / (n * len(run.seconds))
+        if run.finished:
+            self._finish(self.eng.env.now)
+
+    def _finish(self, now: float) -> None:
+        """Requests that reached their output length leave (completion callbacks run here)."""
+        eng, rec = self.eng, self.eng.recorder
         n = self.n
         done = self.gen[:n] >= self.olen[:n]
         if done.any():
@@ -354,8 +343,6 @@ class Replica:
             rec.finished(rids, now)
             if eng.on_complete is not None:
                 eng.on_complete(rids, now)
-        if eng.on_step is not None:
-            eng.on_step(now)
 
     def _leave(self, idx) -> None:
         """Slots `idx` leave the batch: release their KV, copy their counters into the recorder."""
@@ -367,54 +354,3 @@ class Replica:
         rec.decode_steps[rids] += self.dsteps[idx]
         rec.accepted[rids] += self.acc[idx]
         rec.verify_tokens[rids] += self.dsteps[idx] + self.lsum[idx]
-
-
-class Router:
-    """Sends each arriving request to a replica: "round_robin" or "least_outstanding" (ties: lowest index)."""
-
-    def __init__(self, replicas: list[Replica], kind: str) -> None:
-        self.replicas = replicas
-        self.kind = kind
-        self._next = 0
-
-    def submit(self, rid: int) -> None:
-        if self.kind == "round_robin":
-            target = self.replicas[self._next]
-            self._next = (self._next + 1) % len(self.replicas)
-        else:
-            target = min(self.replicas, key=lambda rep: (rep.outstanding, rep.index))
-        target.enqueue(rid)
-
-
-def open_loop(env: simpy.Environment, router: Router, arrival_s: np.ndarray):
-    """simpy process: submit request i at arrival_s[i] (ids in arrival order)."""
-    for rid, t in enumerate(arrival_s.tolist()):
-        if t > env.now:
-            yield env.timeout(t - env.now)
-        router.submit(rid)
-
-
-class ClosedLoop:
-    """`users` users; each submits a request at t = 0, and after each completion thinks think_s[next id]
-    seconds and submits the next unissued request id, until all N are issued."""
-
-    def __init__(self, env: simpy.Environment, router: Router, users: int, think_s: np.ndarray) -> None:
-        self.env, self.router, self.think_s = env, router, think_s
-        self.issued = 0
-        self.total = think_s.size
-        for _ in range(min(users, self.total)):
-            self._issue(0.0)
-
-    def _issue(self, think: float) -> None:
-        rid = self.issued
-        self.issued += 1
-        if think > 0.0:
-            ev = self.env.timeout(think)
-            ev.callbacks.append(lambda _ev: self.router.submit(rid))
-        else:
-            self.router.submit(rid)
-
-    def on_complete(self, rids: np.ndarray, now: float) -> None:
-        for _ in range(rids.size):
-            if self.issued < self.total:
-                self._issue(float(self.think_s[self.issued]))

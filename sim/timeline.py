@@ -1,6 +1,6 @@
 """A per-step timeline of a simulator run in Chrome Trace Event format (opens in Perfetto / chrome://tracing).
 
-Role: the observer `specbed run --timeline` hands the server (`sim.server.Engine.observer`). Every engine
+Role: the observer `specbed run --timeline` hands the server (`Deployment.observer`). Every engine
 step of every replica becomes one complete event, and the replica's queue length and KV use become
 counter tracks:
 

@@ -22,21 +22,28 @@ negative control.
 Every policy is vectorized over candidates: one stable sort of the R·γ survival values, then prefix sums.
 Candidate order: survival descending; ties go to the lower position j, then the lower request r (so a
 request's positions are always admitted in order, and the order never depends on anything but values).
+`dspark`, the hot one, takes exactly those decisions faster (`specsched.dspark`); 1 / step seconds is
+cached per (table, R) on the Policy. `Policy.trusted` (and `trusted_many`, K steps' confidences at once)
+skip the input checks for the simulator and the engine; the public call keeps them.
 
-May import: numpy, the standard library, specsched.cost, specsched.errors, specsched.depth (lazily).
+May import: numpy, the standard library, specsched.cost, specsched.dspark, specsched.errors, specsched.depth
+(lazily).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
+import weakref
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 import numpy as np
 
 from specsched.cost import CostTable
+from specsched.dspark import _room, dspark, dspark_many, inv_step
 
 
 class LosslessnessWarning(UserWarning):
@@ -95,11 +102,6 @@ def _ranked(conf: np.ndarray, *, keep_zero: bool = False) -> tuple[np.ndarray, n
     return order[:n] % R, a[:n]
 
 
-def _room(R: int, n: int, budget: int | None) -> int:
-    """How many of n candidates fit under the token budget (R anchor tokens are always verified)."""
-    return n if budget is None else max(0, min(n, budget - R))
-
-
 def _theta(R: int, a: np.ndarray, cost: CostTable) -> np.ndarray:
     """float64[n+1]: Θ = τ · sps(B) after admitting the first 0..n candidates.
 
@@ -146,17 +148,6 @@ def _threshold(conf, cost, stale, budget, *, threshold):
     R, gamma = conf.shape
     passed = np.concatenate([conf >= threshold, np.zeros((R, 1), dtype=bool)], axis=1)
     return _trim(np.argmin(passed, axis=1).astype(np.int64), budget)
-
-
-def _dspark(conf, cost, stale, budget):
-    """Algorithm 1: greedy admission by survival, stopping at the first admission that does not raise Θ."""
-    R = conf.shape[0]
-    req, a = _ranked(conf)
-    n = _room(R, a.size, budget)
-    theta = _theta(R, a[:n], cost)
-    rises = theta[1:] > theta[:-1]
-    admitted = n if rises.all() else int(np.argmin(rises))
-    return _lengths(req, admitted, R)
 
 
 def _global(conf, cost, sizing, budget):
@@ -234,7 +225,7 @@ _REGISTRY: dict[str, tuple[Callable, dict[str, tuple[object, Callable]], bool]] 
     "ar": (_ar, {}, False),
     "fixed": (_fixed, {"k": (1, lambda p, k, v: _int_param(p, k, v, 0))}, False),
     "threshold": (_threshold, {"threshold": (0.5, _prob_param)}, False),
-    "dspark": (_dspark, {}, False),
+    "dspark": (dspark, {}, False),
     "dspark_global": (_dspark_global, {"delay": (2, lambda p, k, v: _int_param(p, k, v, 0))}, True),
     "goodput": (_goodput, {"delay": (2, lambda p, k, v: _int_param(p, k, v, 0))}, True),
     "lookahead": (_lookahead, {}, False),
@@ -265,6 +256,8 @@ class Policy:
     delay: int
     lossless: bool
     _fn: Callable
+    # 1 / step seconds per (cost table, R), filled on first use: {table: {R: (float64[m], list)}}.
+    _inv: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary, repr=False)
 
     def __call__(self, conf, cost: CostTable, *, stale=None, max_batch_tokens=None) -> np.ndarray:
         conf = check_conf(conf, "conf")
@@ -278,9 +271,40 @@ class Policy:
         budget = _check_budget(max_batch_tokens)
         if not isinstance(cost, CostTable):
             raise ValueError(f"cost: expected a specsched.CostTable, got {type(cost).__name__}")
+        return self.trusted(conf, cost, stale, budget)
+
+    def trusted(
+        self, conf: np.ndarray, cost: CostTable, stale: np.ndarray | None = None, budget: int | None = None
+    ) -> np.ndarray:
+        """The same decisions as calling the policy, without input checks: for the simulator and engine,
+        whose conf is float64[R, γ] in [0, 1] by construction (stale likewise; budget a positive int or
+        None). Wrong input here gives wrong answers, not errors: user input goes through `__call__`."""
         if conf.shape[0] == 0:
             return np.zeros(0, dtype=np.int64)
+        if self._fn is dspark:
+            return dspark(conf, cost, stale, budget, inv=functools.partial(self._inv_step, cost))
         return self._fn(conf, cost, stale, budget, **self.params)
+
+    def trusted_many(self, conf: np.ndarray, cost: CostTable, budget: int | None = None) -> np.ndarray:
+        """int64[K, R]: `trusted` on each of K steps' confidences conf[k] (float64[K, R, γ]), for policies
+        that read no stale confidences (`uses_stale` false); `dspark` decides all K in one vectorized pass."""
+        K, R = conf.shape[:2]
+        if self._fn is dspark and R:
+            return dspark_many(conf, budget, functools.partial(self._inv_step, cost))
+        out = np.zeros((K, R), dtype=np.int64)
+        for k in range(K):
+            out[k] = self.trusted(conf[k], cost, None, budget)
+        return out
+
+    def _inv_step(self, cost: CostTable, R: int, n: int) -> tuple[np.ndarray, list[float]]:
+        """`inv_step(cost, R, n)` cached per (table, R); regrown (to R·8 at least) when n outgrows it."""
+        by_r = self._inv.get(cost)
+        if by_r is None:
+            by_r = self._inv[cost] = {}
+        hit = by_r.get(R)
+        if hit is None or hit[0].size <= n:
+            hit = by_r[R] = inv_step(cost, R, max(n, 8 * R))
+        return hit
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())

@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 OWN = [
     "sim.config",
     "sim.bounds",
+    "sim.deployment",
     "sim.config_io",
     "sim.workload",
     "sim.drafter",

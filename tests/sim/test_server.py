@@ -53,6 +53,12 @@ class Recording:
         )
         return np.zeros(conf.shape[0], dtype=np.int64)
 
+    def trusted(self, conf, cost, stale=None, budget=None):  # the simulator's entry point (no checks)
+        return self(conf, cost, stale=stale, max_batch_tokens=budget)
+
+    def trusted_many(self, conf, cost, budget=None):
+        return np.stack([self.trusted(c, cost, None, budget) for c in conf])
+
 
 def test_stale_confidences_are_delay_steps_old(monkeypatch):
     """One request at a time: stale at its k-th decode step is conf at step k − delay; before that, the
