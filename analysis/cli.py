@@ -49,7 +49,8 @@ def _parser(command: str) -> argparse.ArgumentParser:
         p.add_argument("--model", help="cell model module:attr (default: the simulator)")
     else:
         _analysis_flags(p)
-        p.add_argument("--out", type=Path, help="output file (default DIR/pareto.png or DIR/summary.md)")
+        # a string, not a Path: "DIR/" must stay visibly a folder (refused), not become a file "DIR"
+        p.add_argument("--out", help="output file (default DIR/pareto.png or DIR/summary.md)")
     return p
 
 

@@ -202,7 +202,7 @@ def parse_sweep(text: str, file: str | None = None) -> Sweep:
 
 def load_sweep(path: str | Path) -> Sweep:
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8-sig")  # a BOM is not an error
     except (OSError, UnicodeDecodeError) as err:
         raise InputError(
             f"cannot read sweep file ({getattr(err, 'strerror', None) or err})", file=str(path)

@@ -5,8 +5,8 @@ input it saw last call. Columns: every policy through its public (checked) call;
 trusted fast path the simulator uses; `dspark` of the frozen pre-issue-15 implementation
 (bench/reference_policies.py) and the speed-up over it; the plain-loop Algorithm 1.
 
-Goals (issue 15): `dspark` ≤ 50 µs at R = 256 and ≤ 10 µs at R = 6 (fresh arrays). Figures are wall time on
-whatever machine runs this: on a shared machine read the ratios, not the absolute values.
+Goals (issue 15): `dspark` ≤ 50 µs at R = 256 and ≤ 10 µs at R = 6 (fresh arrays). Figures are CPU (process)
+time per call; on a shared machine even those are inflated (caches, frequency), so read the ratios.
 
 May import: numpy, the standard library, specsched, bench.
 """
@@ -33,15 +33,17 @@ def _sps(cost: S.CostTable, requests: int, b: int) -> float:
 
 
 def per_call_fresh_us(fn, pool: list, min_seconds: float = 0.2) -> float:
-    """µs per `fn(item)`, cycling over `pool` (one warm-up pass; then passes until `min_seconds`)."""
+    """CPU µs per `fn(item)`, cycling over `pool` (one warm-up pass; then passes until `min_seconds`).
+
+    Process (CPU) time, not wall time: on a shared machine the wall clock also counts other jobs' slices."""
     for item in pool:
         fn(item)
-    n, start = 0, time.perf_counter()
+    n, start = 0, time.process_time()
     while True:
         for item in pool:
             fn(item)
         n += len(pool)
-        elapsed = time.perf_counter() - start
+        elapsed = time.process_time() - start
         if elapsed >= min_seconds:
             return elapsed / n * 1e6
 
@@ -73,7 +75,7 @@ def main() -> None:
     rng = np.random.default_rng(np.random.SeedSequence(2026))
     rows = [_row(R, cost, rng) for R in SIZES]
     cols = [*S.POLICIES, "trusted", "reference", "loop"]
-    print(f"µs per plan call (γ = 7, h200-v4flash, Beta(8,2) confidences, fresh arrays: a pool of {POOL})")
+    print(f"CPU µs per plan call (γ = 7, h200-v4flash, Beta(8,2) conf, fresh arrays: a pool of {POOL})")
     print("  trusted = dspark's fast path without checks; reference = dspark before issue 15 (bench/)")
     print(f"{'R':>6} " + " ".join(f"{c:>13}" for c in cols) + f" {'ref/dspark':>11}")
     for row in rows:

@@ -3,7 +3,9 @@ a confidence per position. `ModelDrafter` is a small draft model (TinyLM) with i
 
 Protocol (what engine.loop calls):
     propose(reqs, gamma, exponentials) -> Proposal
-        reqs: the running requests (`.rid`, `.tokens` = prompt + committed output, `.params`);
+        reqs: the running requests (`.rid`, `.tokens` = prompt + committed output, `.params`, `.slot` = the
+        request's cache slot in the target's KV cache, where drafters that read the target's hidden
+        states find them);
         exponentials: float64 [R, γ, V], the Exp(1) noise to sample draft position k with (engine.noise
         keys it; in coupled mode it is the target's own noise for that absolute position).
     release(rid) -> None: the request left the batch; drop its state.

@@ -3,7 +3,7 @@
 Role: `fail`, `check_choice`, `check_range` (one-line InputErrors naming `section.key`), and one table of
 upper bounds (`UPPER_BOUNDS`) with its check (`check_bounds`), run before anything is allocated, so a huge
 value is refused in one line naming its key instead of exhausting memory or
-overflowing int64 later. Documented in the README ("Bad input and bounds").
+overflowing int64 later. Documented in the README ("Bad input and safe output").
 
 May import: the standard library, `specsched.errors`.
 """
@@ -93,3 +93,9 @@ def check_range(section: str, key: str, value, lo=None, hi=None, *, lo_open=Fals
         raise fail(section, key, f"must be {'>' if lo_open else '≥'} {lo}; got {value!r}")
     if hi is not None and (value >= hi if hi_open else value > hi):
         raise fail(section, key, f"must be {'<' if hi_open else '≤'} {hi}; got {value!r}")
+
+
+def check_not_empty(section: str, key: str, value: str | None) -> None:
+    """A file-naming key set to "" (or blanks) is an error: it would silently mean "no file"."""
+    if value is not None and not value.strip():
+        raise InputError("is empty: name a file, or none for the default", field=f"{section}.{key}")

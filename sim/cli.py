@@ -27,7 +27,7 @@ from typing import TextIO
 
 import numpy as np
 
-from sim.config_io import config_to_toml, load_config
+from sim.config_io import config_to_toml, load_config, locate
 from sim.curves import DOMAINS
 from specsched import safeio
 from specsched.errors import InputError
@@ -151,6 +151,14 @@ def format_table(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def _timeline_error(err: OSError, out: Path) -> InputError:
+    return InputError(
+        f"could not write timeline.json ({safeio.os_reason(err)}); the previous timeline is intact",
+        file=str(out),
+        field="--timeline",
+    )
+
+
 def main(argv: list[str]) -> int:
     from sim.run import simulate
 
@@ -173,27 +181,37 @@ def main(argv: list[str]) -> int:
     start = time.perf_counter()
     try:
         result = simulate(cfg, progress=not args.quiet, observer=timeline)
-    except BaseException:
+    except BaseException as err:
         if timeline is not None:
             timeline.abort()
+        if isinstance(err, InputError):  # e.g. a cost table that does not exist: name the config line
+            raise locate(err, args.config, args.sets) from None
+        if isinstance(err, OSError) and timeline is not None:  # the streamed timeline hit a full disk
+            raise _timeline_error(err, out) from None
         raise
     wall = time.perf_counter() - start
     if not args.quiet:
         print(format_table(result.summary))
         print(f"  {'wall time (s)':<30} {wall:>14.2f}")
     if out is not None:
-        safeio.write_files(
-            out,
-            {
-                "summary.json": dumps_json(result.summary),
-                "confidence.json": dumps_json(result.confidence),
-                "requests.csv": lambda h: write_requests_csv(h, result.requests),
-                "series.csv": lambda h: write_csv(h, result.series),
-                "config.toml": config_to_toml(cfg),
-            },
-        )
-        if timeline is not None:
-            timeline.close()
+        try:
+            safeio.write_files(
+                out,
+                {
+                    "summary.json": dumps_json(result.summary),
+                    "confidence.json": dumps_json(result.confidence),
+                    "requests.csv": lambda h: write_requests_csv(h, result.requests),
+                    "series.csv": lambda h: write_csv(h, result.series),
+                    "config.toml": config_to_toml(cfg),
+                },
+            )
+            if timeline is not None:
+                timeline.close()
+        except OSError as err:  # timeline.close(): its last flush or rename
+            raise _timeline_error(err, out) from None
+        finally:
+            if timeline is not None:
+                timeline.abort()  # no partial timeline left behind (nothing to do after close)
         if not args.quiet:
             extra = ", timeline.json" if timeline is not None else ""
             print(f"wrote {out}/summary.json, requests.csv, series.csv, confidence.json, config.toml{extra}")

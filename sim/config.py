@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from sim.acceptance import AcceptanceConfig
-from sim.bounds import check_bounds
+from sim.bounds import check_bounds, check_not_empty
 from sim.bounds import check_choice as _check_choice
 from sim.bounds import check_range as _check_range
 from sim.bounds import fail as _fail
@@ -111,8 +111,7 @@ class WorkloadConfig:
         if not sum(self.mix) > 0:
             raise _fail(s, "mix", "shares must not all be 0")
         _check_range(s, "speedup", self.speedup, 0, lo_open=True)
-        if self.trace is not None and not self.trace.strip():
-            raise _fail(s, "trace", "is empty: name a trace file or built-in trace, or none")
+        check_not_empty(s, "trace", self.trace)
         uses_trace = self.kind == "trace" or "trace" in (self.input_dist, self.output_dist)
         if uses_trace and not self.trace:
             raise _fail(s, "trace", "is required when workload.kind or a length distribution is 'trace'")
@@ -176,8 +175,7 @@ class DrafterConfig:
             _check_range(s, "layers", self.layers, 1)
         _check_range(s, "layer_cost", self.layer_cost, 0)
         _check_range(s, "markov_overhead", self.markov_overhead, 0, 1)
-        if self.curves is not None and not self.curves.strip():
-            raise _fail(s, "curves", "is empty: name a curves file, or none for the built-in curves")
+        check_not_empty(s, "curves", self.curves)
 
     @property
     def effective_gamma(self) -> int:
@@ -390,7 +388,6 @@ class SimConfig:
 
     def __post_init__(self) -> None:
         _check_range("", "seed", self.seed, 0)
-        check_bounds("", self)  # seed; the sections checked their own (acceptance included, below)
-        check_bounds("acceptance", self.acceptance)
+        check_bounds("", self), check_bounds("acceptance", self.acceptance)  # the others check their own
         if self.drafter.gamma > self.server.max_num_batched_tokens:
             raise _fail("drafter", "gamma", "must be ≤ server.max_num_batched_tokens")

@@ -87,6 +87,8 @@ def coerce(key: str, value, tp, *, from_text: bool):
         if number is not None:
             return float(number)
     elif inner is str:
+        if isinstance(value, str) and "\x00" in value:  # no file or name holds one; the OS would raise
+            raise ValueError(f"contains a NUL character: {value!r}")
         if isinstance(value, str):
             return value
     elif typing.get_origin(inner) is tuple:
@@ -191,7 +193,7 @@ def load_config(path: str | Path | None = None, overrides: typing.Iterable[str] 
     fname = None if path is None else str(path)
     if path is not None:
         try:
-            text = Path(path).read_text()
+            text = Path(path).read_text(encoding="utf-8-sig")  # a BOM is not an error
         except (OSError, UnicodeDecodeError) as err:
             raise InputError(
                 f"cannot read config ({getattr(err, 'strerror', None) or err})", file=fname
@@ -245,6 +247,24 @@ def load_config(path: str | Path | None = None, overrides: typing.Iterable[str] 
             raise InputError(f"{err} (in --set)", field=dotted) from None
         origin[dotted] = (None, None)
     return _build(values, origin, fname)
+
+
+def locate(err: InputError, path: str | Path | None, overrides: typing.Iterable[str] = ()) -> InputError:
+    """`err` about a config key (raised after loading, e.g. by a missing cost table) pointed at the config
+    file and line that set the key, unless a --set override set it or the error already names a file."""
+    if err.file is not None or path is None or not err.field or "." not in err.field:
+        return err
+    if any(parse_override(item)[:2] == tuple(err.field.split(".", 1)) for item in overrides):
+        return err
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        return err
+    section, _, key = err.field.partition(".")
+    line = _line_of(text, section, key)
+    if line is None:
+        return err
+    return InputError(err.message, file=str(path), line=line, field=err.field)
 
 
 def _relative_path(value) -> bool:

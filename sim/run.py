@@ -170,6 +170,17 @@ def _load_trace(cfg: SimConfig):
     return table
 
 
+def _load_curves(cfg: SimConfig):
+    """The curves file of `cfg.drafter.curves` (None: the built-ins); errors name the key too."""
+    if not cfg.drafter.curves:
+        return None
+    try:
+        return load_curves(cfg.drafter.curves)
+    except InputError as err:
+        field = "drafter.curves" if err.field is None else f"drafter.curves {err.field}"
+        raise InputError(err.message, file=err.file, line=err.line, field=field) from None
+
+
 def check_inputs(cfg: SimConfig) -> None:
     """Read and check the files `cfg` names (cost tables, curves, trace) without building anything big.
 
@@ -178,8 +189,7 @@ def check_inputs(cfg: SimConfig) -> None:
     _load_table(cfg, cfg.server.cost, "server.cost")
     if cfg.server.policy_cost is not None:
         _load_table(cfg, cfg.server.policy_cost, "server.policy_cost")
-    curves = load_curves(cfg.drafter.curves) if cfg.drafter.curves else None
-    curve_matrix(curves, cfg.drafter.name, cfg.drafter.effective_gamma)
+    _load_curves(cfg)  # γ against the curves is checked per run: it depends on the workload's domains
     _load_trace(cfg)
 
 
@@ -204,7 +214,7 @@ def prepare(cfg: SimConfig) -> Prepared:
         policy = specsched.make_policy(cfg.policy.name, **cfg.policy.params())
     except ValueError as err:
         raise _as_input_error(err, "policy.name") from None
-    curves = load_curves(cfg.drafter.curves) if cfg.drafter.curves else None
+    curves = _load_curves(cfg)
     wcfg = cfg.workload
     table = _load_trace(cfg)
     workload = build_workload(wcfg, rngs, table)

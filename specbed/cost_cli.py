@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from specsched import hardware
+from specsched import hardware, safeio
 from specsched.errors import InputError
 from specsched.fit import Fit, error_pct, file_hash, fit, load_fit, predict, summary
 from specsched.measured import Points, read_measured
@@ -91,6 +91,7 @@ def _print_mape(summ: dict, outliers: int = 0) -> None:
 def _fit(args) -> int:
     _names(args.model, args.gpu)
     points = read_measured(args.measured, args.where)
+    safeio.check_file(args.out)  # before fitting: a bad --out is bad input
     t0 = time.perf_counter()
     knobs, outlier = fit(points, args.model, args.gpu)
     seconds = time.perf_counter() - t0

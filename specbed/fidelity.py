@@ -47,6 +47,7 @@ import sys
 
 from specbed import fidelity_steps as steps
 from specbed.fidelity_workload import build_workload, measurement_requests, requests_by_domain
+from specsched import safeio
 from specsched.errors import InputError
 
 __all__ = ["main", "measurement_requests", "parse_args", "requests_by_domain"]
@@ -158,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     lines.append(f"worst |error| on throughput / mean TPOT: {100 * worst:.1f}% (goal <= 10%)")
     report["worst_error"] = worst
     out = ctx.out
-    (out / "fidelity.json").write_text(json.dumps(report, indent=1, default=float) + "\n")
+    safeio.write_text(out / "fidelity.json", json.dumps(report, indent=1, default=float) + "\n")
     print("\n".join(lines))
     print(f"wrote {out / 'fidelity.json'}, {out}/cost_<policy>.csv, {curves_path}")
     return 0

@@ -23,6 +23,7 @@ import numpy as np
 
 from specbed.fidelity_stats import METRICS, engine_summary, ks_statistic, level_drift, sim_summary
 from specbed.fidelity_workload import measurement_requests, workload_config
+from specsched import safeio
 from specsched.contracts import DOMAINS as SIM_DOMAINS
 from specsched.contracts import Profile, load_curves, read_profile, save_curves
 from specsched.errors import InputError
@@ -95,9 +96,8 @@ def setup(args: argparse.Namespace, inputs: Inputs) -> Setup:
         if not args.quiet:
             print(f"  [{time.perf_counter() - start:6.1f}s] {msg}", file=sys.stderr, flush=True)
 
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     bundle = load_bundle(args.checkpoints, [args.drafter])
+    out = safeio.check_dir(args.out_dir, field="--out-dir")  # created and probed before any measuring
     corpus = corpus_for(bundle)
     ctx = Setup(args, bundle, corpus, bundle.net(args.drafter), clock, out, say)
     curves = inputs.curves

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import specsched as S
+from specsched.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,8 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--json", metavar="OUT", help="also write the schedule as JSON")
     args = parser.parse_args(argv)
+    if args.seed < 0:
+        raise InputError(f"must be ≥ 0, got {args.seed}", field="--seed")
     if args.draft_schedule:
         from specbed import draft_schedule
 

@@ -168,6 +168,17 @@ def apply_sts(conf: np.ndarray, temps: np.ndarray, *, logits: bool = False) -> n
     return _sigmoid(z / t)
 
 
+def _check_fit_inputs(x: np.ndarray, accepted, x_name: str, acc_name: str) -> tuple[int, int, np.ndarray]:
+    """(N, γ, accepted as an array) of STS data `x: [N, γ]`, `accepted: [N]`; ValueError naming them."""
+    if x.ndim != 2:
+        raise ValueError(f"{x_name} must be 2-D [N, γ], got shape {x.shape}")
+    n, gamma = x.shape
+    acc = np.asarray(accepted)
+    if acc.shape != (n,):
+        raise ValueError(f"{acc_name} must have shape ({n},), got {acc.shape}")
+    return n, gamma, acc
+
+
 def fit_sts(
     logits_or_conf: np.ndarray,
     accepted_len: np.ndarray,
@@ -187,12 +198,7 @@ def fit_sts(
     would raise it, all temperatures are 1).
     """
     z = _logits(logits_or_conf, logits)
-    if z.ndim != 2:
-        raise ValueError(f"logits_or_conf must be 2-D [N, γ], got shape {z.shape}")
-    n, gamma = z.shape
-    acc = np.asarray(accepted_len)
-    if acc.shape != (n,):
-        raise ValueError(f"accepted_len must have shape ({n},), got {acc.shape}")
+    n, gamma, acc = _check_fit_inputs(z, accepted_len, "logits_or_conf", "accepted_len")
     g = np.asarray(grid, dtype=np.float64)
     if g.ndim != 1 or g.size == 0 or np.any(~(g > 0)):
         raise ValueError("grid must be a non-empty 1-D array of positive temperatures")
@@ -240,12 +246,7 @@ def fit_sts_measured(conf: np.ndarray, accepted_len: np.ndarray, objective: str 
 
 def _fit_sts_nll(conf: np.ndarray, accepted: np.ndarray, grid: np.ndarray = DEFAULT_GRID) -> np.ndarray:
     c = np.clip(np.asarray(conf, dtype=np.float64), 1e-6, 1 - 1e-6)
-    if c.ndim != 2:
-        raise ValueError(f"conf must be 2-D [N, γ], got shape {c.shape}")
-    n, gamma = c.shape
-    acc = np.asarray(accepted)
-    if acc.shape != (n,):
-        raise ValueError(f"accepted must have shape ({n},), got {acc.shape}")
+    n, gamma, acc = _check_fit_inputs(c, accepted, "conf", "accepted")
     g = np.unique(np.asarray(grid, dtype=np.float64))
     temps = np.ones(gamma)
     if n == 0:

@@ -160,7 +160,7 @@ class CostTable:
         """
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8-sig")  # a BOM (Excel) is not an error
         except OSError as err:
             raise InputError(f"cannot read cost table ({err.strerror or err})", file=str(path)) from None
         except UnicodeDecodeError as err:

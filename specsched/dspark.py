@@ -110,11 +110,14 @@ def dspark_many(conf: np.ndarray, budget: int | None, inv) -> np.ndarray:
     """int64[K, R]: `dspark` on each conf[k] of float64[K, R, γ] (R ≥ 1), all K in one vectorized pass."""
     K, R, gamma = conf.shape
     surv = np.multiply.accumulate(conf, axis=2)
-    a = np.sort(surv.reshape(K, R * gamma), axis=1)[:, ::-1]
-    n = np.count_nonzero(a, axis=1)
-    if budget is not None:
-        np.minimum(n, max(0, budget - R), out=n)
-    m = int(n.max())
+    a = np.sort(surv.reshape(K, R * gamma), axis=1)[:, ::-1]  # survival descending
+    N = R * gamma
+    room = N if budget is None else max(0, min(N, budget - R))
+    n = None  # None: every row has `room` candidates (no zero survival, the usual case: no per-row mask)
+    if not a[:, -1].all():
+        n = np.minimum(np.count_nonzero(a, axis=1), room)
+        room = int(n.max())
+    m = room
     if m == 0:
         return np.zeros((K, R), dtype=np.int64)
     # Θ after admitting 0..m candidates, then −inf past each row's own n (and in a last column for all),
@@ -125,7 +128,10 @@ def dspark_many(conf: np.ndarray, budget: int | None, inv) -> np.ndarray:
     head = theta[:, : m + 1]
     np.cumsum(head, axis=1, out=head)  # each row left to right, as the single-step kernel
     head *= inv(R, m)[0][: m + 1]
-    theta[np.arange(m + 2) > n[:, None]] = -np.inf
+    if n is None:
+        theta[:, m + 1] = -np.inf
+    else:
+        theta[np.arange(m + 2) > n[:, None]] = -np.inf
     admitted = (theta[:, 1:] > theta[:, :-1]).argmin(axis=1)
     v = a[np.arange(K), admitted - 1]  # the last admitted survival (rows admitting none: masked below)
     v[admitted == 0] = np.inf

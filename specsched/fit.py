@@ -23,7 +23,7 @@ the knobs mapped to unbounded coordinates (a logistic map onto each interval), w
 the knobs refitted without them — outliers are reported, never bent to.
 
 May import: numpy, the standard library, `specsched.errors`, `specsched.hardware`, `specsched.cost`,
-`specsched.measured`.
+`specsched.measured`, `specsched.safeio`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specsched import hardware
+from specsched import hardware, safeio
 from specsched.cost import CostTable
 from specsched.errors import InputError
 from specsched.measured import Points
@@ -76,7 +76,7 @@ class Fit:
         }
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_json(), indent=2, sort_keys=True) + "\n")
+        safeio.write_text(path, json.dumps(self.to_json(), indent=2, sort_keys=True) + "\n")  # atomic
 
 
 def load_fit(path: str | Path) -> Fit:

@@ -28,7 +28,8 @@ from specsched.errors import InputError
 Content = str | bytes | Callable[[TextIO], None] | Callable[[BinaryIO], None]
 
 
-def _reason(err: OSError) -> str:
+def os_reason(err: OSError) -> str:
+    """A short lower-case reason for an OSError ("no space left on device", ...), for one-line errors."""
     if err.errno == errno.ENOSPC:
         return "no space left on device"
     if err.errno == errno.EDQUOT:
@@ -48,7 +49,7 @@ def check_dir(path: str | os.PathLike[str], *, field: str = "--out") -> Path:
             fh.write(b"probe")
         probe.unlink()
     except OSError as err:
-        raise InputError(f"cannot write here ({_reason(err)})", file=str(out), field=field) from None
+        raise InputError(f"cannot write here ({os_reason(err)})", file=str(out), field=field) from None
     return out
 
 
@@ -87,10 +88,12 @@ def _drop(tmp: Path) -> None:
 def write_files(
     directory: str | os.PathLike[str], files: dict[str, Content], *, field: str = "--out"
 ) -> None:
-    """Write every file of `files` (name -> content) into `directory`, all or none.
+    """Write every file of `files` (name -> content) into `directory`.
 
     Each goes to a temporary name first; only when all are complete are they renamed over the old
-    files, so a failure (ENOSPC, permissions) leaves the previous files untouched and raises one line.
+    files, back to back, so a failure while writing (ENOSPC, permissions) leaves every previous file
+    untouched and raises one line. (A kill -9 between two of the renames, a window of microseconds, would
+    leave whole files of both runs, never a partial one.)
     """
     folder = Path(directory)
     tmps = {name: _tmp(folder / name) for name in files}
@@ -103,7 +106,7 @@ def write_files(
     except OSError as err:
         names = ", ".join(files)
         raise InputError(
-            f"could not write {names} ({_reason(err)}); the previous results are intact",
+            f"could not write {names} ({os_reason(err)}); the previous results are intact",
             file=str(folder),
             field=field,
         ) from None
@@ -133,7 +136,7 @@ def _write_one(path: Path, content: Content, binary: bool, field: str) -> None:
         os.replace(tmp, path)
     except OSError as err:
         raise InputError(
-            f"could not write ({_reason(err)}); the previous file is intact", file=str(path), field=field
+            f"could not write ({os_reason(err)}); the previous file is intact", file=str(path), field=field
         ) from None
     finally:
         _drop(tmp)

@@ -19,6 +19,7 @@ import re
 import sys
 import time
 import warnings
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO
@@ -74,7 +75,7 @@ class TextSource:
             chunk = self.text.read(n)
         except UnicodeDecodeError:
             raise self._bad_utf8() from None
-        except (OSError, EOFError, gzip.BadGzipFile) as err:
+        except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as err:  # zlib: a corrupt gzip stream
             raise InputError(f"cannot read: {err}", file=self.name, line=self.line + 1) from None
         if self._progress:
             self._report()
@@ -85,7 +86,7 @@ class TextSource:
             return self.text.readline()
         except UnicodeDecodeError:
             raise self._bad_utf8() from None
-        except (OSError, EOFError, gzip.BadGzipFile) as err:
+        except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as err:  # zlib: a corrupt gzip stream
             raise InputError(f"cannot read: {err}", file=self.name, line=self.line + 1) from None
 
     def _bad_utf8(self) -> InputError:

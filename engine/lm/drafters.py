@@ -58,15 +58,6 @@ class _Slots:
             self.done.pop(rid, None)
 
 
-def _engine_slot(req) -> int:
-    slot = getattr(req, "slot", None)
-    if slot is None:
-        raise ValueError(
-            "drafter: requests must carry the engine's cache slot (`.slot`) to read target features"
-        )
-    return int(slot)
-
-
 class _Base:
     def __init__(self, net, target: FeatureTarget, *, slots: int, max_len: int) -> None:
         if not isinstance(target, FeatureTarget):
@@ -117,7 +108,7 @@ class ParallelBlockDrafter(_Base):
             slot, seen = self.slots.get(req.rid)
             start, stop = self.slots.done[req.rid], (len(tokens) - 1 if seen else 0)
             if stop > start:
-                feats.append(self.target.read(_engine_slot(req), start, stop))
+                feats.append(self.target.read(req.slot, start, stop))
                 where += [(slot, p) for p in range(start, stop)]
             self.slots.done[req.rid] = stop
             own.append(slot)
@@ -184,7 +175,7 @@ class EagleHeadDrafter(_Base):
             start = self.slots.done[req.rid]
             n_old.append(start)
             if seen:  # pairs t = start .. L−2 with real features
-                f = self.target.read(_engine_slot(req), start, len(tokens) - 1)[:, net.feature_layer].float()
+                f = self.target.read(req.slot, start, len(tokens) - 1)[:, net.feature_layer].float()
                 nxt = tokens[start + 1 :]
                 self.slots.done[req.rid] = len(tokens) - 1
             else:  # first step: one uncached pair with a zero feature

@@ -91,8 +91,8 @@ def _eval(argv: list[str]) -> int:
     from engine.measure.evaluate import evaluate, format_report, write_outputs
     from specsched import safeio
 
-    safeio.check_dir(args.out_dir, field="--out-dir")  # before measuring: a bad folder is bad input
     bundle, corpus = _setup(args)
+    safeio.check_dir(args.out_dir, field="--out-dir")  # before measuring: a bad folder is bad input
     res = evaluate(bundle, corpus, _eval_config(args), progress=_progress(args.quiet))
     print(format_report(res))
     files = write_outputs(res, Path(args.out_dir))
@@ -136,9 +136,9 @@ def _profile(argv: list[str]) -> int:
         raise ValueError(f"--requests: expected comma-separated integers, got {args.requests!r}") from None
     from specsched import safeio
 
-    safeio.check_file(args.out)  # before measuring: a bad --out is bad input
     args.drafters = args.drafter
     bundle, corpus = _setup(args)
+    safeio.check_file(args.out)  # before measuring: a bad --out is bad input
     pcfg = ProfileConfig(
         requests=rs,
         gamma=args.gamma,
@@ -186,9 +186,9 @@ def _curves(argv: list[str]) -> int:
                 f"--map (choose from {', '.join(sorted(set(mapping.values())))})"
             )
         mapping = {sim: eng for sim, eng in mapping.items() if eng in wanted}
-    safeio.check_file(args.out)  # before measuring: a bad --out is bad input
     args.drafters = ",".join(sorted(set(mapping.values())))
     bundle, corpus = _setup(args)
+    safeio.check_file(args.out)  # before measuring: a bad --out is bad input
     res = evaluate(bundle, corpus, _eval_config(args), progress=_progress(args.quiet))
     curves = build_curves(
         res,

@@ -15,7 +15,6 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -33,17 +32,10 @@ from engine.proof.exact import (
     policy_plan,
 )
 from engine.proof.stats import chi2_positions, chi2_threshold, joint_step_chi2
+from engine.proof.table import Row, format_table
 from engine.sampling import SamplingParams
 
 CONF_VALUES = (0.0, 0.2, 0.5, 0.8, 0.95, 1.0)
-
-
-@dataclass(frozen=True)
-class Row:
-    prop: str
-    cases: int
-    ok: bool
-    detail: str = ""
 
 
 def random_weights(rng: np.random.Generator, vocab: int, rows: int) -> list[list[int]]:
@@ -207,16 +199,6 @@ def run_suite(
                 file=sys.stderr,
             )
     return rows
-
-
-def format_table(rows: list[Row], seconds: float) -> str:
-    width = max(len(r.prop) for r in rows)
-    lines = [f"{'property':<{width}}  {'cases':>5}  result", "-" * (width + 30)]
-    for r in rows:
-        lines.append(f"{r.prop:<{width}}  {r.cases:>5}  {'PASS' if r.ok else 'FAIL'}  {r.detail}")
-    failed = sum(not r.ok for r in rows)
-    lines.append(f"{len(rows) - failed}/{len(rows)} properties hold ({seconds:.1f} s)")
-    return "\n".join(lines)
 
 
 def main_table(backend: str, quick: bool) -> tuple[str, bool]:

@@ -16,6 +16,7 @@ import torch
 from engine.drafter import ModelDrafter
 from engine.loop import Engine, EngineConfig, Request
 from engine.model import ModelConfig, TinyLM
+from engine.proof.table import Row
 from engine.sampling import SamplingParams
 from engine.verify import rejection_sample
 
@@ -64,8 +65,6 @@ def random_verify_inputs(
 
 
 def parity_rows(rng: np.random.Generator, device: str, n: int) -> Iterator[tuple]:
-    from engine.proof.suite import Row
-
     gen = torch.Generator().manual_seed(int(rng.integers(2**31)))
     same = 0
     for i in range(n):
@@ -118,8 +117,6 @@ def make_engine(target, draft, *, policy="dspark", mode="standard", backend="tor
 
 
 def engine_rows(backend: str, *, quick: bool = False) -> Iterator[tuple]:
-    from engine.proof.suite import Row
-
     target, trunc, other = tiny_models()
     reqs = mixed_requests(4 if quick else 6)
     plain = make_engine(target, None).generate(reqs, speculative=False)
@@ -156,8 +153,6 @@ def engine_rows(backend: str, *, quick: bool = False) -> Iterator[tuple]:
 
 
 def error_rows(backend: str) -> Iterator[tuple]:
-    from engine.proof.suite import Row
-
     gen = torch.Generator().manual_seed(5)
     errors = in_range = n = 0
     for what in ("nan-target", "zero-target", "nan-draft", "zero-draft"):

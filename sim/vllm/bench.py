@@ -45,6 +45,8 @@ def _read_summary(run_dir: Path) -> dict:
         doc = json.loads(path.read_text())
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror or e}", file=str(path)) from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"not UTF-8 text (undecodable byte at offset {e.start})", file=str(path)) from None
     except json.JSONDecodeError as e:
         raise InputError(f"invalid JSON: {e.msg}", file=str(path), line=e.lineno) from None
     if not isinstance(doc, dict):
@@ -176,6 +178,8 @@ def load_vllm_result(path: str | Path) -> dict:
         doc = json.loads(Path(path).read_text())
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror or e}", file=file) from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"not UTF-8 text (undecodable byte at offset {e.start})", file=file) from None
     except json.JSONDecodeError as e:
         raise InputError(f"invalid JSON: {e.msg}", file=file, line=e.lineno) from None
     if not isinstance(doc, dict):

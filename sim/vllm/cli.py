@@ -1,6 +1,7 @@
 """`specbed curves from-vllm`, `specbed export` and `specbed compare`: the vLLM bridge from the shell.
 
     specbed curves from-vllm FILE... --drafter NAME --domain DOMAIN [--out curves.json] [--into FILE]
+        (--out defaults to the --into file, else curves.json, which must not exist yet)
     specbed export RUN_DIR --format vllm-bench [--out FILE]
     specbed compare SIM_RUN_DIR VLLM_RESULT.json
 
@@ -8,15 +9,15 @@ Registered for several subcommands, so `main` receives the subcommand name first
 under a temporary name and renamed, after every input was read and checked: bad input (one line naming
 the file, line and field; exit 2 via specbed.cli) never leaves a half-written or lost file.
 
-May import: numpy, the standard library, `sim` modules, `specsched` (errors, contracts).
+May import: numpy, the standard library, `sim` modules, `specsched` (errors, contracts, safeio).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
+from specsched import safeio
 from specsched.errors import InputError
 
 
@@ -28,15 +29,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write `text` to a temporary name beside `path`, then rename it over `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    """Write `text` to `path` atomically (`specsched.safeio`: probe first; a full disk keeps the old file)."""
+    safeio.check_file(path)
+    safeio.write_text(path, text)
 
 
 def _export(argv: list[str]) -> int:
@@ -81,11 +76,16 @@ def _from_vllm(argv: list[str]) -> int:
                    "or vllm bench serve --save-result JSON")  # fmt: skip
     p.add_argument("--drafter", required=True, metavar="NAME", help="drafter name to store the curve under")
     p.add_argument("--domain", required=True, metavar="DOMAIN", help="domain the traffic came from")
-    p.add_argument("--out", metavar="FILE", help="curves file to write (default: the --into file)")
+    p.add_argument(
+        "--out", metavar="FILE", help="curves file to write (default: the --into file, else curves.json)"
+    )
     p.add_argument("--into", metavar="FILE", help="merge into this existing curves file")
     args = p.parse_args(argv)
     if args.out is None and args.into is None:
-        raise InputError("give --out FILE, --into FILE, or both", field="--out")
+        args.out = "curves.json"
+        if Path(args.out).exists():  # never replace a file the user did not name
+            raise InputError("exists: merge into it with --into, or name the file with --out", file=args.out,
+                             field="--out")  # fmt: skip
     acc = read_acceptance(args.files)
     out = write_acceptance_curves(acc, args.drafter, args.domain, out=args.out, into=args.into)
     rates = ", ".join(f"{x:.3f}" for x in acc.rates)

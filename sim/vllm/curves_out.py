@@ -7,15 +7,15 @@ With `into`, every other curve, confidence stat and sample of that file is kept;
 its own confidence stats (they belonged to the old curve). The file is written under a temporary name and
 renamed: bad input never leaves a half-written or lost curves file.
 
-May import: numpy, the standard library, `specsched` (errors, contracts), `sim.vllm.acceptance`.
+May import: numpy, the standard library, `specsched` (errors, contracts, safeio), `sim.vllm.acceptance`.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from sim.vllm.acceptance import Acceptance
+from specsched import safeio
 from specsched.contracts import CURVES_VERSION, DOMAINS, Curves, load_curves, save_curves
 from specsched.contracts.curves import DRAFTER_NAME
 from specsched.errors import InputError
@@ -60,12 +60,6 @@ def write_acceptance_curves(
     base = load_curves(into) if into is not None else None
     curves = merged_curves(acc, drafter, domain, base)
     path = Path(out if out is not None else into)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        save_curves(curves, tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    safeio.check_file(path)
+    save_curves(curves, path)  # atomic (specsched.safeio): a full disk keeps the old file
     return str(path)

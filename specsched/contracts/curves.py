@@ -336,7 +336,7 @@ def load_curves(path: str | Path) -> Curves:
     """Read and validate a JSON curves file; any problem raises `InputError` naming the file and field."""
     file = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")  # a BOM is not an error
     except OSError as e:
         raise InputError(f"cannot read curves file: {e.strerror or e}", file=file) from None
     except UnicodeDecodeError as e:

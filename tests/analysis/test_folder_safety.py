@@ -116,3 +116,36 @@ def test_unwritable_out_is_refused_before_any_cell_runs(sweep_file, tmp_path, ca
     err = capsys.readouterr().err
     assert code == 2 and len(err.splitlines()) == 1 and "--out" in err or "file" in err, err
     assert blocker.read_text() == "keep me\n"
+
+
+def test_kill_9_at_any_point_then_resume_loses_and_duplicates_no_cell(sweep_file, tmp_path):
+    """Kill the sweep at several instants (start-up, manifest, mid-cells, near the end), resume each time."""
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "SPECBED_FAKE_SLEEP": "0.05"}
+    cmd = [sys.executable, "-m", "specbed", "sweep", str(sweep_file), "--out", str(out), "--model", FAKE]
+    seen = []
+    for after in (0.2, 0.9, 1.3, 1.8):
+        flags = ["--resume"] if out.exists() and store.read_manifest(out) is not None else []
+        proc = subprocess.Popen(
+            [*cmd, "--jobs", "2", "--quiet", *flags],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        time.sleep(after)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        seen.append(len(store.finished_keys(out)) if out.exists() else 0)
+    flags = ["--resume"] if out.exists() and store.read_manifest(out) is not None else []
+    final = subprocess.run(
+        [*cmd, "--jobs", "2", "--quiet", *flags], cwd=REPO, env=env, capture_output=True, text=True
+    )
+    assert final.returncode == 0, final.stderr
+    reference = run_sweep(load_sweep(sweep_file), tmp_path / "ref", model=MODEL, jobs=1, progress=False)
+    assert _rows(out) == _rows(tmp_path / "ref")
+    assert sorted(p.name for p in (out / "cells").iterdir()) == sorted(
+        f"{r['key']}.json" for r in reference.rows
+    )
+    assert seen == sorted(seen), seen  # finished cells only ever accumulate

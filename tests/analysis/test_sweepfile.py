@@ -184,7 +184,17 @@ def test_example_sweeps_parse_and_expand():
 
 def test_unreachable_ray_address_is_one_line_fast(sweep_file, tmp_path):
     pytest.importorskip("ray")
-    res = specbed("sweep", str(sweep_file), "--out", str(tmp_path / "o"), "--backend", "ray",
-                  "--address", "127.0.0.1:1", "--model", FAKE)
+    res = specbed(
+        "sweep",
+        str(sweep_file),
+        "--out",
+        str(tmp_path / "o"),
+        "--backend",
+        "ray",
+        "--address",
+        "127.0.0.1:1",
+        "--model",
+        FAKE,
+    )
     assert res.returncode == 2 and "cannot reach Ray at 127.0.0.1:1" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1 and not (tmp_path / "o").exists()

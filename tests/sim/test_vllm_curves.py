@@ -59,7 +59,7 @@ def test_into_merges_and_keeps_the_rest(tmp_path):
     assert curves.get("eagle3", "math").size == 7 and curves.get("eagle3", "chat").size == 5
 
 
-def test_from_vllm_bad_input_is_one_line_and_keeps_the_file(tmp_path, capsys):
+def test_from_vllm_bad_input_is_one_line_and_keeps_the_file(tmp_path, capsys, monkeypatch):
     into = tmp_path / "c.json"
     assert specbed(["curves", "from-vllm", bench_json(tmp_path), "--drafter", "ngram", "--domain", "chat",
                     "--out", str(into)]) == 0  # fmt: skip
@@ -79,9 +79,12 @@ def test_from_vllm_bad_input_is_one_line_and_keeps_the_file(tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and where in err and what in err, err
         assert into.read_text() == before
-    assert (
-        specbed(["curves", "from-vllm", str(tmp_path / "r.json"), "--drafter", "x", "--domain", "chat"]) == 2
-    )
+    ok = str(tmp_path / "ok.json")
+    monkeypatch.chdir(tmp_path)
+    assert specbed(["curves", "from-vllm", ok, "--drafter", "x", "--domain", "chat"]) == 0
+    assert load_curves(tmp_path / "curves.json").get("x", "chat").size == len(RATES)
+    capsys.readouterr()
+    assert specbed(["curves", "from-vllm", ok, "--drafter", "x", "--domain", "chat"]) == 2  # exists now
     assert "--out" in capsys.readouterr().err
     assert specbed(["curves", "nope"]) == 2
 

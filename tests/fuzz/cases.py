@@ -1,0 +1,662 @@
+"""The catalogue of bad inputs the CLI fuzz suite drives through `specbed.cli.main`.
+
+Each `Case` is one distinct bad input: an argv (with `{W}` standing for the workspace folder), the files
+it needs in the workspace (name -> bytes; a name ending in "/" is a folder), and the words the one stderr
+line must contain (the file, the field or the flag it blames). The catalogue is deterministic, so
+`python -m tests.fuzz` can count it without running anything; the hypothesis tests in test_cli_fuzz.py
+add generated inputs on top.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Case:
+    category: str
+    name: str
+    argv: tuple[str, ...]
+    files: dict[str, bytes] = field(default_factory=dict)
+    expect: tuple[str, ...] = ()
+    slow: bool = False  # imports torch: a longer time bound
+
+    @property
+    def id(self) -> str:
+        return f"{self.category}:{self.name}"
+
+
+# -- config keys (every key of the simulator's schema, by type) --------------------------------------------
+
+_INT_BAD = ("abc", "1.5", "nan", "1e30", "", "-1e30", "1e400", "0x10")
+_FLOAT_BAD = ("abc", "nan", "inf", "-inf", "1e30", "-1e30", "")
+_CHOICE_BAD = ("nope", "", "NONE_OF_THESE\x00")
+_BOOL_BAD = ("maybe", "2", "")
+_MIX_BAD = ("a,b,c", "1,1", "-1,1,1", "0,0,0", "nan,1,1", "1e30,1,1", "chat=1,bogus=2", "")
+#: str keys that name files: bad values need the key to be used (trace only with kind=trace)
+_PATH_BAD = {
+    "server.cost": ("nope", "", "{W}/missing.csv", "{W}/adir/"),
+    "server.policy_cost": ("nope", "", "{W}/missing.csv", "{W}/adir/"),
+    "drafter.curves": ("", "{W}/missing.json", "{W}/adir/"),
+    "workload.trace": ("", "nope-not-a-trace", "{W}/missing.csv", "{W}/adir/"),
+}
+_RUN = ("run", "--quiet", "--set", "workload.num_requests=20")
+
+
+def _schema() -> dict[str, object]:
+    from analysis.model import SimModel
+
+    return SimModel().schema()
+
+
+def config_cases() -> list[Case]:
+    import typing
+
+    cases = []
+    for key, tp in _schema().items():
+        args = typing.get_args(tp)
+        inner = next((a for a in args if a is not type(None)), tp) if args else tp
+        if key in _PATH_BAD:
+            extra = ("--set", "workload.kind=trace") if key == "workload.trace" else ()
+            bad = _PATH_BAD[key]
+        elif key == "workload.mix":
+            extra, bad = (), _MIX_BAD
+        elif inner is bool:
+            extra, bad = (), _BOOL_BAD
+        elif inner is int:
+            extra, bad = (), _INT_BAD
+        elif inner is float:
+            extra, bad = (), _FLOAT_BAD
+        else:
+            extra, bad = (), _CHOICE_BAD
+        for value in bad:
+            cases.append(
+                Case(
+                    "config-set",
+                    f"{key}={value!r}",
+                    (*_RUN, *extra, "--set", f"{key}={value}"),
+                    files={"adir/": b""},
+                    expect=(key,),
+                )
+            )
+    # malformed --set items
+    for item in ("nokey", "=3", "workload.=3", "bogus.key=1", "workload.bogus=1", ".=", "seed"):
+        cases.append(Case("config-set", f"item {item!r}", (*_RUN, "--set", item), expect=("--set",)))
+    return cases
+
+
+# -- config files ----------------------------------------------------------------------------------------
+
+GOOD_TOML = (
+    b'seed = 1\n[workload]\nkind = "closed"\nnum_requests = 20\nconcurrency = 4\n'
+    b'[server]\ncost = "h200-v4flash"\n'
+)
+
+
+def config_file_cases() -> list[Case]:
+    bad = {
+        "truncated": GOOD_TOML[:30],
+        "binary": b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe" * 8,
+        "nul": GOOD_TOML.replace(b"seed = 1", b"seed = \x001"),
+        "latin1": GOOD_TOML + b"# caf\xe9\n",
+        "unknown-section": GOOD_TOML + b"[bogus]\nx = 1\n",
+        "unknown-key": GOOD_TOML.replace(b"concurrency = 4", b"concurrenccy = 4"),
+        "wrong-type": GOOD_TOML.replace(b"concurrency = 4", b'concurrency = "four"'),
+        "huge-int": GOOD_TOML.replace(b"num_requests = 20", b"num_requests = 9223372036854775807"),
+        "huge-float": GOOD_TOML.replace(b"concurrency = 4", b"think_s = 1e308"),
+        "nan": GOOD_TOML.replace(b"concurrency = 4", b"rate = nan"),
+        "empty-cost": GOOD_TOML.replace(b'cost = "h200-v4flash"', b'cost = ""'),
+        "empty-curves": GOOD_TOML + b'[drafter]\ncurves = ""\n',
+        "section-as-key": b"workload = 3\n",
+        "duplicate-key": GOOD_TOML + b"seed = 2\n",
+        "bool-for-int": GOOD_TOML.replace(b"concurrency = 4", b"concurrency = true"),
+        "array-for-int": GOOD_TOML.replace(b"concurrency = 4", b"concurrency = [4]"),
+        "table-for-str": GOOD_TOML.replace(b'cost = "h200-v4flash"', b"cost = {a = 1}"),
+        "negative": GOOD_TOML.replace(b"concurrency = 4", b"concurrency = -4"),
+        "unclosed-string": GOOD_TOML.replace(b'"closed"', b'"closed'),
+        "unclosed-header": GOOD_TOML.replace(b"[server]", b"[server"),
+        "policy-cost-missing": GOOD_TOML + b'policy_cost = "nope.csv"\n',
+        "date": GOOD_TOML.replace(b"seed = 1", b"seed = 1979-05-27"),
+    }
+    cases = [
+        Case("config-file", name, ("run", "--quiet", "{W}/c.toml"), {"c.toml": data}, ("c.toml",))
+        for name, data in bad.items()
+    ]
+    # a missing data file is named itself (with its key), not the config line that names it
+    cases = [
+        Case(c.category, c.name, c.argv, c.files, ("nope.csv", "server.policy_cost"))
+        if "missing" in c.name
+        else c
+        for c in cases
+    ]
+    cases.append(Case("config-file", "missing", ("run", "--quiet", "{W}/none.toml"), expect=("none.toml",)))
+    cases.append(Case("config-file", "directory", ("run", "--quiet", "{W}/adir"), {"adir/": b""}, ("adir",)))
+    return cases
+
+
+# -- cost tables (CSV) ------------------------------------------------------------------------------------
+
+GOOD_CSV = b"tokens,seconds\n1,0.010\n64,0.012\n512,0.020\n4096,0.090\n"
+
+
+def cost_cases() -> list[Case]:
+    bad = {
+        "truncated-row": GOOD_CSV[:-6],
+        "binary": b"\x00\x01\x02\xff\xfe\xfd" * 20,
+        "utf16": GOOD_CSV.decode().encode("utf-16"),
+        "nul": GOOD_CSV.replace(b"64,", b"6\x004,"),
+        "huge-tokens": GOOD_CSV + b"1e30,0.5\n",
+        "int64-tokens": GOOD_CSV + b"9223372036854775808,0.5\n",
+        "negative-seconds": GOOD_CSV.replace(b"0.012", b"-0.012"),
+        "zero-seconds": GOOD_CSV.replace(b"0.012", b"0"),
+        "nan-seconds": GOOD_CSV.replace(b"0.012", b"nan"),
+        "inf-seconds": GOOD_CSV.replace(b"0.012", b"inf"),
+        "fraction-tokens": GOOD_CSV.replace(b"64,", b"64.5,"),
+        "zero-tokens": GOOD_CSV.replace(b"\n1,", b"\n0,"),
+        "unsorted": GOOD_CSV.replace(b"512,", b"32,"),
+        "duplicate": GOOD_CSV.replace(b"512,", b"64,"),
+        "header-only": b"tokens,seconds\n",
+        "empty": b"",
+        "no-header": b"1,0.01\n2,0.02\n",
+        "wrong-header": b"batch,latency\n1,0.01\n",
+        "extra-column": GOOD_CSV.replace(b"64,0.012", b"64,0.012,9"),
+        "missing-column": GOOD_CSV.replace(b"64,0.012", b"64"),
+        "text-seconds": GOOD_CSV.replace(b"0.012", b"fast"),
+        "empty-cell": GOOD_CSV.replace(b"0.012", b""),
+    }
+    cases = []
+    for name, data in bad.items():
+        for key in ("server.cost", "server.policy_cost"):
+            argv = (*_RUN, "--set", "server.layers=32", "--set", f"{key}={{W}}/t.csv")
+            cases.append(Case("cost-csv", f"{key} {name}", argv, {"t.csv": data}, ("t.csv",)))
+    return cases
+
+
+# -- curves files (JSON) ----------------------------------------------------------------------------------
+
+
+def _curves_doc() -> dict:
+    chat = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2]
+    return {"version": 1, "curves": {"dspark": {"chat": chat, "math": chat, "code": chat}}}
+
+
+def curves_cases() -> list[Case]:
+    good = json.dumps(_curves_doc()).encode()
+
+    def doc(edit) -> bytes:
+        d = _curves_doc()
+        edit(d)
+        return json.dumps(d).encode()
+
+    bad = {
+        "truncated": good[: len(good) // 2],
+        "binary": b"\xff\xd8\xff\xe0" + b"\x00" * 40,
+        "nul": good.replace(b"0.9", b"0.\x009"),
+        "deep": b"[" * 100_000,
+        "not-object": b"[1, 2, 3]",
+        "empty": b"",
+        "version-99": doc(lambda d: d.update(version=99)),
+        "no-curves": doc(lambda d: d.pop("curves")),
+        "bad-domain": doc(lambda d: d["curves"]["dspark"].update(poetry=[0.5])),
+        "prob>1": doc(lambda d: d["curves"]["dspark"].update(chat=[1.5, 0.5])),
+        "nan": good.replace(b"0.9", b"NaN"),
+        "string-prob": doc(lambda d: d["curves"]["dspark"].update(chat=["high"])),
+        "empty-curve": doc(lambda d: d["curves"]["dspark"].update(chat=[])),
+        "huge": good.replace(b"0.9", b"1e400"),
+    }
+    return [
+        Case("curves", name, (*_RUN, "--set", "drafter.curves={W}/k.json"), {"k.json": data}, ("k.json",))
+        for name, data in bad.items()
+    ]
+
+
+# -- traces ------------------------------------------------------------------------------------------------
+
+GOOD_TRACE = b"arrival_s,input_tokens,output_tokens\n0.0,100,50\n0.5,200,20\n1.0,300,30\n"
+
+
+def trace_cases() -> list[Case]:
+    bad = {
+        "truncated": GOOD_TRACE[:45],
+        "binary": b"\x1f\x8b\x08\x00garbage\xff" * 5,
+        "nul": GOOD_TRACE.replace(b"200", b"2\x0000"),
+        "huge-tokens": GOOD_TRACE.replace(b"200", b"1e30"),
+        "negative-tokens": GOOD_TRACE.replace(b"200", b"-200"),
+        "text-tokens": GOOD_TRACE.replace(b"200", b"many"),
+        "nan-arrival": GOOD_TRACE.replace(b"0.5,", b"nan,"),
+        "empty": b"",
+        "header-only": GOOD_TRACE.splitlines(keepends=True)[0],
+        "unknown-columns": b"a,b,c\n1,2,3\n",
+    }
+    cases = []
+    for name, data in bad.items():
+        cases.append(
+            Case("trace", f"stats {name}", ("trace", "stats", "{W}/r.csv"), {"r.csv": data}, ("r.csv",))
+        )
+        argv = (*_RUN, "--set", "workload.kind=trace", "--set", "workload.trace={W}/r.csv")
+        cases.append(Case("trace", f"run {name}", argv, {"r.csv": data}, ("r.csv",)))
+    return cases
+
+
+# -- sweep files ------------------------------------------------------------------------------------------
+
+SWEEP = b"""name = "fz"
+[base]
+seed = 0
+[base.workload]
+kind = "closed"
+num_requests = 20
+[axes]
+"workload.concurrency" = [2, 4]
+"""
+_OUT = ("--out", "{W}/sw")
+
+
+def sweep_cases() -> list[Case]:
+    bad = {
+        "truncated": SWEEP[:40],
+        "binary": b"\x00\xff" * 30,
+        "unknown-top": SWEEP + b"bogus = 1\n",
+        "unknown-key": SWEEP + b'"workload.bogus" = [1]\n',
+        "empty-axis": SWEEP + b"seed = []\n",
+        "scalar-axis": SWEEP + b"seed = 3\n",
+        "huge-value": SWEEP + b'"workload.num_requests" = [100000000000]\n',
+        "bad-cost-name": SWEEP + b'"server.cost" = ["h200-v4flash", "nope"]\n',
+        "bad-cost-file": SWEEP + b'"server.cost" = ["bad.csv"]\n"server.layers" = [32]\n',
+        "bad-curves-file": SWEEP + b'"drafter.curves" = ["bad.json"]\n',
+        "missing-base": b'base = "nope.toml"\n' + SWEEP[SWEEP.index(b"[axes]") :],
+        "zip-lengths": SWEEP + b'[[zip]]\n"policy.name" = ["ar", "fixed"]\n"drafter.name" = ["none"]\n',
+        "zip-same-configs": SWEEP + b'[[zip]]\nlabel = ["A", "B"]\n"policy.name" = ["dspark", "dspark"]\n',
+        "zip-dup-labels": SWEEP + b'[[zip]]\nlabel = ["A", "A"]\n"seed" = [0, 1]\n',
+        "swept-twice": SWEEP + b'[[zip]]\n"workload.concurrency" = [1, 2]\n',
+        "bad-set": b'set = ["workload.num_requests"]\n' + SWEEP,
+        "set-unknown": b'set = ["workload.bogus=1"]\n' + SWEEP,
+        "analysis-slo": SWEEP + b"[analysis]\nslo = [-5]\n",
+        "analysis-key": SWEEP + b"[analysis]\nbogus = 1\n",
+        "type-in-axis": SWEEP + b'"workload.rate" = ["fast"]\n',
+        "nan-in-axis": SWEEP + b'"workload.rate" = [nan]\n',
+        "empty-cost": SWEEP + b'"server.cost" = [""]\n',
+        "policy-param": SWEEP + b'"policy.k" = [3]\n',
+    }
+    files = {"bad.csv": b"tokens,seconds\n1,\xff\n", "bad.json": b"{not json"}
+    cases = [
+        Case("sweep-file", name, ("sweep", "{W}/s.toml", *_OUT), {"s.toml": data, **files}, ("s.toml",))
+        for name, data in bad.items()
+    ]
+    for name in ("bad-cost-file", "bad-curves-file"):  # these name the data file, not the sweep line
+        i = next(i for i, c in enumerate(cases) if c.name == name)
+        c = cases[i]
+        cases[i] = Case(c.category, c.name, c.argv, c.files, ("bad.csv" if "cost" in name else "bad.json",))
+    cases.append(Case("sweep-file", "missing", ("sweep", "{W}/none.toml", *_OUT), expect=("none.toml",)))
+    cases.append(Case("sweep-file", "directory", ("sweep", "{W}/adir", *_OUT), {"adir/": b""}, ("adir",)))
+    return cases
+
+
+# -- flags of every command -------------------------------------------------------------------------------
+
+
+def flag_cases() -> list[Case]:
+    flags: list[tuple[str, tuple[str, ...], tuple[str, ...], bool]] = [
+        ("top unknown command", ("frobnicate",), ("frobnicate",), False),
+        ("run unknown flag", ("run", "--bogus"), ("--bogus",), False),
+        ("run two configs", ("run", "a.toml", "b.toml"), ("b.toml",), False),
+        ("run --set without value", ("run", "--set"), ("--set",), False),
+        ("plan unknown flag", ("plan", "--bogus"), ("--bogus", "--help"), False),
+        ("plan bad seed", ("plan", "--seed", "x"), ("--seed", "--help"), False),
+        ("plan negative seed", ("plan", "--seed", "-1"), ("seed",), False),
+        ("verify unknown flag", ("verify", "--bogus"), ("--bogus", "--help"), True),
+        ("verify bad backend", ("verify", "--backend", "cuda9"), ("--backend",), True),
+        ("demo unknown flag", ("demo", "--bogus"), ("--bogus",), False),
+        ("demo bad jobs", ("demo", "--jobs", "x"), ("--jobs",), False),
+        ("demo zero jobs", ("demo", "--jobs", "0", "--out", "{W}/demo"), ("--jobs",), False),
+        ("trace no sub", ("trace",), ("required",), False),
+        ("trace bad sub", ("trace", "frob"), ("frob",), False),
+        ("trace stats unknown", ("trace", "stats", "azure2023-code", "--bogus"), ("--bogus",), False),
+        ("trace stats missing", ("trace", "stats", "{W}/none.csv"), ("none.csv",), False),
+        ("trace stats bad name", ("trace", "stats", "no-such-trace"), ("no-such-trace",), False),
+        (
+            "trace synth n=0",
+            ("trace", "synth", "azure2023-code", "--n", "0", "--out", "{W}/x.csv"),
+            ("--n",),
+            False,
+        ),
+        (
+            "trace synth n=1e14",
+            ("trace", "synth", "azure2023-code", "--n", "1e14", "--out", "{W}/x.csv"),
+            ("--n",),
+            False,
+        ),
+        (
+            "trace synth n huge",
+            ("trace", "synth", "azure2023-code", "--n", "10" * 8, "--out", "{W}/x.csv"),
+            ("--n",),
+            False,
+        ),
+        (
+            "trace synth bad rate",
+            ("trace", "synth", "azure2023-code", "--n", "5", "--rate", "-1", "--out", "{W}/x.csv"),
+            ("rate",),
+            False,
+        ),
+        (
+            "trace synth nan cv",
+            ("trace", "synth", "azure2023-code", "--n", "5", "--cv", "nan", "--out", "{W}/x.csv"),
+            ("cv",),
+            False,
+        ),
+        (
+            "trace synth txt out",
+            ("trace", "synth", "azure2023-code", "--n", "5", "--out", "{W}/x.txt"),
+            ("x.txt",),
+            False,
+        ),
+        ("trace convert no out", ("trace", "convert", "azure2023-code"), ("--out",), False),
+        ("trace window", ("trace", "stats", "azure2023-code", "--window", "a:b"), ("window",), False),
+        ("sweep no out", ("sweep", "{W}/s.toml"), ("--out",), False),
+        ("sweep jobs 0", ("sweep", "{W}/s.toml", *_OUT, "--jobs", "0"), ("--jobs",), False),
+        ("sweep resume+force", ("sweep", "{W}/s.toml", *_OUT, "--resume", "--force"), ("--force",), False),
+        ("sweep backend", ("sweep", "{W}/s.toml", *_OUT, "--backend", "slurm"), ("--backend",), False),
+        ("sweep address local", ("sweep", "{W}/s.toml", *_OUT, "--address", "x:1"), ("--address",), False),
+        ("sweep model", ("sweep", "{W}/s.toml", *_OUT, "--model", "nope"), ("--model",), False),
+        (
+            "sweep model import",
+            ("sweep", "{W}/s.toml", *_OUT, "--model", "no.such:thing"),
+            ("--model",),
+            False,
+        ),
+        ("pareto slo -5", ("pareto", "{W}/done", "--slo", "-5"), ("--slo",), False),
+        ("pareto slo nan", ("pareto", "{W}/done", "--slo", "nan"), ("--slo",), False),
+        ("pareto slo inf", ("pareto", "{W}/done", "--slo", "inf"), ("--slo",), False),
+        ("pareto slo text", ("pareto", "{W}/done", "--slo", "fast"), ("--slo",), False),
+        ("pareto baseline", ("pareto", "{W}/done", "--baseline", "nope"), ("nope",), False),
+        ("pareto x", ("pareto", "{W}/done", "--x", "nope"), ("nope",), False),
+        ("report slo 0", ("report", "{W}/done", "--slo", "0"), ("--slo",), False),
+        ("report y", ("report", "{W}/done", "--y", "nope"), ("nope",), False),
+        ("report unknown flag", ("report", "{W}/done", "--bogus"), ("--bogus",), False),
+        ("fidelity unknown flag", ("fidelity", "--bogus"), ("--bogus", "--help"), True),
+        ("fidelity bad concurrency", ("fidelity", "--concurrency", "0"), ("--concurrency",), True),
+        ("fidelity bad drift", ("fidelity", "--max-drift", "-1"), ("--max-drift",), True),
+        (
+            "fidelity bad cost",
+            ("fidelity", "--cost", "{W}/bin.csv", "--out-dir", "{W}/fo"),
+            ("bin.csv",),
+            True,
+        ),
+        (
+            "fidelity bad curves",
+            ("fidelity", "--curves", "{W}/bin.json", "--out-dir", "{W}/fo"),
+            ("bin.json",),
+            True,
+        ),
+        ("engine bad sub", ("engine", "frob"), ("frob",), True),
+        ("engine eval unknown", ("engine", "eval", "--bogus"), ("--bogus", "--help"), True),
+        (
+            "engine profile unknown",
+            ("engine", "profile", "--out", "{W}/p.csv", "--bogus"),
+            ("--bogus", "--help"),
+            True,
+        ),
+        (
+            "engine curves unknown",
+            ("engine", "curves", "--out", "{W}/c.json", "--bogus"),
+            ("--bogus", "--help"),
+            True,
+        ),
+        ("engine profile no out", ("engine", "profile"), ("--out",), True),
+        (
+            "engine curves drafters",
+            ("engine", "curves", "--drafters", "foo", "--out", "{W}/c.json"),
+            ("--drafters",),
+            True,
+        ),
+        (
+            "engine profile requests",
+            ("engine", "profile", "--out", "{W}/p.csv", "--requests", "a,b"),
+            ("--requests",),
+            True,
+        ),
+        (
+            "engine eval threads",
+            ("engine", "eval", "--threads", "0", "--out-dir", "{W}/ev"),
+            ("--threads",),
+            True,
+        ),
+        (
+            "engine checkpoints",
+            ("engine", "eval", "--checkpoints", "{W}/nock", "--out-dir", "{W}/ev"),
+            ("nock",),
+            True,
+        ),
+    ]
+    fit = ("cost", "fit", "{W}/measured.csv", "--model", "dense-8b", "--gpu", "h100")
+    flags += [
+        ("cost no action", ("cost",), ("action",), False),
+        ("cost bad action", ("cost", "frob"), ("frob",), False),
+        (
+            "cost fit bad model",
+            ("cost", "fit", "{W}/good.csv", "--model", "x", "--gpu", "h100", "--out", "{W}/f.json"),
+            ("--model",),
+            False,
+        ),
+        (
+            "cost fit bad gpu",
+            ("cost", "fit", "{W}/good.csv", "--model", "dense-8b", "--gpu", "tpu9", "--out", "{W}/f.json"),
+            ("--gpu",),
+            False,
+        ),
+        (
+            "cost fit binary data",
+            ("cost", "fit", "{W}/bin.csv", "--model", "dense-8b", "--gpu", "h100", "--out", "{W}/f.json"),
+            ("bin.csv",),
+            False,
+        ),
+        (
+            "cost fit missing data",
+            ("cost", "fit", "{W}/none.csv", "--model", "dense-8b", "--gpu", "h100", "--out", "{W}/f.json"),
+            ("none.csv",),
+            False,
+        ),
+        ("cost fit out under file", (*fit, "--out", "{W}/afile/f.json"), ("afile",), False),
+        ("cost fit out is folder", (*fit, "--out", "{W}/adir"), ("adir",), False),
+        (
+            "cost check binary fit",
+            ("cost", "check", "{W}/good.csv", "--fit", "{W}/bin.json"),
+            ("bin.json",),
+            False,
+        ),
+        (
+            "cost check missing fit",
+            ("cost", "check", "{W}/good.csv", "--fit", "{W}/none.json"),
+            ("none.json",),
+            False,
+        ),
+        (
+            "cost check empty fit",
+            ("cost", "check", "{W}/good.csv", "--fit", "{W}/empty.json"),
+            ("empty.json",),
+            False,
+        ),
+        (
+            "cost check bad where",
+            ("cost", "check", "{W}/measured.csv", "--fit", "{W}/none.json", "--where", "==="),
+            (),
+            False,
+        ),
+        ("curves no sub", ("curves", "frob"), ("frob",), False),
+        (
+            "curves from-vllm binary",
+            (
+                "curves",
+                "from-vllm",
+                "{W}/bin.json",
+                "--drafter",
+                "dspark",
+                "--domain",
+                "chat",
+                "--out",
+                "{W}/k.json",
+            ),
+            ("bin.json",),
+            False,
+        ),
+        (
+            "curves from-vllm missing",
+            (
+                "curves",
+                "from-vllm",
+                "{W}/none.txt",
+                "--drafter",
+                "dspark",
+                "--domain",
+                "chat",
+                "--out",
+                "{W}/k.json",
+            ),
+            ("none.txt",),
+            False,
+        ),
+        (
+            "curves from-vllm no out",  # --out is optional (default curves.json): the bad input is named
+            ("curves", "from-vllm", "{W}/bin.json", "--drafter", "dspark", "--domain", "chat"),
+            ("bin.json",),
+            False,
+        ),
+        (
+            "curves from-vllm unknown flag",
+            ("curves", "from-vllm", "{W}/bin.json", "--drafter", "d", "--domain", "chat", "--bogus"),
+            ("--bogus",),
+            False,
+        ),
+        ("export not a run", ("export", "{W}/afile"), ("afile",), False),
+        ("export missing", ("export", "{W}/nothing"), ("nothing",), False),
+        ("export format", ("export", "{W}/adir", "--format", "csv"), ("--format",), False),
+        ("export broken summary", ("export", "{W}/brokenrun"), ("summary.json",), False),
+        ("compare binary", ("compare", "{W}/brokenrun", "{W}/bin.json"), ("bin.json",), False),
+        ("compare missing", ("compare", "{W}/brokenrun", "{W}/none.json"), ("none.json",), False),
+        (
+            "compare unknown flag",
+            ("compare", "{W}/brokenrun", "{W}/bin.json", "--bogus"),
+            ("--bogus",),
+            False,
+        ),
+        ("plan schedule bad cost", ("plan", "--draft-schedule", "--cost", "nope"), ("--cost",), False),
+        (
+            "plan schedule binary cost",
+            ("plan", "--draft-schedule", "--cost", "{W}/bin.csv", "--layers", "32"),
+            ("bin.csv",),
+            False,
+        ),
+        (
+            "plan schedule binary curves",
+            ("plan", "--draft-schedule", "--cost", "h200-v4flash", "--curves", "{W}/bin.json"),
+            ("bin.json",),
+            False,
+        ),
+        (
+            "plan schedule sizes",
+            ("plan", "--draft-schedule", "--batch-sizes", "a,b"),
+            ("--batch-sizes",),
+            False,
+        ),
+        ("plan schedule gamma", ("plan", "--draft-schedule", "--gamma", "0"), ("--gamma",), False),
+        ("plan cost without schedule", ("plan", "--cost", "x"), ("--draft-schedule",), False),
+        (
+            "plan json out under file",
+            ("plan", "--draft-schedule", "--cost", "h200-v4flash", "--json", "{W}/afile/x.json"),
+            ("afile",),
+            False,
+        ),
+        ("run timeline without out", ("run", "--timeline", "--quiet"), ("--timeline",), False),
+    ]
+    files = {
+        "s.toml": SWEEP,
+        "bin.csv": b"\xff\xfe\x00garbage",
+        "bin.json": b"\xff\xfe\x00garbage",
+        "good.csv": GOOD_CSV,
+        "measured.csv": b"phase,tp,requests,tokens,context_tokens,seconds\n"
+        + b"".join(
+            f"decode,1,{r},{r},{1024 * r},{0.01 + 0.0001 * r}\n".encode() for r in (1, 2, 4, 8, 16, 32)
+        )
+        + b"".join(f"prefill,1,1,{t},0,{0.01 + 0.00002 * t}\n".encode() for t in (128, 512, 2048, 8192)),
+        "empty.json": b"",
+        "afile": b"keep me\n",
+        "adir/": b"",
+        "brokenrun/summary.json": b'{"throughput',
+    }
+    return [Case("flags", name, argv, files, expect, slow) for name, argv, expect, slow in flags]
+
+
+# -- outputs ----------------------------------------------------------------------------------------------
+
+
+def output_cases() -> list[Case]:
+    under_file = "{W}/afile/sub"
+    cmds = {
+        "run": (*_RUN, "--out", under_file),
+        "sweep": ("sweep", "{W}/s.toml", "--out", under_file),
+        "pareto": ("pareto", "{W}/done", "--out", under_file + ".png"),
+        "report": ("report", "{W}/done", "--out", under_file + ".md"),
+        "trace synth": ("trace", "synth", "azure2023-code", "--n", "5", "--out", under_file + ".csv"),
+        "trace convert": ("trace", "convert", "azure2023-code", "--out", under_file + ".csv"),
+        "engine profile": ("engine", "profile", "--out", under_file + ".csv"),
+        "engine curves": ("engine", "curves", "--out", under_file + ".json"),
+        "engine eval": ("engine", "eval", "--out-dir", under_file),
+        "fidelity": ("fidelity", "--out-dir", under_file),
+        "demo": ("demo", "--out", under_file),
+    }
+    cases = []
+    files = {"afile": b"keep me\n", "s.toml": SWEEP, "adir/": b""}
+    for name, argv in cmds.items():
+        slow = name.startswith(("engine", "fidelity"))
+        cases.append(Case("output", f"{name} under a file", argv, files, ("afile",), slow))
+    dir_as_file = {
+        "pareto": ("pareto", "{W}/done", "--out", "{W}/adir"),
+        "pareto trailing slash": ("pareto", "{W}/done", "--out", "{W}/newdir/"),
+        "report": ("report", "{W}/done", "--out", "{W}/adir"),
+        "report named pareto.png": ("report", "{W}/done", "--out", "{W}/pareto.png"),
+        "trace synth": ("trace", "synth", "azure2023-code", "--n", "5", "--out", "{W}/adir"),
+        "engine profile": ("engine", "profile", "--out", "{W}/adir"),
+        "engine curves": ("engine", "curves", "--out", "{W}/adir"),
+        "run onto a file": (*_RUN, "--out", "{W}/afile"),
+        "sweep onto a file": ("sweep", "{W}/s.toml", "--out", "{W}/afile"),
+        "sweep onto a foreign folder": ("sweep", "{W}/s.toml", "--out", "{W}/foreign"),
+        "sweep onto a finished sweep": ("sweep", "{W}/s.toml", "--out", "{W}/done"),
+    }
+    files2 = {**files, "foreign/notes.txt": b"mine\n"}
+    for name, argv in dir_as_file.items():
+        slow = name.startswith("engine")
+        cases.append(Case("output", f"{name} (a folder or file in the way)", argv, files2, (), slow))
+    results = {
+        "pareto no sweep": ("pareto", "{W}/foreign"),
+        "pareto missing": ("pareto", "{W}/nothing"),
+        "pareto a file": ("pareto", "{W}/afile"),
+        "report no sweep": ("report", "{W}/foreign"),
+        "report missing": ("report", "{W}/nothing"),
+        "report broken manifest": ("report", "{W}/broken"),
+        "pareto empty sweep": ("pareto", "{W}/empty"),
+    }
+    files3 = {
+        **files2,
+        "broken/sweep.json": b'{"fingerprint": ',
+        "empty/sweep.json": b'{"fingerprint": "x", "cells": []}',
+    }
+    for name, argv in results.items():
+        cases.append(Case("results-dir", name, argv, files3, ()))
+    return cases
+
+
+def all_cases() -> list[Case]:
+    cases = [
+        *config_cases(),
+        *config_file_cases(),
+        *cost_cases(),
+        *curves_cases(),
+        *trace_cases(),
+        *sweep_cases(),
+        *flag_cases(),
+        *output_cases(),
+    ]
+    ids = [c.id for c in cases]
+    assert len(ids) == len(set(ids)), "duplicate case ids"
+    return cases
