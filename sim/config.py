@@ -194,12 +194,10 @@ class PolicyConfig:
     """The `specsched` policy called every step, and its parameters.
 
     name: one of `specsched.POLICIES`. k (fixed), threshold (threshold), delay (dspark_global, goodput;
-    any policy with draft = "adaptive"): None = the policy's own default. Setting a parameter the policy
-    does not take is an error.
-    draft: "full" (the drafter drafts γ for every request, the paper's behaviour) or "adaptive" (the
-    policy also plans each request's draft depth from lagged confidences; `specsched.depth`). `ar`
-    ignores it; `lookahead` refuses "adaptive". slack (draft = "adaptive" only): the depth plan's hedge,
-    in [0, 1) — the deepest plan within that fraction of the best estimated Θ; None = 0.1.
+    any with draft = "adaptive"): None = the policy's default; a parameter it does not take is an error.
+    draft: "full" (γ drafted for every request: the paper) or "adaptive" (depths planned too from lagged
+    confidences, `specsched.depth`; `ar` ignores it, `lookahead` refuses it). slack (adaptive only): the
+    depth plan's hedge in [0, 1), the deepest plan within that fraction of the best Θ; None = 0.1.
     """
 
     _section: ClassVar[str] = "policy"
