@@ -145,8 +145,10 @@ class SimModel:
         from sim.run import check_inputs
 
         s, d, w = cfg.server, cfg.drafter, cfg.workload
-        names = (s.cost, s.cost_mode, s.layers, s.policy_cost, d.name, d.effective_gamma, d.curves, w.trace)
-        paths = [Path(p) for p in (s.cost, s.policy_cost, d.curves, w.trace) if isinstance(p, str)]
+        names = (s.cost, s.cost_mode, s.layers, s.policy_cost, s.tp, d.name, d.effective_gamma, d.curves,
+                 getattr(d, "cost", None), w.trace)  # fmt: skip
+        files = (s.cost, s.policy_cost, d.curves, getattr(d, "cost", None), w.trace)
+        paths = [Path(p) for p in files if isinstance(p, str)]
         stamp = (names, w.kind, w.input_dist, w.output_dist, tuple(_mtime(p) for p in paths))
         checked = self.__dict__.setdefault("_checked_files", set())
         if stamp in checked:

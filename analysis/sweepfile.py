@@ -67,7 +67,7 @@ LOAD_KEYS = (
 #: keys the model's default series label already spells out
 LABELLED_KEYS = ("policy.name", "policy.k", "policy.threshold", "policy.delay", "drafter.name")
 #: config values that name files, resolved relative to the sweep file when such a file exists there
-PATH_KEYS = ("workload.trace", "drafter.curves", "server.cost")
+PATH_KEYS = ("workload.trace", "drafter.curves", "drafter.cost", "server.cost", "server.policy_cost")
 
 
 @dataclass(frozen=True)

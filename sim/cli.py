@@ -18,6 +18,7 @@ May import: numpy, the standard library, `sim` modules, `specsched.errors`, `spe
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
@@ -170,6 +171,7 @@ def main(argv: list[str]) -> int:
     cfg = load_config(args.config, args.sets)
     if args.timeline and out is None:
         raise InputError("needs --out DIR (timeline.json is written there)", field="--timeline")
+    fresh = out is not None and not out.exists()
     if out is not None:  # before simulating: a bad --out must not throw a finished run away
         safeio.check_dir(out)
     timeline = None
@@ -184,6 +186,9 @@ def main(argv: list[str]) -> int:
     except BaseException as err:
         if timeline is not None:
             timeline.abort()
+        if fresh:  # the folder we made for a run that failed: leave no trace (only if still empty)
+            with contextlib.suppress(OSError):
+                out.rmdir()
         if isinstance(err, InputError):  # e.g. a cost table that does not exist: name the config line
             raise locate(err, args.config, args.sets) from None
         if isinstance(err, OSError) and timeline is not None:  # the streamed timeline hit a full disk

@@ -3,7 +3,8 @@
 Role: turn user text into a validated `SimConfig`, or one `InputError` naming the file, line and key.
 Types come from the dataclass annotations: `--set workload.rate=8` becomes a float, `drafter.gamma=5` an
 int, `policy.k=none` None, `workload.mix=0.2,0.4,0.4` (or `chat=0.2,math=0.4,code=0.4`) a tuple.
-Relative paths in a TOML file (workload.trace, drafter.curves, server.cost) are taken relative to the
+Relative paths in a TOML file (workload.trace, drafter.curves, drafter.cost, server.cost,
+server.policy_cost) are taken relative to the
 file's directory when such a file exists there; paths given with --set are relative to the working
 directory.
 
@@ -25,7 +26,8 @@ from sim.config import SimConfig
 from sim.curves import DOMAINS
 from specsched.errors import InputError
 
-_PATH_KEYS = {("workload", "trace"), ("drafter", "curves"), ("server", "cost")}
+_PATH_KEYS = {("workload", "trace"), ("drafter", "curves"), ("drafter", "cost"), ("server", "cost"),
+              ("server", "policy_cost")}  # fmt: skip
 _NONE_WORDS = ("none", "null")
 _TRUE_WORDS = ("true", "yes", "on", "1")
 _FALSE_WORDS = ("false", "no", "off", "0")

@@ -171,13 +171,16 @@ def _load_curves(cfg: SimConfig):
 
 
 def check_inputs(cfg: SimConfig) -> None:
-    """Read and check the files `cfg` names (cost tables, curves, trace) without building anything big.
+    """Read and check the files `cfg` names (cost tables, draft cost, curves, trace) without building
+    anything big.
 
     Sweeps call it for every cell before their results folder is touched; InputError if one is bad.
     """
     _load_table(cfg, cfg.server.cost, "server.cost")
     if cfg.server.policy_cost is not None:
         _load_table(cfg, cfg.server.policy_cost, "server.policy_cost")
+    if cfg.drafter.cost is not None and cfg.drafter.effective_gamma > 0:
+        load_draft_cost(cfg.drafter.cost, tp=cfg.server.tp or 1)
     _load_curves(cfg)  # γ against the curves is checked per run: it depends on the workload's domains
     _load_trace(cfg)
 

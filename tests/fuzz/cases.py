@@ -168,7 +168,8 @@ def cost_cases() -> list[Case]:
     cases = []
     for name, data in bad.items():
         for key in ("server.cost", "server.policy_cost"):
-            argv = (*_RUN, "--set", "server.layers=32", "--set", f"{key}={{W}}/t.csv")
+            # --out a new folder: a run refused at start-up must not leave it behind
+            argv = (*_RUN, "--set", "server.layers=32", "--set", f"{key}={{W}}/t.csv", "--out", "{W}/new")
             cases.append(Case("cost-csv", f"{key} {name}", argv, {"t.csv": data}, ("t.csv",)))
     return cases
 
@@ -265,6 +266,8 @@ def sweep_cases() -> list[Case]:
         "bad-cost-name": SWEEP + b'"server.cost" = ["h200-v4flash", "nope"]\n',
         "bad-cost-file": SWEEP + b'"server.cost" = ["bad.csv"]\n"server.layers" = [32]\n',
         "bad-curves-file": SWEEP + b'"drafter.curves" = ["bad.json"]\n',
+        "bad-draft-cost-file": SWEEP + b'"drafter.cost" = ["bad.csv"]\n',
+        "bad-policy-cost-file": SWEEP + b'"server.policy_cost" = ["bad.csv"]\n',
         "missing-base": b'base = "nope.toml"\n' + SWEEP[SWEEP.index(b"[axes]") :],
         "zip-lengths": SWEEP + b'[[zip]]\n"policy.name" = ["ar", "fixed"]\n"drafter.name" = ["none"]\n',
         "zip-same-configs": SWEEP + b'[[zip]]\nlabel = ["A", "B"]\n"policy.name" = ["dspark", "dspark"]\n',
@@ -284,7 +287,8 @@ def sweep_cases() -> list[Case]:
         Case("sweep-file", name, ("sweep", "{W}/s.toml", *_OUT), {"s.toml": data, **files}, ("s.toml",))
         for name, data in bad.items()
     ]
-    for name in ("bad-cost-file", "bad-curves-file"):  # these name the data file, not the sweep line
+    # these name the data file, not the sweep line
+    for name in ("bad-cost-file", "bad-curves-file", "bad-draft-cost-file", "bad-policy-cost-file"):
         i = next(i for i, c in enumerate(cases) if c.name == name)
         c = cases[i]
         cases[i] = Case(c.category, c.name, c.argv, c.files, ("bad.csv" if "cost" in name else "bad.json",))
