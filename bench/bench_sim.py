@@ -136,7 +136,8 @@ def _compare(title: str, new: dict, ref: dict | None) -> None:
 def _million() -> None:
     got = _run(ROOT, None, MILLION_SETS, progress=True)
     print(
-        f"sim 1M requests (Poisson 12/s, Azure conv lengths): {got['wall_s']:.0f} s wall (goal ≤ 600 s), "
+        f"sim 1M requests (Poisson 12/s, Azure conv lengths): {got['wall_s']:.0f} s wall, "
+        f"{got['cpu_s']:.0f} s CPU (goal ≤ 600 s), "
         f"peak RSS {got['peak_rss_mb']:.0f} MB (goal ≤ 2048 MB); {got['steps']} steps, "
         f"{got['loop_s'] / got['steps'] * 1e6:.1f} µs/step, mean batch {got['batch']:.0f}, mean queue "
         f"{got['queue']:.1f}, {got['throughput_tok_s']:.0f} tok/s simulated, "

@@ -49,6 +49,16 @@ class Proposal:
     conf: torch.Tensor
     raw_conf: torch.Tensor | None = None
 
+    def padded(self, gamma: int) -> Proposal:
+        """This proposal (drafted to depth g ≤ γ by a draft-aware schedule) padded with zeros to γ positions;
+        the padding is never verified (ℓ ≤ depth ≤ g)."""
+        pad = gamma - self.tokens.shape[1]
+        if pad == 0:
+            return self
+        f = torch.nn.functional.pad
+        raw = None if self.raw_conf is None else f(self.raw_conf, (0, pad))
+        return Proposal(f(self.tokens, (0, pad)), f(self.probs, (0, 0, 0, pad)), f(self.conf, (0, pad)), raw)
+
 
 class Drafter(Protocol):
     def propose(self, reqs: Sequence, gamma: int, exponentials: torch.Tensor) -> Proposal: ...

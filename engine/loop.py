@@ -17,9 +17,14 @@ Noise (engine.noise; a request's randomness never depends on the batch):
   - coupled mode: the draft samples position t with the target's own noise (seed, rid, t, SALT_SAMPLE) and
     verification is sampler-match (engine.verify.match_verify), so the output equals plain decoding bit for
     bit under any policy, batching and drafter.
-Stale confidences: stale[r] is request r's conf row from exactly `policy.delay` steps earlier; a request
-younger than that (its first `delay` steps) uses a constant row `EngineConfig.stale_prior` (default 0.0: it
-brings no stale capacity of its own). Never its current row: sizing from current confidences is the
+Stale confidences: stale[r] is request r's conf row from exactly `policy.delay` steps earlier, kept by
+slot in the one `specsched.StaleBuffer` the simulator uses too; a request younger than that (its first
+`delay` steps) uses the stated prior row `EngineConfig.stale_prior` (a constant or a population curve of γ
+values; default 0.0: it brings no stale capacity of its own). Draft-aware policies (draft="adaptive") plan
+each request's depth from those lagged rows BEFORE drafting; the drafter then drafts only up to the deepest
+planned depth (none at all when every depth is 0), positions past a request's depth are never verified,
+and only drafted positions are recorded (the rest hold the prior). Never its current row: sizing from
+current confidences is the
 lookahead bias. Verify lengths are then capped, value-blind, by the tokens the request may still emit.
 Device: `EngineConfig.device` holds the KV cache, padded batches, noise keys and noise, and every tensor of a
 step; the caller puts the models there (the Engine checks the target's weights, never moves them). The host
@@ -113,7 +118,9 @@ class EngineConfig:
     """gamma: drafts per request per step; policy/policy_params: a specsched policy; cost: a specsched
     CostTable or cost spec (built-in name or CSV path); mode: "standard" (rejection sampling) or "coupled";
     backend: rejection-sampling backend (coupled mode verifies by sampler-match in torch);
-    max_batch_tokens: cap on Σ(1 + ℓ); stale_prior: stale conf of young requests;
+    max_batch_tokens: cap on Σ(1 + ℓ); stale_prior: stale conf of young requests (a number, or γ numbers:
+    a population curve); draft_cost: how a draft-aware policy prices the draft pass (a
+    specsched.DraftCost; None = one target-sized layer over the drafted positions);
     max_running: requests decoded together (cache slots); device: torch device of the cache, noise and
     step tensors ("cpu", "cuda" or "cuda:N"; the models must already be there); clock: what a StepOutput's
     times are read on (CLOCKS)."""
@@ -125,9 +132,10 @@ class EngineConfig:
     mode: str = "standard"
     backend: str = "torch"
     max_batch_tokens: int | None = None
-    stale_prior: float = 0.0
+    stale_prior: float | tuple[float, ...] = 0.0
     max_running: int = 16
     device: str = "cpu"
+    draft_cost: specsched.DraftCost | None = None
     clock: str = "wall"
 
     def __post_init__(self) -> None:
@@ -139,8 +147,13 @@ class EngineConfig:
             raise ValueError(f"EngineConfig field 'mode': one of {MODES}, got {self.mode!r}")
         if self.backend not in BACKENDS:
             raise ValueError(f"EngineConfig field 'backend': one of {BACKENDS}, got {self.backend!r}")
-        if not 0.0 <= self.stale_prior <= 1.0:
-            raise ValueError(f"EngineConfig field 'stale_prior': must be in [0, 1], got {self.stale_prior}")
+        prior = np.asarray(self.stale_prior, dtype=np.float64)
+        bad_shape = prior.ndim > 1 or (prior.ndim == 1 and prior.size != self.gamma)
+        if bad_shape or not np.all((prior >= 0) & (prior <= 1)):
+            raise ValueError(
+                f"EngineConfig field 'stale_prior': a number or {self.gamma} numbers in [0, 1], "
+                f"got {self.stale_prior}"
+            )
         if self.max_running < 1:
             raise ValueError(f"EngineConfig field 'max_running': must be >= 1, got {self.max_running}")
         try:
@@ -198,7 +211,12 @@ class Engine:
         self.cache = KVCache(target.config, config.max_running, max_len, device=self.device)
         self._cached = [0] * config.max_running  # host mirror of cache.lengths (feeds need no device read)
         self.stats = EngineStats()
-        self._history: dict[int, deque] = {}
+        self._adaptive = getattr(self.policy, "draft", "full") == "adaptive"
+        delay = self.policy.delay
+        uses = self.policy.uses_stale
+        self._rows = specsched.StaleBuffer(config.max_running, config.gamma, delay) if uses else None
+        self._age = np.zeros(config.max_running, dtype=np.int64)  # speculative steps since admission, by slot
+        self._draft_cost = config.draft_cost or specsched.DraftCost("parallel", 1.0)
 
     def generate(self, requests: Sequence[Request], *, speculative: bool = True) -> dict[int, list[int]]:
         """Decode every request to max_new_tokens; returns rid -> generated token ids."""
@@ -222,6 +240,7 @@ class Engine:
                 run = _Running(waiting.popleft(), free.pop())
                 self.cache.lengths[run.slot] = 0
                 self._cached[run.slot] = 0
+                self._age[run.slot] = 0
                 running.append(run)
             out = self._spec_step(running) if speculative else self._plain_step(running)
             for observer in self.observers:
@@ -231,7 +250,6 @@ class Engine:
             for run in finished:
                 free.append(run.slot)
                 done[run.rid] = run.output
-                self._history.pop(run.rid, None)
                 if self.drafter is not None:
                     self.drafter.release(run.rid)
         self.stats.seconds = time.perf_counter() - started
@@ -305,19 +323,27 @@ class Engine:
         seeds, rids, t0 = self._keys(running)
         offs = torch.arange(gamma + 1, dtype=torch.int64, device=self.device)
         e_pos, e_draft = self._draft_noise(seeds, rids, t0, offs)
+        slots = np.array([x.slot for x in running], dtype=np.int64)
+        age, prior, depths, deepest, stale = self._age[slots], cfg.stale_prior, None, gamma, None
+        if self._adaptive and self.policy.delay:  # depths from lagged rows, before anything is drafted
+            stale = self._rows.lagged(slots, age, prior)
+            depths = self._depths(stale)
+            deepest = int(depths.max(initial=0))
         t_draft = self._now()
-        prop = self.drafter.propose(running, gamma, e_draft)
+        prop = self.drafter.propose(running, deepest, e_draft[:, :deepest]).padded(gamma)
         conf = prop.conf.to(torch.float64).cpu().numpy()  # the one device-to-host copy the scheduler needs
         draft_s = self._now() - t_draft  # the copy waited for the drafter's kernels: they count as drafting
-        stale = None
-        if self.policy.uses_stale:
-            stale = np.stack([self._stale(x.rid, conf[i]) for i, x in enumerate(running)]) if r else conf
-        planned = self.policy(conf, self.cost, stale=stale, max_batch_tokens=cfg.max_batch_tokens)
-        if self.policy.uses_stale:
-            for i, x in enumerate(running):
-                self._history.setdefault(x.rid, deque(maxlen=max(self.policy.delay, 1))).append(
-                    conf[i].copy()
-                )
+        extra = {}
+        if depths is not None:
+            self._rows.record(slots, age, conf, depths=depths, prior=prior)
+        elif self._rows is not None:
+            stale = self._rows.exchange(slots, age, conf, prior)  # lagged rows (delay 0: the current ones)
+        if self._adaptive:
+            if depths is None:  # delay 0, the negative control: depths from the current step
+                depths = self._depths(stale)
+            extra = {"depths": depths}
+        planned = self.policy(conf, self.cost, stale=stale, max_batch_tokens=cfg.max_batch_tokens, **extra)
+        self._age[slots] += 1
         cap = np.array([x.remaining - 1 for x in running], dtype=np.int64)  # value-blind: counts only
         ells = np.clip(planned, 0, np.maximum(cap, 0)).astype(np.int64).tolist()  # host: feeds, stats
         lengths = self._tensor(ells)
@@ -345,6 +371,10 @@ class Engine:
         raw = conf if prop.raw_conf is None else prop.raw_conf.to(torch.float64).cpu().numpy()
         accepted = [n - 1 for n in emitted]
         return self._output(running, before, start, draft_s, conf, raw, planned, ells, accepted)
+
+    def _depths(self, stale: np.ndarray) -> np.ndarray:
+        limit = self.config.max_batch_tokens
+        return self.policy.depths(stale, self.cost, self._draft_cost, max_batch_tokens=limit)
 
     def _draft_noise(self, seeds, rids, t0, offs):
         """(e_pos, e_draft): coupled mode drafts with the target's own noise at absolute positions
@@ -375,9 +405,3 @@ class Engine:
             exponentials=e_res,
             backend=self.config.backend,
         )
-
-    def _stale(self, rid: int, current: np.ndarray) -> np.ndarray:
-        delay = self.policy.delay
-        if delay == 0:  # the policy asked for no lag (flagged not lossless by specsched)
-            return current
-        return stale_row(self._history.get(rid, ()), delay, self.config.stale_prior, current.size)

@@ -156,18 +156,13 @@ class DrafterConfig:
         if not isinstance(self.name, str) or not self.name:
             raise _fail(s, "name", f"must be a drafter name; got {self.name!r}")
         if self.name not in DRAFTERS and self.curves is None:
-            raise _fail(
-                s,
-                "name",
-                f"{self.name!r} is not a built-in drafter ({', '.join(DRAFTERS)}): set drafter.curves to a "
-                "curves file that names it (e.g. from `specbed curves from-vllm`)",
-            )
+            msg = f"{self.name!r} is not a built-in drafter ({', '.join(DRAFTERS)}): set drafter.curves to a "
+            raise _fail(s, "name", msg + "curves file that names it (e.g. from `specbed curves from-vllm`)")
         if self.kind is not None:
             _check_choice(s, "kind", self.kind, DRAFTER_KINDS)
         elif self.name not in BUILTIN_KINDS:
-            raise _fail(
-                s, "kind", f"is required for drafter {self.name!r}: one of {', '.join(DRAFTER_KINDS)}"
-            )
+            msg = f"is required for drafter {self.name!r}: one of {', '.join(DRAFTER_KINDS)}"
+            raise _fail(s, "kind", msg)
         if self.cost is not None and (not isinstance(self.cost, str) or not self.cost):
             raise _fail(s, "cost", "must name a CSV (tokens,seconds or requests,seconds) or a fit .json")
         _check_range(s, "gamma", self.gamma, 0)
@@ -199,12 +194,10 @@ class PolicyConfig:
     """The `specsched` policy called every step, and its parameters.
 
     name: one of `specsched.POLICIES`. k (fixed), threshold (threshold), delay (dspark_global, goodput;
-    any policy with draft = "adaptive"): None = the policy's own default. Setting a parameter the policy
-    does not take is an error.
-    draft: "full" (the drafter drafts γ for every request, the paper's behaviour) or "adaptive" (the
-    policy also plans each request's draft depth from lagged confidences; `specsched.depth`). `ar`
-    ignores it; `lookahead` refuses "adaptive". slack (draft = "adaptive" only): the depth plan's hedge,
-    in [0, 1) — the deepest plan within that fraction of the best estimated Θ; None = 0.1.
+    any with draft = "adaptive"): None = the policy's default; a parameter it does not take is an error.
+    draft: "full" (γ drafted for every request: the paper) or "adaptive" (depths planned too from lagged
+    confidences, `specsched.depth`; `ar` ignores it, `lookahead` refuses it). slack (adaptive only): the
+    depth plan's hedge in [0, 1), the deepest plan within that fraction of the best Θ; None = 0.1.
     """
 
     _section: ClassVar[str] = "policy"

@@ -1,15 +1,10 @@
 """Routers and arrival processes: which replica gets each request, and when requests are submitted.
 
-Role: `Router` sends each arriving request to a replica (consulted once per arrival, synchronously);
-`OpenLoop` submits a trace's requests at their arrival times; `ClosedLoop` keeps `users` requests in
-flight with think times. Routers that read no replica state ("round_robin", "random", "session") decide
-every request's replica from the workload alone (`route_up_front`), which is what lets a run be sharded by
-replica (`sim.shard`).
-
-Routers: "round_robin" (request i -> replica i mod n, in submission order); "least_outstanding" (fewest
-queued + running, ties to the lowest index; reads replica state); "random" (a uniform replica per request
-from the "router" random stream, drawn for all requests up front); "session" (a hash of the request's
-session id, `Workload.session`, so one conversation stays on one replica; request id when there is none).
+Role: `Router` sends each arriving request to a replica (consulted once per arrival, synchronously; ties
+between replicas go to the lowest index): "round_robin" (in submission order) or "least_outstanding"
+(fewest queued + running). `OpenLoop` submits a trace's requests at their arrival times and tells the
+replicas when the next one comes (`horizon`, read by the multi-step decode path of `sim.steps`);
+`ClosedLoop` keeps `users` requests in flight with think times.
 
 May import: numpy, simpy, the standard library.
 """
@@ -20,9 +15,6 @@ import math
 
 import numpy as np
 import simpy
-
-#: Routers whose choice does not depend on replica state (so a run can be sharded by replica).
-STATELESS = ("round_robin", "random", "session")
 
 
 class Router:

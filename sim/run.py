@@ -9,10 +9,10 @@ Random streams: `numpy.random.SeedSequence(config.seed).spawn(len(STREAMS))`, on
 arrivals, lengths, domains, think (closed-loop think times), latent (per-request difficulty),
 acceptance (true per-step probabilities), confidence (estimate noise), model (held-out samples the
 acceptance model fits σ_η and STS on), verify (accept/reject uniforms; split from "acceptance" so that a
-run of K pure-decode steps decided at once draws exactly what K single steps would), router (the "random"
-router's choices). Replica i draws its truth, estimate and verify noise from the i-th child of those three
-streams (`sim.server.Replica`), so replicas never share a stream. Changing the policy therefore leaves the
-traffic and every request's latent difficulty unchanged.
+run of K pure-decode steps decided at once draws exactly what K single steps would). Replica i draws its
+truth, estimate and verify noise from the i-th child of those three streams (`sim.server.Replica`), so
+replicas never share a stream. Changing the policy therefore leaves the traffic and every request's latent
+difficulty unchanged.
 
 May import: numpy, simpy, the standard library, specsched, traces, and the other sim modules.
 """
@@ -41,18 +41,7 @@ from sim.server import Replica
 from sim.workload import Workload, build_workload
 from specsched.errors import InputError
 
-STREAMS = (
-    "arrivals",
-    "lengths",
-    "domains",
-    "think",
-    "latent",
-    "acceptance",
-    "confidence",
-    "model",
-    "verify",
-    "router",
-)
+STREAMS = ("arrivals", "lengths", "domains", "think", "latent", "acceptance", "confidence", "model", "verify")
 
 
 @dataclass(frozen=True)

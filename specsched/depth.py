@@ -233,8 +233,11 @@ class AdaptivePolicy:
         d = np.asarray(depths)
         if d.shape != (conf.shape[0],) or not np.issubdtype(d.dtype, np.integer):
             raise ValueError(f"depths: expected int64[{conf.shape[0]}], got {d.dtype}{list(d.shape)}")
-        masked = np.where(np.arange(conf.shape[1]) < d[:, None], conf, 0.0)
-        lengths = self.base(masked, cost, stale=use, max_batch_tokens=max_batch_tokens)
+        if d.size and d.max() <= 0:  # nobody drafts: plain decoding steps
+            return np.zeros(d.size, dtype=np.int64)
+        if d.size and d.min() < conf.shape[1]:  # full depths need no mask
+            conf = np.where(np.arange(conf.shape[1]) < d[:, None], conf, 0.0)
+        lengths = self.base(conf, cost, stale=use, max_batch_tokens=max_batch_tokens)
         return np.minimum(lengths, d.astype(np.int64))
 
     def __repr__(self) -> str:

@@ -1,0 +1,106 @@
+"""The real engine with draft-aware policies (draft="adaptive"): depths planned from the StaleBuffer before
+drafting, drafting stops at the deepest planned depth, verification within the depths, still lossless."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from engine.drafter import ModelDrafter
+from engine.loop import Engine, EngineConfig, Request
+from engine.model import ModelConfig, TinyLM
+from engine.proof.stats import chi2_threshold, merged_chi2
+from engine.proof.suite_engine import make_engine, mixed_requests, tiny_models
+from engine.sampling import SamplingParams, probs_from_logits
+from specsched import DraftCost
+
+TARGET, TRUNC, OTHER = tiny_models()
+REQS = mixed_requests(6)
+PLAIN = make_engine(TARGET, None).generate(REQS, speculative=False)
+
+
+def _engine(policy, params, *, mode, draft_cost, prior=0.8, drafter=TRUNC, running=3):
+    config = EngineConfig(
+        gamma=4,
+        policy=policy,
+        policy_params={"draft": "adaptive", **params},
+        mode=mode,
+        max_running=running,
+        stale_prior=prior,
+        draft_cost=draft_cost,
+    )
+    return Engine(TARGET, ModelDrafter(drafter, slots=running, max_len=96), config, max_len=96)
+
+
+class _Counting:
+    """Wraps a drafter and records how deep each propose call drafted."""
+
+    def __init__(self, inner):
+        self.inner, self.depths = inner, []
+
+    def propose(self, reqs, gamma, exponentials):
+        self.depths.append(gamma)
+        return self.inner.propose(reqs, gamma, exponentials)
+
+    def release(self, rid):
+        self.inner.release(rid)
+
+
+@pytest.mark.parametrize(
+    "policy, params",
+    [("dspark", {"delay": 1}), ("fixed", {"k": 4, "delay": 2}), ("dspark_global", {"delay": 1})],
+)
+@pytest.mark.parametrize("dear", [DraftCost("parallel", 1.0), DraftCost("autoregressive", 40.0)])
+def test_coupled_mode_equals_plain_decoding(policy, params, dear):
+    assert _engine(policy, params, mode="coupled", draft_cost=dear).generate(REQS) == PLAIN
+
+
+def test_drafting_stops_at_the_deepest_planned_depth_and_skips_when_none_drafts():
+    never = DraftCost("parallel", 1e6)  # drafting dearer than anything it could earn: every depth is 0
+    engine = _engine("dspark", {"delay": 1}, mode="standard", draft_cost=never)
+    engine.drafter = counting = _Counting(engine.drafter)
+    assert engine.generate(REQS) == PLAIN  # ℓ = 0 steps are plain decoding, bit for bit
+    assert set(counting.depths) == {0} and engine.stats.verified_drafts == 0
+    engine = _engine("dspark", {"delay": 1}, mode="standard", draft_cost=DraftCost("autoregressive", 0.5))
+    engine.drafter = counting = _Counting(engine.drafter)
+    engine.generate(REQS)
+    assert max(counting.depths) <= 4 and engine.stats.verified_drafts > 0
+
+
+def test_standard_mode_end_to_end_law_matches_the_target_with_adaptive_depths(tmp_path):
+    """As test_loop's end-to-end χ², with adaptive DSpark-global: depths from 1-step-stale rows (a
+    population-curve prior for young requests), an autoregressive drafter dear enough to cut depths."""
+    cfg = ModelConfig(vocab_size=3, d_model=16, n_layers=2, n_heads=2, max_len=16, seed=4, dtype="float64")
+    target, draft = TinyLM(cfg), TinyLM(ModelConfig(**{**cfg.__dict__, "seed": 5, "n_layers": 1}))
+    (tmp_path / "flat.csv").write_text("tokens,seconds\n1,1.0\n100000,1.0\n")
+    params, n, length = SamplingParams(0.9, top_p=0.95), 4000, 4
+    config = EngineConfig(
+        gamma=3,
+        policy="dspark_global",
+        policy_params={"delay": 1, "draft": "adaptive", "slack": 0.0},
+        max_running=n,
+        cost=str(tmp_path / "flat.csv"),
+        stale_prior=(0.9, 0.7, 0.5),
+        draft_cost=DraftCost("autoregressive", 0.15),
+    )
+    engine = Engine(target, ModelDrafter(draft, slots=n, max_len=16), config, max_len=16)
+    out = engine.generate([Request(i, (0, 1), length, params, seed=i) for i in range(n)])
+    seqs = list(itertools.product(range(3), repeat=length))
+    law = []
+    for s in seqs:
+        p = probs_from_logits(target.logits_full(torch.tensor([[0, 1, *s]]))[0], params)
+        law.append(math.prod(float(p[1 + t, s[t]]) for t in range(length)))
+    counts = np.zeros(len(seqs))
+    for toks in out.values():
+        counts[seqs.index(tuple(toks))] += 1
+    stat, df = merged_chi2(counts, np.array(law) * n)
+    assert stat < chi2_threshold(df), (stat, df)
+    assert 0 < engine.stats.verified_drafts < 3 * (engine.stats.verify_tokens - engine.stats.verified_drafts)
+
+
+@pytest.mark.parametrize("prior", [(0.5, 0.5), 1.5, ((0.1,) * 4,)])
+def test_bad_stale_prior_names_the_field(prior):
+    with pytest.raises(ValueError, match="stale_prior"):
+        EngineConfig(gamma=4, stale_prior=prior)
