@@ -26,7 +26,7 @@ import json
 import sys
 from pathlib import Path
 
-from paper_figs.common import parse_args, rounded, run_sweep_text, write_summary
+from paper_figs.common import parse_args, production_base, rounded, run_sweep_text, write_summary
 
 NAME = "vllm_adaptive"
 CURVES = Path(__file__).parent / "data" / "vllm_v4pro_curves.json"
@@ -63,20 +63,10 @@ BLOG_ABS = {
 
 def sweep_text(tiny: bool) -> str:
     conc, reqs = LOADS[tiny]
+    base = production_base(tiny, max_num_seqs=256, max_num_batched_tokens=16384)
     return f"""name = "{NAME}"
 set = ["server.cost=b300x8-v4pro"]
-
-[base]
-seed = 0
-[base.workload]
-kind = "closed"
-domain = "mix"
-input_tokens = 16
-output_tokens = {128 if tiny else 512}
-[base.server]
-max_num_seqs = 256
-max_num_batched_tokens = 16384
-[base.drafter]
+{base}[base.drafter]
 curves = {json.dumps(str(CURVES))}
 cost = {json.dumps(str(DRAFT))}
 
