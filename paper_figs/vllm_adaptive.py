@@ -5,10 +5,10 @@ vLLM's blog "Adaptive Verification in vLLM" (2026-08-14, PR #47808) serves DeepS
 output tokens at temperature 1.0, concurrency 1–256, and compares no speculation, DSpark with a fixed
 k = 5, 6, 7 and adaptive verification (γ = 7, the budget sized from one-step-old confidences and handed
 out by current ones: `dspark_global` with delay 1). This runs the same sweep in the simulator on the
-built-in `b300x8-v4pro` setup (CUDA-graph staircase and eager cliff) with its draft pass priced by
-request count (`drafter.cost` = paper_figs/data/b300x8-v4pro-draft.csv), an assumed V4-Pro-like
-acceptance curve (`paper_figs/data/vllm_v4pro_curves.json`) and 16-token prompts (prefill negligible).
-What is fitted and what is predicted: paper_figs/REPRODUCTION.md.
+built-in `b300x8-v4pro` setup (expert locality, CUDA-graph staircase, eager cliff growing past the capture
+limit) with its draft pass priced by request count (`drafter.cost` = paper_figs/data/b300x8-v4pro-draft.csv),
+an assumed V4-Pro-like acceptance curve (`paper_figs/data/vllm_v4pro_curves.json`) and 16-token prompts
+(prefill negligible). What is fitted and what is predicted: paper_figs/REPRODUCTION.md.
 
 Writes DIR/results.json ({"concurrency", "throughput_tok_s", "tpot_ms", "accepted_length"}, one list per
 arm), DIR/vllm_adaptive.png (aggregate tok/s vs per-user tok/s, like the blog's Fig. 3), DIR/table.md
