@@ -59,6 +59,22 @@ class Proposal:
         raw = None if self.raw_conf is None else f(self.raw_conf, (0, pad))
         return Proposal(f(self.tokens, (0, pad)), f(self.probs, (0, 0, 0, pad)), f(self.conf, (0, pad)), raw)
 
+    def placed(self, rows: torch.Tensor, depths: torch.Tensor, n: int, gamma: int) -> Proposal:
+        """A proposal of n requests × γ positions: request rows[i] gets this proposal's row i (drafted to
+        its depth g ≤ γ), every other request and every position k ≥ depths[rows[i]] holds zeros (masked:
+        nothing was drafted there for that request, and ℓ_r ≤ depth_r never verifies it).
+        rows: int64[m] on this proposal's device; depths: int64[n] there."""
+        keep = torch.arange(self.tokens.shape[1], device=rows.device)[None, :] < depths[rows][:, None]
+
+        def put(x: torch.Tensor) -> torch.Tensor:
+            out = x.new_zeros((n, gamma, *x.shape[2:]))
+            mask = keep.reshape(*keep.shape, *([1] * (x.dim() - 2)))
+            out[rows, : x.shape[1]] = torch.where(mask, x, torch.zeros((), dtype=x.dtype, device=x.device))
+            return out
+
+        raw = None if self.raw_conf is None else put(self.raw_conf)
+        return Proposal(put(self.tokens), put(self.probs), put(self.conf), raw)
+
 
 class Drafter(Protocol):
     def propose(self, reqs: Sequence, gamma: int, exponentials: torch.Tensor) -> Proposal: ...
