@@ -88,6 +88,7 @@ class Replica:
             g.spawn(1)[0] for g in (eng.rng_accept, eng.rng_conf, eng.rng_verify)
         )
         self.tau_seen = 2.0  # tokens per request-step in pure-decode runs so far (sizes the next run)
+        eng.replicas += 1
         self.process = eng.env.process(self.run())
 
     @property
@@ -105,7 +106,7 @@ class Replica:
 
     def run(self):
         eng = self.eng
-        env, rec = eng.env, eng.recorder
+        env = eng.env
         while True:
             if self.n == 0 and not self.queue:
                 self.wake = env.event()
@@ -116,18 +117,54 @@ class Replica:
                 yield env.timeout(plan.seconds)
                 self._apply(plan)
                 continue
-            draft, r, observer = float(eng.draft_s[plan.r]), plan.r, eng.observer
-            for k, (seconds, verify, emitted) in enumerate(zip(plan.seconds, plan.verify, plan.emitted)):
-                start = env.now
-                yield env.timeout(seconds)
-                lengths, accepted = plan.step_lengths[k], plan.step_accepted[k]
-                self.kv_used += emitted  # step by step, as `_apply` would (observers read it)
-                rec.step(start, seconds, draft, r, verify, emitted, lengths, accepted)
-                if observer is not None:
-                    observer(self, start, seconds, r, verify, 0, lengths, accepted, emitted)
-                if eng.on_step is not None:
-                    eng.on_step(env.now)
+            yield from self._decode_run(plan)
+
+    def _decode_run(self, plan: DecodeRun):
+        """The K steps of a `DecodeRun`, then its per-slot totals (`_apply_run`).
+
+        One timeout for all K, and one `Recorder.steps_run`, when nothing can observe the instants in
+        between: a single replica (no other one records steps meanwhile), no observer, and the time bins
+        not widening before the run's end. The step times are still summed as simpy sums K timeouts, and
+        on_step still sees every step's end time. Otherwise one timeout and one `Recorder.step` a step.
+        """
+        eng = self.eng
+        env, rec = eng.env, eng.recorder
+        draft, r, observer = float(eng.draft_s[plan.r]), plan.r, eng.observer
+        now = t = env.now
+        times = [now]
+        for seconds in plan.seconds:
+            t += seconds  # as simpy adds each timeout to the time it was scheduled at
+            times.append(t)
+        delay = t - now
+        if observer is None and eng.replicas == 1 and now + delay == t and rec.bins.fits(t):
+            yield env.timeout(delay)
+            self.kv_used += sum(plan.emitted)
+            rec.steps_run(
+                times,
+                plan.seconds,
+                draft,
+                r,
+                plan.verify,
+                plan.emitted,
+                plan.step_lengths,
+                plan.step_accepted,
+            )
+            if eng.on_step is not None:
+                for t in times[1:]:
+                    eng.on_step(t)
             self._apply_run(plan)
+            return
+        for k, (seconds, verify, emitted) in enumerate(zip(plan.seconds, plan.verify, plan.emitted)):
+            start = env.now
+            yield env.timeout(seconds)
+            lengths, accepted = plan.step_lengths[k], plan.step_accepted[k]
+            self.kv_used += emitted  # step by step, as `_apply` would (observers read it)
+            rec.step(start, seconds, draft, r, verify, emitted, lengths, accepted)
+            if observer is not None:
+                observer(self, start, seconds, r, verify, 0, lengths, accepted, emitted)
+            if eng.on_step is not None:
+                eng.on_step(env.now)
+        self._apply_run(plan)
 
     def _plan(self) -> StepPlan | DecodeRun:
         """Decide this step (steps 1–4 of the module doc), or a run of pure-decode steps (`sim.steps`)."""
