@@ -192,11 +192,19 @@ class AcceptanceModel:
     # exceeds w: P(L > w) = σ(−w). Each stream is drawn step after step, so k steps at once draw exactly
     # what k one-step calls would. The caller sets np.errstate(over="ignore") (`sim.run` does, once).
 
-    def draw_steps(self, domain_idx: np.ndarray, latent: np.ndarray, k: int, rng_truth, rng_conf):
-        """(w, conf) `float64[k, R, γ]`: truth as negative logits and the scheduler's confidences."""
+    def offsets(self, domain_idx: np.ndarray, latent: np.ndarray) -> np.ndarray:
+        """θ[d] + u `float64[R, γ]`: the fixed part of each request's truth logits (a server keeps them per
+        slot while the batch does not change, and passes them to `draw_steps`)."""
+        return np.take(self.theta, domain_idx, axis=0) + np.asarray(latent)[:, None]
+
+    def draw_steps(
+        self, domain_idx: np.ndarray, latent: np.ndarray, k: int, rng_truth, rng_conf, offsets=None
+    ):
+        """(w, conf) `float64[k, R, γ]`: truth as negative logits and the scheduler's confidences.
+        `offsets`: `self.offsets(domain_idx, latent)` when the caller has it (the same numbers)."""
         w = rng_truth.standard_normal((k, len(domain_idx), self.gamma))
         w *= self._neg_sd_e
-        w -= np.take(self.theta, domain_idx, axis=0) + np.asarray(latent)[:, None]
+        w -= self.offsets(domain_idx, latent) if offsets is None else offsets
         if self._identity:
             conf = np.exp(w)
         else:

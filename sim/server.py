@@ -80,6 +80,8 @@ class Replica:
             self.state
         )
         self.lat = np.zeros(s)
+        # θ[dom] + latent by slot (`AcceptanceModel.offsets`), set at admission: the draws' fixed part
+        self.offsets = np.zeros((s, eng.gamma)) if eng.vector_draws else None
         self.hist = StaleBuffer(s, eng.gamma, eng.policy.delay) if eng.policy.uses_stale else None
         self.wake: simpy.Event | None = None
         # Own streams (children spawned in replica order): a replica's draws never interleave with another's,
@@ -187,7 +189,7 @@ class Replica:
             draft_s = float(eng.draft_s[r])
             if r and gamma:
                 lengths, accepted, draft_s = self._decide(di, r)
-                verify = r + int(lengths.sum())
+                verify = r + int(np.add.reduce(lengths))
             else:
                 lengths = accepted = np.zeros(r, dtype=np.int64)
                 verify = r
@@ -200,7 +202,7 @@ class Replica:
                 room -= int(chunks.sum())
             if not preempted and self.queue and room > 0 and self.n < eng.max_num_seqs:
                 pf, chunks, room = self._admit(pf, chunks, room, now)
-            prefill = 0 if chunks is None else int(chunks.sum())
+            prefill = 0 if chunks is None else int(np.add.reduce(chunks))
             if verify + prefill > 0:
                 break
             # Only prefilling requests whose next chunk does not fit in KV: free some and plan again.
@@ -222,7 +224,7 @@ class Replica:
         eng, model = self.eng, self.eng.model
         dom, lat = self.dom[di], self.lat[di]
         if eng.vector_draws:
-            w, conf = model.draw_steps(dom, lat, 1, self.rng_truth, self.rng_conf)
+            w, conf = model.draw_steps(dom, lat, 1, self.rng_truth, self.rng_conf, self.offsets[di])
             conf = conf[0]
         else:
             true, conf = model.step(dom, lat, self.rng_truth, self.rng_conf)
@@ -314,6 +316,9 @@ class Replica:
             new_slots.append(s)
             new_chunks.append(chunk)
         slots = np.asarray(new_slots, dtype=np.int64)
+        if self.offsets is not None and new_slots:  # new slots are new_slots[0]..n−1
+            new = slice(new_slots[0], self.n)
+            self.offsets[new] = eng.model.offsets(self.dom[new], self.lat[new])
         sizes = np.asarray(new_chunks, dtype=np.int64)
         if pf is not None:
             slots, sizes = np.concatenate([pf, slots]), np.concatenate([chunks, sizes])
@@ -332,7 +337,7 @@ class Replica:
             self.acc[di] += accepted
             self.dsteps[di] += 1
             self.lsum[di] += lengths
-            emitted = int(emit.sum())
+            emitted = int(np.add.reduce(emit))
         if pf is not None and pf.size:
             self.pleft[pf] -= chunks
             ready = pf[self.pleft[pf] == 0]
@@ -366,7 +371,7 @@ class Replica:
         eng, rec = self.eng, self.eng.recorder
         n = self.n
         done = self.gen[:n] >= self.olen[:n]
-        if done.any():
+        if np.logical_or.reduce(done):
             idx = np.flatnonzero(done)
             rids = self.rid[idx].copy()
             self._leave(idx)
@@ -374,6 +379,8 @@ class Replica:
             m = n - idx.size
             self.state[:, :m] = self.state[:, :n][:, keep]
             self.lat[:m] = self.lat[:n][keep]
+            if self.offsets is not None:
+                self.offsets[:m] = self.offsets[:n][keep]
             if self.hist is not None:
                 self.hist.compact(keep, n)
             self.n = m
@@ -385,7 +392,7 @@ class Replica:
         """Slots `idx` leave the batch: release their KV, copy their counters into the recorder."""
         rec = self.eng.recorder
         rids, gen, pleft = self.rid[idx], self.gen[idx], self.pleft[idx]
-        self.kv_used -= int((self.inp[idx] + gen - pleft).sum())
+        self.kv_used -= int(np.add.reduce(self.inp[idx] + gen - pleft))
         self.n_decoding -= int(np.count_nonzero(pleft == 0))
         rec.generated[rids] = gen
         rec.decode_steps[rids] += self.dsteps[idx]

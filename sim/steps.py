@@ -87,7 +87,7 @@ def run_length(rep, now: float) -> int:
     eng, n = rep.eng, rep.n
     if rep.queue and n < eng.max_num_seqs:
         return 1
-    owed = int((rep.olen[:n] - rep.gen[:n]).min())
+    owed = int(np.minimum.reduce(rep.olen[:n] - rep.gen[:n]))
     # The first completion is expected after about owed / τ steps (τ: tokens per request-step so far on
     # this replica); draws past the completion are given back, so the guess costs time, never results.
     # (Measured on the Azure replay: drawing 1.5× that saves 6 % of the passes and costs more than it saves.)
@@ -110,12 +110,15 @@ def plan_decode_run(rep, k: int, now: float) -> DecodeRun:
     eng, n = rep.eng, rep.n
     model, rng_t, rng_c, rng_v = eng.model, rep.rng_truth, rep.rng_conf, rep.rng_verify
     saved = rng_t.bit_generator.state, rng_c.bit_generator.state
-    w, conf = model.draw_steps(rep.dom[:n], rep.lat[:n], k, rng_t, rng_c)
+    w, conf = model.draw_steps(rep.dom[:n], rep.lat[:n], k, rng_t, rng_c, rep.offsets[:n])
     lengths = eng.policy.trusted_many(conf, eng.view(n), eng.max_batch_tokens)
     accepted = model.accept_steps(w, lengths, rng_v)
-    verify = lengths.sum(axis=1)
+    verify = np.add.reduce(lengths, axis=1)
     verify += n
-    seconds = eng.step_seconds(n, n, verify).tolist()
+    verify = verify.tolist()
+    # `Deployment.step_seconds` in Python floats (the same IEEE additions, in the same order): K is small
+    fixed, latency = float(eng.draft_s[n] + eng.cost.request_seconds * n), eng.latency_list
+    seconds = [fixed + latency[b] for b in verify]
     horizon, t, keep = eng.horizon(), now, 0
     for step in seconds:  # start times summed left to right, as simpy sums them
         if not t < horizon:
@@ -125,7 +128,9 @@ def plan_decode_run(rep, k: int, now: float) -> DecodeRun:
     owed = rep.olen[:n] - rep.gen[:n]
     emit = accepted + 1
     total = emit.cumsum(axis=0)
-    done = (total >= owed).any(axis=1)  # by step: has some request finished by its end (monotone)
+    done = np.logical_or.reduce(
+        total >= owed, axis=1
+    )  # by step: has some request finished by its end (monotone)
     first = int(done.argmax())
     if done[first]:
         keep = min(keep, first + 1)
@@ -134,16 +139,16 @@ def plan_decode_run(rep, k: int, now: float) -> DecodeRun:
         model.skip_steps(keep, n, rng_t, rng_c)
         rng_v.bit_generator.advance(-(k - keep) * n * eng.gamma)
     slot_emit = np.minimum(total[keep - 1], owed)  # only the last kept step can finish one
-    emitted = emit[:keep].sum(axis=1).tolist()
-    emitted[-1] = int(slot_emit.sum()) - sum(emitted[:-1])
+    emitted = np.add.reduce(emit[:keep], axis=1).tolist()
+    emitted[-1] = int(np.add.reduce(slot_emit)) - sum(emitted[:-1])
     return DecodeRun(
         n,
         seconds[:keep],
-        verify[:keep].tolist(),
+        verify[:keep],
         emitted,
         slot_emit,
-        accepted[:keep].sum(axis=0),
-        lengths[:keep].sum(axis=0),
+        np.add.reduce(accepted[:keep]),
+        np.add.reduce(lengths[:keep]),
         bool(done[keep - 1]),
         lengths[:keep],
         accepted[:keep],
