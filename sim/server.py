@@ -53,7 +53,7 @@ import numpy as np
 import simpy
 
 from sim.deployment import Deployment
-from sim.steps import DecodeRun, StepPlan, plan_decode_run, run_length
+from sim.steps import DecodeRun, NormalStream, StepPlan, plan_decode_run, run_length
 from specsched import StaleBuffer
 
 
@@ -89,6 +89,8 @@ class Replica:
         self.rng_truth, self.rng_conf, self.rng_verify = (
             g.spawn(1)[0] for g in (eng.rng_accept, eng.rng_conf, eng.rng_verify)
         )
+        if eng.vector_draws:  # normal draws a decode pass drops are given back (`sim.steps.NormalStream`)
+            self.rng_truth, self.rng_conf = NormalStream(self.rng_truth), NormalStream(self.rng_conf)
         self.tau_seen = 2.0  # tokens per request-step in pure-decode runs so far (sizes the next run)
         eng.replicas += 1
         self.process = eng.env.process(self.run())

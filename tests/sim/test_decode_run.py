@@ -113,3 +113,19 @@ def test_steps_run_equals_steps(width):
         many.itl.total,
         many.itl.total_sq,
     )
+
+
+def test_normal_stream_gives_back_in_order():
+    """Numbers a `NormalStream` is given back come out again first, in the plain generator's order."""
+    from sim.steps import NormalStream
+
+    plain = np.random.default_rng(3).standard_normal(200)
+    stream, got = NormalStream(np.random.default_rng(3)), []
+    for shape, keep in (((4, 3, 2), 1), ((2, 2), 2), ((1, 5), None), ((3, 7), 0), ((6, 4), 2), ((9,), None)):
+        x = stream.standard_normal(shape)
+        if keep is None:
+            got.extend(x.ravel())
+        else:
+            got.extend(x[:keep].ravel())
+            stream.unget(keep)
+    np.testing.assert_array_equal(got, plain[: len(got)])
