@@ -31,8 +31,9 @@ One engine step of a replica, at time t (`Replica._plan`, then `yield timeout`, 
    prefill completes emits its first token (TTFT); requests that reached their output length leave.
 
 Runs of pure-decode steps with a fixed batch are decided several steps per vectorized pass
-(`sim.steps.plan_decode_run`), with exactly the draws, decisions and times of single steps; each step still
-takes its own simpy timeout and its own `Recorder.step`. `Deployment.max_run = 1` turns that off.
+(`sim.steps.plan_decode_run`), with exactly the draws, decisions and times of single steps; with one replica
+and no observer a run takes one simpy timeout and one `Recorder.steps_run` (`Replica._decode_run`), else
+one of each per step. `Deployment.max_run = 1` turns runs off.
 
 Time and tie-breaks: time is float seconds. Events at the same instant run in simpy's scheduling order
 (FIFO by event id), so a run is a deterministic function of config and seed. Completion callbacks (closed
