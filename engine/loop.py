@@ -279,8 +279,21 @@ class Engine:
             self._cached[x.slot] = n
         self.cache.lengths[self._tensor([x.slot for x in running])] = self._tensor(lengths)
 
-    def _output(self, running, before, start: float, draft_s: float, conf, raw, planned, ells, accepted):
-        """The StepOutput of the step just done (`before`: each request's output length before it)."""
+    def _output(
+        self,
+        running,
+        before,
+        start: float,
+        draft_s: float,
+        conf,
+        raw,
+        planned,
+        ells,
+        accepted,
+        drafted=(0, 0),
+    ):
+        """The StepOutput of the step just done (`before`: each request's output length before it;
+        `drafted`: (requests drafted, positions drafted))."""
         i64 = np.int64
         return StepOutput(
             rids=np.array([x.rid for x in running], dtype=i64),
@@ -295,6 +308,8 @@ class Engine:
             start_s=start,
             draft_s=draft_s,
             end_s=self._now() - self._t0,
+            drafting=drafted[0],
+            drafted=drafted[1],
         )
 
     def _plain_step(self, running) -> StepOutput:
@@ -365,12 +380,15 @@ class Engine:
             x.output.extend(row[: min(n, x.remaining)])
         self.stats.steps += 1
         self.stats.verify_tokens += r + sum(ells)
+        # what the drafter was asked for: the draft pass's size, priced the same way in profile and twin
+        drafted = (r, r * gamma) if depths is None else (int(np.count_nonzero(depths)), int(depths.sum()))
+        self.stats.drafted += drafted[1]
         self.stats.verified_drafts += sum(ells)
         self.stats.accepted += sum(emitted) - r
         self.stats.emitted += sum(emitted)
         raw = conf if prop.raw_conf is None else prop.raw_conf.to(torch.float64).cpu().numpy()
         accepted = [n - 1 for n in emitted]
-        return self._output(running, before, start, draft_s, conf, raw, planned, ells, accepted)
+        return self._output(running, before, start, draft_s, conf, raw, planned, ells, accepted, drafted)
 
     def _draft(self, running, depths, deepest: int, e_draft: torch.Tensor):
         """The step's Proposal [R, γ]. With planned depths (int64[R]) only what the plan asks is drafted:

@@ -36,7 +36,9 @@ class StepOutput:
     conf); planned int64[R] (the policy's lengths), lengths int64[R] (verified: planned capped by the tokens
     still owed); accepted int64[R] (accepted drafts, 0..ℓ); emitted int64[R] (tokens appended to outputs);
     start_s, draft_s, end_s: the step's start and end (seconds on EngineConfig.clock since generate()
-    began) and the seconds the drafter's propose took (0 for plain steps)."""
+    began) and the seconds the drafter's propose took (0 for plain steps); drafting: requests the drafter
+    ran for (R with full drafting, #{depth > 0} with planned depths, 0 for plain steps) and drafted: the
+    positions they drafted (R·γ, Σ depth, 0): what the draft pass is priced from (specbed fidelity)."""
 
     rids: np.ndarray
     first: np.ndarray
@@ -50,6 +52,8 @@ class StepOutput:
     start_s: float
     draft_s: float
     end_s: float
+    drafting: int = 0
+    drafted: int = 0
 
     @property
     def verify_tokens(self) -> int:
@@ -59,10 +63,13 @@ class StepOutput:
 
 @dataclass
 class EngineStats:
-    """Counters of one generate() call: steps, verify tokens B = Σ(1 + ℓ), drafts verified and accepted."""
+    """Counters of one generate() call: steps, verify tokens B = Σ(1 + ℓ), drafted positions (what the
+    drafter was asked for: R·γ per step with full drafting, Σ depth with planned depths), drafts verified
+    and accepted."""
 
     steps: int = 0
     verify_tokens: int = 0
+    drafted: int = 0
     verified_drafts: int = 0
     accepted: int = 0
     emitted: int = 0

@@ -7,7 +7,9 @@ the drafter's propose: target forward over B = R·(1 + ℓ) tokens, sampling, re
 the Python around them — is its wall time minus the timed propose. The median (or, with statistic "mean",
 the mean: the expected cost a simulator should charge, outliers and all) over those steps is the latency
 at B. Points measured at several R with the same B are averaged. The drafter's own seconds per step (same
-statistic, by R) are returned too: the simulator prices drafting from them (specbed.fidelity).
+statistic, by R) are returned too, R counted as the requests the drafter ran for (StepOutput.drafting): for
+the batch sizes profiled from their clean steps, for smaller R from the drain tail's steps; the simulator
+prices drafting from them (specbed.fidelity: a `requests,seconds` draft cost).
 
 Joins (`extra_requests` > 0): each run decodes R + extra requests, R at a time, so the extra ones join one
 by one as the first finish; a join step (a request's first step: its whole prompt is fed with the others'
@@ -123,6 +125,7 @@ def profile(bundle: Bundle, corpus: Corpus, cfg: ProfileConfig, progress=None, w
     if warm:
         warm_up(bundle, corpus, cfg.drafter, max(cfg.requests), cfg.gamma, cfg.prompt_len, cfg.device)
     joins: dict[int, list[float]] = {}
+    by_requests: dict[int, list[float]] = {}  # draft seconds by drafting requests, the drain tail's too
     steps: list[dict] = []
     for r in cfg.requests:
         reqs = mixed_requests(corpus, r + cfg.extra_requests, cfg.prompt_len, cfg.new_tokens, cfg.seed)
@@ -150,6 +153,7 @@ def profile(bundle: Bundle, corpus: Corpus, cfg: ProfileConfig, progress=None, w
                 joins.setdefault(r, []).extend(_join_excess(ro, r, k, float(stat(verify)), stat))
             counts[b] = counts.get(b, 0) + int(ok.sum())
             draft.setdefault(r, []).extend(st["draft_s"][ok].tolist())
+            _draft_by_requests(ro, by_requests)
             if progress:
                 progress(
                     f"R={r} l={k}: B={b} verify {stat(verify) * 1e3:.2f} ms, "
@@ -162,15 +166,30 @@ def profile(bundle: Bundle, corpus: Corpus, cfg: ProfileConfig, progress=None, w
         f"{torch.get_num_threads()} threads, drafter {cfg.drafter}, R in {list(cfg.requests)}, "
         f"gamma {cfg.gamma}, {cfg.statistic} of clean steps"
     )
+    draft_s = {n: float(stat(v)) for n, v in by_requests.items() if n not in draft}
+    draft_s.update({r: float(stat(v)) for r, v in draft.items()})
     return Profile(
         tokens,
         seconds,
-        {r: float(stat(v)) for r, v in draft.items()},
+        dict(sorted(draft_s.items())),
         [counts[int(b)] for b in tokens],
         note,
         {r: float(np.mean(v)) for r, v in joins.items() if v},
         steps,
     )
+
+
+def _draft_by_requests(ro, acc: dict[int, list[float]]) -> None:
+    """Append to acc[n] the draft seconds of every step whose drafter ran for n requests (StepOutput's
+    `drafting`, as the run being priced counts it), a join's step and the one after it excluded (the drafter
+    takes in the prompt's features there): the R·γ-full steps and the drain tail's smaller batches."""
+    st, rs = ro.steps, ro.request_steps
+    n = st["end_s"].size
+    joined = np.zeros(n, dtype=bool)
+    joined[np.unique(rs["step"][rs["first"]])] = True
+    clean = ~joined & ~np.concatenate([[True], joined[:-1]]) & (st["drafting"] > 0)
+    for k, secs in zip(st["drafting"][clean].tolist(), st["draft_s"][clean].tolist()):
+        acc.setdefault(k, []).append(secs)
 
 
 def _join_excess(ro, r: int, k: int, clean_verify: float, stat) -> list[float]:

@@ -4,7 +4,8 @@ Role: `RolloutRecorder` observes the engine (engine.loop.Engine's `observers`): 
 `engine.step.StepOutput` into rows; nothing in the decode path changes and nothing of the loop is
 overridden. `run_rollout` decodes a list of requests and returns a `Rollout` of numpy arrays:
 
-- per step s: start_s, end_s (seconds since generate() began), draft_s, R, verify tokens Σ(1 + ℓ), emitted;
+- per step s: start_s, end_s (seconds since generate() began), draft_s, R, verify tokens Σ(1 + ℓ), emitted,
+  drafting (requests the drafter ran for) and drafted (positions it drafted);
 - per request-step i: rid, step, ℓ (after the engine's value-blind cap at the tokens still owed),
   accepted (0..ℓ), conf float64[γ] (what the policy saw), raw_conf (the drafter's uncalibrated
   confidences when it exposes them), first (the request's first step: no target features yet);
@@ -99,6 +100,8 @@ class RolloutRecorder:
                 "requests": np.array([o.rids.size for o in outs], dtype=np.int64),
                 "verify_tokens": np.array([o.verify_tokens for o in outs], dtype=np.int64),
                 "emitted": np.array([int(o.emitted.sum()) for o in outs], dtype=np.int64),
+                "drafting": np.array([o.drafting for o in outs], dtype=np.int64),
+                "drafted": np.array([o.drafted for o in outs], dtype=np.int64),
             },
             request_steps=request_steps,
             requests={

@@ -88,6 +88,7 @@ def test_each_request_drafts_its_own_depth_and_depth_zero_skips_the_drafter(mode
     assert counting.sizes == [int(np.count_nonzero(d)) for d in plans]  # depth-0 requests never drafted
     assert counting.depths == [int(d.max()) for d in plans]  # the pass stops at the deepest depth
     assert 0 < engine.stats.verified_drafts <= sum(int(d.sum()) for d in plans)
+    assert engine.stats.drafted == sum(int(d.sum()) for d in plans)  # what the draft pass is priced from
 
 
 @pytest.mark.parametrize("prior", [0.0, (0.9, 0.5, 0.0, 0.3)])
