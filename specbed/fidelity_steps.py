@@ -16,7 +16,7 @@ import argparse
 import math
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +53,7 @@ class Setup:
     clock: str
     out: Path
     say: object
+    prior: tuple[float, ...] = ()  # the young requests' stale prior (population_prior), set with the curves
 
     @property
     def n(self) -> int:
@@ -192,15 +193,63 @@ class EngineRun:
     attempt: int
     cost_path: Path
     policy_path: Path | None
+    draft_path: Path
 
 
-def _engine_once(ctx: Setup, pol: str, params: dict, reqs, table, draft_s: float):
-    """Decode the workload once with policy `pol` planning on `table` + the draft seconds."""
+def write_draft_cost(by_r: dict[int, float], n: int, path: Path) -> Path:
+    """Write the draft pass's measured cost as a `requests,seconds` CSV (sim.drafter's `drafter.cost`) for
+    R = 1..n drafting requests: the line through the measured seconds at R = n (exact, so full drafting
+    is priced as before) with the least-squares slope of all measured R (the drain tail's smaller batches;
+    proportional to R when only R = n was measured). The engine's parallel drafter runs its trained block
+    for every drafting request, so its pass scales with the requests that draft, not with Σ depth."""
+    r = np.array(sorted(by_r), dtype=np.float64)
+    v = np.array([by_r[int(x)] for x in r])
+    slope = float(np.polyfit(r, v, 1)[0]) if r.size >= 2 else by_r[n] / n
+    rs = np.arange(1, n + 1)
+    secs = np.maximum(by_r[n] + max(slope, 0.0) * (rs - n), 1e-9)
+    lines = ["# draft pass seconds by drafting requests (specbed fidelity, from the engine profile)"]
+    lines += ["requests,seconds"] + [f"{int(x)},{y:.9g}" for x, y in zip(rs, secs)]
+    safeio.write_text(path, "\n".join(lines) + "\n")
+    return path
+
+
+def _draft_rule(path: Path):
+    """The specsched.DraftCost both sides price a planned draft pass with (sim.drafter's measured rule)."""
+    from specsched import CostTable, DraftCost
+
+    return DraftCost(
+        "parallel", measured=CostTable.from_csv(path, mode="linear", key="requests"), index="requests"
+    )
+
+
+def population_prior(ctx: Setup, curves, domains: list[str]) -> tuple[float, ...]:
+    """The engine's stale prior for young requests: the population curve the simulator gives them (its
+    domains' rows of the measured curves), averaged over the workload's requests; floored above 0 (an
+    adaptive engine refuses a 0: that position would never be drafted)."""
+    from specsched.contracts import engine_domain
+
+    g, rows = ctx.args.gamma, {}
+    for d in SIM_DOMAINS:
+        if curves.has(ctx.sim_drafter, d):
+            rows.setdefault(engine_domain(d), []).append(np.asarray(curves.get(ctx.sim_drafter, d))[:g])
+    per = [np.mean(rows[d], axis=0) for d in domains if d in rows]
+    mean = np.mean(per, axis=0) if per else np.full(g, 0.5)
+    return tuple(float(x) for x in np.clip(mean, 1e-3, 1.0))
+
+
+def _engine_once(ctx: Setup, pol: str, params: dict, reqs, table, draft_s: float, draft_path: Path):
+    """Decode the workload once with policy `pol` planning on `table` + the draft seconds (and, with
+    draft = "adaptive", the draft cost rule of `draft_path` and the population prior)."""
     from engine.lm.drafters import runtime_drafter
     from engine.measure.rollout import engine_config, run_rollout
 
     a, max_len = ctx.args, ctx.bundle.config.max_len
-    ecfg = engine_config(a.device, gamma=a.gamma, policy=pol, policy_params=params, max_running=ctx.n)
+    extra = {}
+    if params.get("draft") == "adaptive":
+        extra = {"stale_prior": ctx.prior, "draft_cost": _draft_rule(draft_path)}
+    ecfg = engine_config(
+        a.device, gamma=a.gamma, policy=pol, policy_params=params, max_running=ctx.n, **extra
+    )
     target = ctx.bundle.feature_target(a.device)
     temps = ctx.bundle.drafters[a.drafter][1]
     drafter = runtime_drafter(ctx.net, target, slots=ctx.n, max_len=max_len, temps=temps)
@@ -209,9 +258,10 @@ def _engine_once(ctx: Setup, pol: str, params: dict, reqs, table, draft_s: float
     return ro
 
 
-def _bracketed(ctx: Setup, before: Profile, after: Profile, cost_path: Path):
+def _bracketed(ctx: Setup, before: Profile, after: Profile, cost_path: Path, draft_path: Path):
     """(table, draft_s, join_s, drift): the mean of the profiles just before and after the engine run (which
-    cancels slow drifts of a shared machine), written to cost_path for the simulator."""
+    cancels slow drifts of a shared machine), written to cost_path (verify) and draft_path (draft seconds by
+    drafting requests) for the simulator."""
     n, layers = ctx.n, ctx.bundle.config.n_layers
     drift = level_drift(before.seconds, before.draft_s[n], after.seconds, after.draft_s[n])
     draft_s = 0.5 * (before.draft_s[n] + after.draft_s[n])
@@ -224,40 +274,50 @@ def _bracketed(ctx: Setup, before: Profile, after: Profile, cost_path: Path):
         join_s={n: join_s},
     )
     avg.write(cost_path)
+    both = {r: 0.5 * (before.draft_s[r] + after.draft_s[r]) for r in before.draft_s if r in after.draft_s}
+    write_draft_cost(both, n, draft_path)
     return avg.table(layers=layers), draft_s, join_s, drift
 
 
-def run_engine(ctx: Setup, inputs: Inputs, pol: str, params: dict, reqs) -> EngineRun:
+def run_engine(
+    ctx: Setup, inputs: Inputs, pol: str, params: dict, reqs, label: str | None = None
+) -> EngineRun:
     """Run policy `pol` in the engine. Without --cost, profile just before (the policy plans with it) and
     just after; when the two differ by more than --max-drift the machine's speed changed: run again (up to
     --attempts times)."""
     a, layers = ctx.args, ctx.bundle.config.n_layers
-    cost_path, policy_path = ctx.out / f"cost_{pol}.csv", None
+    label = label or pol
+    cost_path, policy_path = ctx.out / f"cost_{label}.csv", None
+    draft_path = ctx.out / f"draft_{label}.csv"
     for attempt in range(1, a.attempts + 1):
         if inputs.given is None:
             before = profile_now(ctx)
             table, draft_s, join_s = before.table(layers=layers), before.draft_s[ctx.n], 0.0
-            policy_path = ctx.out / f"cost_{pol}_policy.csv"  # what the engine's policy plans with
+            policy_path = ctx.out / f"cost_{label}_policy.csv"  # what the engine's policy plans with
             before.write(policy_path)
+            write_draft_cost(before.draft_s, ctx.n, draft_path)
         else:
             table = inputs.given.table(layers=layers, name=Path(a.cost).stem)
             draft_s, join_s = inputs.draft_s, inputs.join_s
             cost_path.write_text(Path(a.cost).read_text())
-        ro = _engine_once(ctx, pol, params, reqs, table, draft_s)
+            write_draft_cost({ctx.n: draft_s}, ctx.n, draft_path)
+        ro = _engine_once(ctx, pol, params, reqs, table, draft_s, draft_path)
         eng, eng_tpot = engine_summary(ro, a.warmup, a.drain)
         drift = 0.0
         if inputs.given is None:
-            table, draft_s, join_s, drift = _bracketed(ctx, before, profile_now(ctx), cost_path)
+            table, draft_s, join_s, drift = _bracketed(ctx, before, profile_now(ctx), cost_path, draft_path)
         if drift <= a.max_drift or attempt == a.attempts:
             break
         ctx.say(
-            f"{pol}: step time moved {100 * drift:.0f}% between the profiles around the run (> "
+            f"{label}: step time moved {100 * drift:.0f}% between the profiles around the run (> "
             f"{100 * a.max_drift:.0f}%); the machine's speed changed: attempt {attempt + 1} of {a.attempts}"
         )
-    run = EngineRun(eng, eng_tpot, ro.wall_s, table, draft_s, join_s, drift, attempt, cost_path, policy_path)
+    run = EngineRun(
+        eng, eng_tpot, ro.wall_s, table, draft_s, join_s, drift, attempt, cost_path, policy_path, draft_path
+    )
     ms = table.seconds * 1e3
     ctx.say(
-        f"{pol}: engine {ro.wall_s:.1f}s, {eng['steps']} steps, verify {ms[0]:.2f}..{ms[-1]:.2f} ms, "
+        f"{label}: engine {ro.wall_s:.1f}s, {eng['steps']} steps, verify {ms[0]:.2f}..{ms[-1]:.2f} ms, "
         f"draft {draft_s * 1e3:.2f} ms, join {join_s * 1e3:.2f} ms, profile drift {100 * drift:.0f}% "
         f"(attempt {attempt})"
     )
@@ -265,12 +325,11 @@ def run_engine(ctx: Setup, inputs: Inputs, pol: str, params: dict, reqs) -> Engi
 
 
 def twin_config(ctx: Setup, pol: str, params: dict, run: EngineRun, curves_path: Path, acc_cfg):
-    """The simulator's twin of an engine run: the engine's cost table (linear), its curves, the draft priced
-    as `layers · layer_cost · layer_seconds(...)` with layer_cost fitted so the simulated draft seconds at
-    R = n equal the measured ones, and the measured per-join seconds beyond the prompt tokens' table cost
-    (which the simulator already charges)."""
+    """The simulator's twin of an engine run: the engine's cost table (linear), its curves, the draft pass
+    priced by the measured draft cost by drafting requests (`drafter.cost` = the run's draft CSV, which the
+    engine's adaptive policy planned with too; the same policy.draft), and the measured per-join seconds
+    beyond the prompt tokens' table cost (which the simulator already charges)."""
     from sim.config import DrafterConfig, MetricsConfig, PolicyConfig, ServerConfig, SimConfig
-    from sim.drafter import draft_seconds_table
 
     a, n, table = ctx.args, ctx.n, run.table
     mid = n * (1 + a.gamma) // 2
@@ -281,9 +340,8 @@ def twin_config(ctx: Setup, pol: str, params: dict, run: EngineRun, curves_path:
         layers=ctx.net.cfg.layers,
         markov_overhead=0.0,
         curves=str(curves_path),
+        cost=str(run.draft_path),
     )
-    base = draft_seconds_table(dcfg, table, n)[n]  # the simulator's draft seconds at layer_cost 1
-    dcfg = replace(dcfg, layer_cost=run.draft_s / base if base > 0 else 0.0)
     return SimConfig(
         seed=a.seed,
         workload=workload_config(a),
@@ -333,6 +391,6 @@ def compare(
         if key in ("throughput_tok_s", "tpot_s_mean") and math.isfinite(err):
             worst = max(worst, abs(err))
         first = pol if key == METRICS[0][0] else ""
-        lines.append(f"{first:<8}{label:<20}{e * scale:>11.3f}{s_ * scale:>11.3f}{100 * err:>8.1f}%")
-    lines.append(f"{'':<8}{'KS(TPOT)':<20}{ks:>11.3f}")
+        lines.append(f"{first:<16}{label:<20}{e * scale:>11.3f}{s_ * scale:>11.3f}{100 * err:>8.1f}%")
+    lines.append(f"{'':<16}{'KS(TPOT)':<20}{ks:>11.3f}")
     return entry, lines, worst

@@ -118,6 +118,8 @@ def test_fidelity_end_to_end(tiny_dir, tmp_path, capsys):
             "3",
             "--eval-prompts",
             "2",
+            "--draft",
+            "full",  # the adaptive arms: tests/engine_lm/test_fidelity_draft.py
             "--out-dir",
             str(out),
             "--quiet",
