@@ -214,7 +214,7 @@ def calibrate(cfg: TrainConfig, corpus: Corpus, weights: dict, net) -> tuple[lis
         accs.append(out.accepted[full])
 
     for i, dom in enumerate(DOMAINS):
-        target = ckpt.Bundle(Path("."), cfg.model_config(), weights, {}).feature_target()
+        target = ckpt.Bundle(Path("."), cfg.model_config(), weights, {}).target()
         drafter = runtime_drafter(net, target, slots=n, max_len=cfg.context)
         reqs = requests_for(
             corpus, dom, n, cfg.sts_prompt_len, cfg.sts_new_tokens, seed=cfg.seed + 100 + i, split="val"
