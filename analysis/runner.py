@@ -14,7 +14,7 @@ Backends
   retries for dead workers. Ray is optional and imported only here.
 
 May import: the standard library, `specsched.errors`, `analysis.sweepfile`, `analysis.store`,
-`analysis.progress`, `analysis.model`; `ray` lazily.
+`specsched.progress`, `analysis.model`; `ray` lazily.
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ from pathlib import Path
 
 from analysis import store
 from analysis.model import load_model
-from analysis.progress import Progress
 from analysis.sweepfile import Cell, Sweep, expand, fingerprint
 from specsched.errors import InputError
+from specsched.progress import Progress
 
 MAX_ATTEMPTS = 3
 BACKENDS = ("local", "ray")
