@@ -360,3 +360,49 @@ def test_full_disk_while_streaming_the_timeline_keeps_the_previous_run(tmp_path,
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "timeline.json" in err[0] and "no space left" in err[0], err
     assert snapshot(tmp_path) == before  # no partial timeline, every earlier file unchanged
+
+
+@pytest.fixture
+def tiny_fs(tmp_path):
+    """A real 2 MiB tmpfs (root only; skipped where mounting is not allowed), unmounted afterwards."""
+    import os
+
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    mount = ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)]
+    if os.geteuid() != 0 or subprocess.run(mount, capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+@pytest.mark.parametrize("command", ["run", "report"])
+def test_real_full_disk_keeps_the_previous_results(command, tiny_fs, tmp_path, capsys, finished_sweep):
+    prev = tiny_fs / "prev"
+    argv = {
+        "run": ["run", "--quiet", "--set", "workload.num_requests=20", "--out", str(prev)],
+        "report": [
+            "report",
+            str(_workspace(tmp_path / "w", {}, finished_sweep) / "done"),
+            "--out",
+            str(prev / "r.md"),
+        ],
+    }[command]
+    prev.mkdir()
+    assert main(argv) == 0
+    capsys.readouterr()
+    before = snapshot(prev)
+    with open(tiny_fs / "filler", "wb") as fh:  # fill the disk to the last block, then free two pages
+        try:
+            while True:
+                fh.write(b"\0" * 65536)
+                fh.flush()
+        except OSError as err:
+            assert err.errno == errno.ENOSPC
+        fh.truncate(fh.tell() - 8192)  # two pages free: the probe fits, the results do not
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no space left on device" in err[0] and "intact" in err[0], err
+    assert snapshot(prev) == before  # every earlier file whole, no temporary left
