@@ -90,6 +90,23 @@ class TargetHidden:
         return cls(tuple(p[0] for p in pairs), tuple(p[1] for p in pairs))
 
 
+class HiddenRelay:
+    """The loop's side of TargetHidden: `computed` = the last forward's packed hidden states float[N, L, d];
+    `keep` picks each request's newly committed ones, `hand` gives them to the next propose."""
+
+    def __init__(self) -> None:
+        self.computed: torch.Tensor | None = None
+        self.kept: dict[int, tuple[int, torch.Tensor]] = {}  # rid -> (first position, states)
+
+    def keep(self, rids: Sequence[int], first: Sequence[int], n_fed: Sequence[int], lengths: Sequence[int]):
+        """The forward computed n_fed[r] positions of request rids[r] from first[r] on; those < lengths[r]
+        are now committed."""
+        self.kept = dict(zip(rids, TargetHidden.committed(self.computed, first, n_fed, lengths)))
+
+    def hand(self, rids: Sequence[int], like: torch.Tensor) -> TargetHidden:
+        return TargetHidden.of([self.kept.get(rid) for rid in rids], like)
+
+
 class Drafter(Protocol):
     def propose(self, reqs: Sequence, gamma: int, exponentials: torch.Tensor) -> Proposal: ...
 

@@ -36,7 +36,7 @@ confidences, and the step's times on `EngineConfig.clock`); `generate` hands it 
 (callables), which is how measurement (engine.measure.rollout) and STS fitting see the loop without
 touching it.
 Hidden states: a drafter with `uses_hidden` gets, as `propose(..., hidden=TargetHidden)`, the target's hidden
-states of the positions the previous step's verify forward computed and committed (`_keep_hidden`).
+states of the positions the previous step's verify forward computed and committed (drafter.HiddenRelay).
 
 May import: torch, numpy, stdlib, specsched, engine.*.
 """
@@ -53,7 +53,7 @@ import numpy as np
 import torch
 
 import specsched
-from engine.drafter import Drafter, TargetHidden, pad_batch
+from engine.drafter import Drafter, HiddenRelay, pad_batch
 from engine.model import KVCache, TinyLM
 from engine.noise import SALT_ACCEPT, SALT_DRAFT, SALT_SAMPLE, keyed_exponentials, keyed_uniforms
 from engine.sampling import SamplingParams, probs_from_logits, sample
@@ -219,8 +219,7 @@ class Engine:
         self._rows = specsched.StaleBuffer(config.max_running, config.gamma, delay) if uses else None
         self._age = np.zeros(config.max_running, dtype=np.int64)  # speculative steps since admission, by slot
         self._draft_cost = config.draft_cost or specsched.DraftCost("parallel", 1.0)
-        self._uses_hidden = bool(getattr(drafter, "uses_hidden", False))
-        self._hidden: dict[int, tuple[int, torch.Tensor]] = {}  # rid -> (first position, states) to hand over
+        self._relay = HiddenRelay() if getattr(drafter, "uses_hidden", False) else None
 
     def generate(self, requests: Sequence[Request], *, speculative: bool = True) -> dict[int, list[int]]:
         """Decode every request to max_new_tokens; returns rid -> generated token ids."""
@@ -237,7 +236,8 @@ class Engine:
         self.stats = EngineStats()
         started = time.perf_counter()
         self._t0 = self._now()
-        self._hidden = {}
+        if self._relay is not None:
+            self._relay = HiddenRelay()  # nothing carries over from an earlier generate (rids may repeat)
         waiting, running, done = deque(requests), [], {}
         free = list(range(self.config.max_running - 1, -1, -1))
         while waiting or running:
@@ -272,23 +272,10 @@ class Engine:
     def _forward(self, running, feeds) -> tuple[torch.Tensor, torch.Tensor]:
         tokens, n_valid = pad_batch(feeds, self.device)
         slots = self._tensor([x.slot for x in running])
-        out = self.target.run(tokens, n_valid, slots, self.cache, hidden=self._uses_hidden)
-        self._states = out.hidden  # [N, L, d] packed request-major (None unless the drafter uses them)
+        out = self.target.run(tokens, n_valid, slots, self.cache, hidden=self._relay is not None)
+        if self._relay is not None:
+            self._relay.computed = out.hidden.to(self.cache.k.dtype)
         return out.logits, n_valid
-
-    def _keep_hidden(self, running, n_fed: list[int], lengths: list[int]) -> None:
-        """Keep, for the next propose, the last forward's hidden states of the positions now committed
-        (< lengths[r]; it computed n_fed[r] of them from the cached length on). Call before committing."""
-        if self._uses_hidden:
-            first = [self._cached[x.slot] for x in running]
-            kept = TargetHidden.committed(self._states.to(self.cache.k.dtype), first, n_fed, lengths)
-            self._hidden = {x.rid: h for x, h in zip(running, kept)}
-
-    def _handed(self, running) -> dict:
-        """propose's `hidden` keyword for a drafter that uses the target's hidden states (else none)."""
-        if not self._uses_hidden:
-            return {}
-        return {"hidden": TargetHidden.of([self._hidden.get(x.rid) for x in running], self.cache.k)}
 
     def _feeds(self, running) -> tuple[list[list[int]], list[int]]:
         """Each request's committed tokens not yet in the target cache, and its committed length."""
@@ -351,8 +338,9 @@ class Engine:
             depths = self._depths(stale)
             deepest = int(depths.max(initial=0))
         t_draft = self._now()
-        prop = self.drafter.propose(running, deepest, e_draft[:, :deepest], **self._handed(running))
-        prop = prop.padded(gamma)
+        ids = [x.rid for x in running]
+        hidden = {} if self._relay is None else {"hidden": self._relay.hand(ids, self.cache.k)}
+        prop = self.drafter.propose(running, deepest, e_draft[:, :deepest], **hidden).padded(gamma)
         conf = prop.conf.to(torch.float64).cpu().numpy()  # the one device-to-host copy the scheduler needs
         draft_s = self._now() - t_draft  # the copy waited for the drafter's kernels: they count as drafting
         extra = {}
@@ -383,7 +371,9 @@ class Engine:
         if observe is not None:
             observe([x.rid for x in running], ells, [n - 1 for n in emitted])
         kept = [c + n - 1 for c, n in zip(committed, emitted)]  # committed + accepted drafts
-        self._keep_hidden(running, [len(f) for f in feeds], kept)
+        if self._relay is not None:  # before committing: the cached lengths are where the forward began
+            first = [self._cached[x.slot] for x in running]
+            self._relay.keep(ids, first, [len(f) for f in feeds], kept)
         self._commit_lengths(running, kept)
         for x, row, n in zip(running, tokens.tolist(), emitted):
             x.output.extend(row[: min(n, x.remaining)])

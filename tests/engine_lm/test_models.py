@@ -227,3 +227,26 @@ def test_sequential_head_matches_teacher_forced_training(tiny_bundle, markov):
         other[1] = (other[1] + 1) % 256
         bias2, _ = net.markov(h[0, 0], other)
         assert not torch.allclose(bias[2:], bias2[2:])
+
+
+def test_hidden_states_do_not_leak_between_generate_calls(tiny_bundle):
+    """The same requests (same rids) decoded twice on one engine: the second run hands the drafter only its
+    own hidden states, so the outputs match."""
+    bundle, corpus = tiny_bundle
+    reqs = mixed_requests(corpus, 3, 10, 8, seed=2)
+    target = bundle.target()
+    drafter = runtime_drafter(bundle.net("eagle1"), target, slots=2, max_len=48)
+    engine = Engine(target, drafter, EngineConfig(gamma=3, max_running=2), max_len=48)
+    assert engine.generate(reqs) == engine.generate(reqs)
+
+
+def test_drafter_refuses_hidden_states_that_do_not_line_up(tiny_bundle):
+    bundle, _ = tiny_bundle
+    drafter = runtime_drafter(bundle.net("dspark1"), bundle.target(), slots=1, max_len=48)
+    req, e = _Req(0, [1, 2, 3], 0, SamplingParams()), torch.zeros(1, 2, 256, dtype=torch.float64)
+    states = torch.zeros(3, bundle.config.n_layers, bundle.config.d_model)
+    with pytest.raises(ValueError, match="hidden states for 2 requests, 1 proposed"):
+        drafter.propose([req], 2, e, TargetHidden((0, 0), (states, states)))
+    drafter.propose([req], 2, e, TargetHidden((0,), (states,)))
+    with pytest.raises(ValueError, match="hidden states from 5, expected 3"):
+        drafter.propose([req], 2, e, TargetHidden((5,), (states,)))
