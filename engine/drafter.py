@@ -60,6 +60,22 @@ class Proposal:
         raw = None if self.raw_conf is None else f(self.raw_conf, (0, pad))
         return Proposal(f(self.tokens, (0, pad)), f(self.probs, (0, 0, 0, pad)), f(self.conf, (0, pad)), raw)
 
+    def placed(self, rows: torch.Tensor, depths: torch.Tensor, n: int, gamma: int) -> Proposal:
+        """A proposal of n requests × γ positions: request rows[i] gets this proposal's row i (drafted to
+        its depth g ≤ γ), every other request and every position k ≥ depths[rows[i]] holds zeros (masked:
+        nothing was drafted there for that request, and ℓ_r ≤ depth_r never verifies it).
+        rows: int64[m] on this proposal's device; depths: int64[n] there."""
+        keep = torch.arange(self.tokens.shape[1], device=rows.device)[None, :] < depths[rows][:, None]
+
+        def put(x: torch.Tensor) -> torch.Tensor:
+            out = x.new_zeros((n, gamma, *x.shape[2:]))
+            mask = keep.reshape(*keep.shape, *([1] * (x.dim() - 2)))
+            out[rows, : x.shape[1]] = torch.where(mask, x, torch.zeros((), dtype=x.dtype, device=x.device))
+            return out
+
+        raw = None if self.raw_conf is None else put(self.raw_conf)
+        return Proposal(put(self.tokens), put(self.probs), put(self.conf), raw)
+
 
 @dataclass(frozen=True)
 class TargetHidden:
@@ -92,19 +108,25 @@ class TargetHidden:
 
 class HiddenRelay:
     """The loop's side of TargetHidden: `computed` = the last forward's packed hidden states float[N, L, d];
-    `keep` picks each request's newly committed ones, `hand` gives them to the next propose."""
+    `keep` picks each running request's newly committed ones (added to what it has not handed yet: a request
+    the plan gave depth 0 skips the drafter), `hand` gives them to the next propose of those requests."""
 
     def __init__(self) -> None:
         self.computed: torch.Tensor | None = None
         self.kept: dict[int, tuple[int, torch.Tensor]] = {}  # rid -> (first position, states)
 
     def keep(self, rids: Sequence[int], first: Sequence[int], n_fed: Sequence[int], lengths: Sequence[int]):
-        """The forward computed n_fed[r] positions of request rids[r] from first[r] on; those < lengths[r]
-        are now committed."""
-        self.kept = dict(zip(rids, TargetHidden.committed(self.computed, first, n_fed, lengths)))
+        """The forward computed n_fed[r] positions of request rids[r] (the running ones) from first[r] on;
+        those < lengths[r] are now committed. Requests no longer running are dropped."""
+        kept = {}
+        for rid, (start, new) in zip(rids, TargetHidden.committed(self.computed, first, n_fed, lengths)):
+            old = self.kept.get(rid)
+            kept[rid] = (start, new) if old is None else (old[0], torch.cat([old[1], new]))
+        self.kept = kept
 
     def hand(self, rids: Sequence[int], like: torch.Tensor) -> TargetHidden:
-        return TargetHidden.of([self.kept.get(rid) for rid in rids], like)
+        """What `rids` committed since they were last handed theirs (then forgotten here)."""
+        return TargetHidden.of([self.kept.pop(rid, None) for rid in rids], like)
 
 
 class Drafter(Protocol):

@@ -20,9 +20,10 @@ Noise (engine.noise; a request's randomness never depends on the batch):
 Stale confidences: stale[r] is request r's conf row from exactly `policy.delay` steps earlier, kept by
 slot in the one `specsched.StaleBuffer` the simulator uses too; a request younger than that (its first
 `delay` steps) uses the stated prior row `EngineConfig.stale_prior` (a constant or a population curve of γ
-values; default 0.0: it brings no stale capacity of its own). Draft-aware policies (draft="adaptive") plan
-each request's depth from those lagged rows BEFORE drafting; the drafter then drafts only up to the deepest
-planned depth (none at all when every depth is 0), positions past a request's depth are never verified,
+values; default 0.0: it brings no stale capacity of its own; draft="adaptive" refuses any 0 in it, which
+would keep a young request from ever drafting there). Draft-aware policies (draft="adaptive") plan each
+request's depth from those lagged rows BEFORE drafting; only the requests with depth > 0 are drafted, the
+pass stops at the deepest planned depth, positions past a request's own depth are masked (never verified),
 and only drafted positions are recorded (the rest hold the prior). Never its current row: sizing from
 current confidences is the
 lookahead bias. Verify lengths are then capped, value-blind, by the tokens the request may still emit.
@@ -69,7 +70,6 @@ __all__ = [
     "Request",
     "StepOutput",
     "full_rows",
-    "stale_row",
 ]
 
 
@@ -156,6 +156,14 @@ class EngineConfig:
                 f"EngineConfig field 'stale_prior': a number or {self.gamma} numbers in [0, 1], "
                 f"got {self.stale_prior}"
             )
+        if self.policy_params.get("draft") == "adaptive" and not np.all(prior > 0):
+            # Positions a young request is given 0 for are never drafted, so never recorded: the request
+            # would keep that depth (0 for a prior of 0.0, the full-drafting default) for its whole life.
+            raise ValueError(
+                "EngineConfig field 'stale_prior': draft='adaptive' needs a prior > 0 at every position "
+                "(the population curve: mean draft confidence per position, as the simulator's domains "
+                f"give it), got {self.stale_prior}"
+            )
         if self.max_running < 1:
             raise ValueError(f"EngineConfig field 'max_running': must be >= 1, got {self.max_running}")
         try:
@@ -166,14 +174,6 @@ class EngineConfig:
             raise ValueError(f"EngineConfig field 'device': 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
         if kind == "cuda" and not torch.cuda.is_available():
             raise ValueError(f"EngineConfig field 'device': {self.device!r} but CUDA is not available here")
-
-
-def stale_row(history: Sequence[np.ndarray], delay: int, prior: float, gamma: int) -> np.ndarray:
-    """The stale confidences of one request: its row from `delay` steps ago (history = its past rows, most
-    recent last), or a constant `prior` row while it is younger than `delay` steps."""
-    if len(history) >= delay:
-        return np.asarray(history[-delay], dtype=np.float64)
-    return np.full(gamma, prior, dtype=np.float64)
 
 
 class Engine:
@@ -338,9 +338,7 @@ class Engine:
             depths = self._depths(stale)
             deepest = int(depths.max(initial=0))
         t_draft = self._now()
-        ids = [x.rid for x in running]
-        hidden = {} if self._relay is None else {"hidden": self._relay.hand(ids, self.cache.k)}
-        prop = self.drafter.propose(running, deepest, e_draft[:, :deepest], **hidden).padded(gamma)
+        prop = self._draft(running, depths, deepest, e_draft)
         conf = prop.conf.to(torch.float64).cpu().numpy()  # the one device-to-host copy the scheduler needs
         draft_s = self._now() - t_draft  # the copy waited for the drafter's kernels: they count as drafting
         extra = {}
@@ -373,7 +371,7 @@ class Engine:
         kept = [c + n - 1 for c, n in zip(committed, emitted)]  # committed + accepted drafts
         if self._relay is not None:  # before committing: the cached lengths are where the forward began
             first = [self._cached[x.slot] for x in running]
-            self._relay.keep(ids, first, [len(f) for f in feeds], kept)
+            self._relay.keep([x.rid for x in running], first, [len(f) for f in feeds], kept)
         self._commit_lengths(running, kept)
         for x, row, n in zip(running, tokens.tolist(), emitted):
             x.output.extend(row[: min(n, x.remaining)])
@@ -385,6 +383,27 @@ class Engine:
         raw = conf if prop.raw_conf is None else prop.raw_conf.to(torch.float64).cpu().numpy()
         accepted = [n - 1 for n in emitted]
         return self._output(running, before, start, draft_s, conf, raw, planned, ells, accepted)
+
+    def _draft(self, running, depths, deepest: int, e_draft: torch.Tensor):
+        """The step's Proposal [R, γ]. With planned depths (int64[R]) only what the plan asks is drafted:
+        depth-0 requests skip the drafter, the pass stops at the deepest planned depth (the autoregressive
+        drafter runs that many passes) and each request's positions past its own depth are masked (zeros,
+        never verified; the parallel block keeps its trained size, so what it computes for k < d_r is what
+        full drafting computes)."""
+        gamma = self.config.gamma
+        if depths is None:
+            return self.drafter.propose(running, gamma, e_draft, **self._hidden(running))
+        drafting = np.flatnonzero(depths)
+        rows = torch.as_tensor(drafting, device=e_draft.device)
+        reqs = running if drafting.size == len(running) else [running[i] for i in drafting]
+        prop = self.drafter.propose(reqs, deepest, e_draft[rows, :deepest], **self._hidden(reqs))
+        return prop.placed(rows, torch.as_tensor(depths, device=e_draft.device), len(running), gamma)
+
+    def _hidden(self, reqs) -> dict:
+        """propose's `hidden` keyword: what the target committed for `reqs` since they last drafted."""
+        if self._relay is None:
+            return {}
+        return {"hidden": self._relay.hand([x.rid for x in reqs], self.cache.k)}
 
     def _depths(self, stale: np.ndarray) -> np.ndarray:
         limit = self.config.max_batch_tokens

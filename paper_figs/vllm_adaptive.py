@@ -5,10 +5,10 @@ vLLM's blog "Adaptive Verification in vLLM" (2026-08-14, PR #47808) serves DeepS
 output tokens at temperature 1.0, concurrency 1–256, and compares no speculation, DSpark with a fixed
 k = 5, 6, 7 and adaptive verification (γ = 7, the budget sized from one-step-old confidences and handed
 out by current ones: `dspark_global` with delay 1). This runs the same sweep in the simulator on the
-built-in `b300x8-v4pro` setup (CUDA-graph staircase and eager cliff) with its draft pass priced by
-request count (`drafter.cost` = paper_figs/data/b300x8-v4pro-draft.csv), an assumed V4-Pro-like
-acceptance curve (`paper_figs/data/vllm_v4pro_curves.json`) and 16-token prompts (prefill negligible).
-What is fitted and what is predicted: paper_figs/REPRODUCTION.md.
+built-in `b300x8-v4pro` setup (expert locality, CUDA-graph staircase, eager cliff growing past the capture
+limit) with its draft pass priced by request count (`drafter.cost` = paper_figs/data/b300x8-v4pro-draft.csv),
+an assumed V4-Pro-like acceptance curve (`paper_figs/data/vllm_v4pro_curves.json`) and 16-token prompts
+(prefill negligible). What is fitted and what is predicted: paper_figs/REPRODUCTION.md.
 
 Writes DIR/results.json ({"concurrency", "throughput_tok_s", "tpot_ms", "accepted_length"}, one list per
 arm), DIR/vllm_adaptive.png (aggregate tok/s vs per-user tok/s, like the blog's Fig. 3), DIR/table.md
@@ -26,7 +26,7 @@ import json
 import sys
 from pathlib import Path
 
-from paper_figs.common import parse_args, rounded, run_sweep_text, write_summary
+from paper_figs.common import parse_args, production_base, rounded, run_sweep_text, write_summary
 
 NAME = "vllm_adaptive"
 CURVES = Path(__file__).parent / "data" / "vllm_v4pro_curves.json"
@@ -63,20 +63,10 @@ BLOG_ABS = {
 
 def sweep_text(tiny: bool) -> str:
     conc, reqs = LOADS[tiny]
+    base = production_base(tiny, max_num_seqs=256, max_num_batched_tokens=16384)
     return f"""name = "{NAME}"
 set = ["server.cost=b300x8-v4pro"]
-
-[base]
-seed = 0
-[base.workload]
-kind = "closed"
-domain = "mix"
-input_tokens = 16
-output_tokens = {128 if tiny else 512}
-[base.server]
-max_num_seqs = 256
-max_num_batched_tokens = 16384
-[base.drafter]
+{base}[base.drafter]
 curves = {json.dumps(str(CURVES))}
 cost = {json.dumps(str(DRAFT))}
 

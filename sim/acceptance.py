@@ -192,16 +192,24 @@ class AcceptanceModel:
     # exceeds w: P(L > w) = σ(−w). Each stream is drawn step after step, so k steps at once draw exactly
     # what k one-step calls would. The caller sets np.errstate(over="ignore") (`sim.run` does, once).
 
-    def draw_steps(self, domain_idx: np.ndarray, latent: np.ndarray, k: int, rng_truth, rng_conf):
-        """(w, conf) `float64[k, R, γ]`: truth as negative logits and the scheduler's confidences."""
-        w = rng_truth.standard_normal((k, len(domain_idx), self.gamma))
-        w *= self._neg_sd_e
-        w -= np.take(self.theta, domain_idx, axis=0) + np.asarray(latent)[:, None]
+    def offsets(self, domain_idx: np.ndarray, latent: np.ndarray) -> np.ndarray:
+        """θ[d] + u `float64[R, γ]`: the fixed part of each request's truth logits (a server keeps them per
+        slot while the batch does not change, and passes them to `draw_steps`)."""
+        return np.take(self.theta, domain_idx, axis=0) + np.asarray(latent)[:, None]
+
+    def draw_steps(
+        self, domain_idx: np.ndarray, latent: np.ndarray, k: int, rng_truth, rng_conf, offsets=None
+    ):
+        """(w, conf) `float64[k, R, γ]`: truth as negative logits and the scheduler's confidences.
+        `offsets`: `self.offsets(domain_idx, latent)` when the caller has it (the same numbers)."""
+        # The raw draws are left untouched (first operation out of place): a stream that can give draws
+        # back (`sim.steps.NormalStream`) may hand them out again.
+        w = np.multiply(rng_truth.standard_normal((k, len(domain_idx), self.gamma)), self._neg_sd_e)
+        w -= self.offsets(domain_idx, latent) if offsets is None else offsets
         if self._identity:
             conf = np.exp(w)
         else:
-            conf = rng_conf.standard_normal(w.shape)
-            conf *= self.noise_sd
+            conf = np.multiply(rng_conf.standard_normal(w.shape), self.noise_sd)
             conf += w
             conf += self._a_over_b  # −(a + b·(z + σ_η ξ)) = b·(w − a/b − σ_η ξ), ξ symmetric
             conf *= self._b
@@ -209,11 +217,12 @@ class AcceptanceModel:
         conf += 1.0
         return w, np.reciprocal(conf, out=conf)
 
-    def skip_steps(self, k: int, r: int, rng_truth, rng_conf) -> None:
-        """Advance both streams exactly as `draw_steps` for k steps of r requests would (draws discarded)."""
-        rng_truth.standard_normal((k, r, self.gamma))
+    def unget_steps(self, keep: int, rng_truth, rng_conf) -> None:
+        """Give back the draws of the last `draw_steps` past its first `keep` steps (both streams are
+        `sim.steps.NormalStream`s): the next draws start with them, as if they had never been drawn."""
+        rng_truth.unget(keep)
         if not self._identity:
-            rng_conf.standard_normal((k, r, self.gamma))
+            rng_conf.unget(keep)
 
     def accept_steps(self, w: np.ndarray, lengths: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Accepted drafts `int64[k, R]` from `draw_steps`'s w and the verify lengths `int64[k, R]`: the first

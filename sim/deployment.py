@@ -79,6 +79,8 @@ class Deployment:
         self.kv_s = self.cost.kv_token_seconds + self.draft_kv_s
         plan_kv_s = (self.policy_cost or self.cost).kv_token_seconds + self.draft_kv_s
         self._shortest: dict[int, float] = {}
+        self.latency_list: list[float] = self.latency.tolist()  # the same, for per-step Python sums
+        self.replicas = 0  # replicas built on this deployment (each `sim.server.Replica` counts itself)
         if self.horizon is None:
             self.horizon = self.env.peek
         self.vector_draws = hasattr(self.model, "draw_steps")

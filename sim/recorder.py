@@ -44,6 +44,10 @@ class TimeBins:
             self.used = i + 1
         return i
 
+    def fits(self, t: float) -> bool:
+        """Whether time t (seconds) falls in the bins without widening them."""
+        return int(t / self.width) < self.max_bins
+
     def window_sum(self, column: int, t0: float, t1: float) -> float:
         """Σ of `column` over [t0, t1], partial bins counted pro rata (uniform within a bin)."""
         if t1 <= t0:
@@ -249,6 +253,73 @@ class Recorder:
         row[BIN_VERIFY] += verify
         row[BIN_BUSY] += seconds
         data[bins.index(start + seconds), BIN_TOKENS] += tokens
+
+    def steps_run(
+        self,
+        times: list[float],
+        seconds: list[float],
+        draft_s: float,
+        decode: int,
+        verify: list[int],
+        tokens: list[int],
+        lengths: np.ndarray,
+        accepted: np.ndarray,
+    ) -> None:
+        """K back-to-back steps of one replica at once, bit for bit as K calls of `step`: step k is
+        [times[k], times[k + 1]) (K + 1 times, as simpy summed them) lasting seconds[k], decode > 0.
+
+        verify, tokens: K ints; lengths, accepted: int64[K, decode]. The caller checks `bins.fits(times[-1])`
+        (no widening) and that no other step is recorded in between. Float sums keep step order (Python
+        floats, the same IEEE operations); integer-valued ones (counts, bin columns but busy) are summed
+        at once, which is exact.
+        """
+        k = len(seconds)
+        self.steps += k
+        itl = self.itl
+        log, log_lo, scale, top = math.log, itl._log_lo, itl._scale, itl.counts.size - 1
+        total, total_sq, draft_sum, verify_sum = itl.total, itl.total_sq, self.draft_s, self.verify_s
+        buckets = []
+        for s in seconds:
+            buckets.append(min(max(int((log(s) - log_lo) * scale), 0), top) if s > 0.0 else 0)
+            total += decode * s
+            total_sq += decode * s * s
+            draft_sum += draft_s
+            verify_sum += s - draft_s
+        itl.total, itl.total_sq, self.draft_s, self.verify_s = total, total_sq, draft_sum, verify_sum
+        itl.weight += decode * k
+        counts = itl.counts
+        for b in buckets:
+            counts[b] += decode
+        if self.accepted_hist.size > 1:
+            self.drafts += int(np.count_nonzero(lengths))
+            self.accepted_hist += np.bincount(accepted.ravel(), minlength=self.accepted_hist.size)
+        self._bin_steps(times, seconds, decode, verify, tokens)
+
+    def _bin_steps(self, times, seconds, decode, verify, tokens) -> None:
+        """The time-bin part of `steps_run`: each bin's busy seconds added step by step, the rest at once."""
+        bins = self.bins
+        data, width = bins.data, bins.width
+        first, last = int(times[0] / width), int(times[-1] / width)
+        if first == last:  # the usual case: the whole run inside one bin
+            row = data[first]
+            busy = float(row[BIN_BUSY])
+            for s in seconds:
+                busy += s
+            row[BIN_BUSY] = busy
+            row[BIN_STEPS] += len(seconds)
+            row[BIN_DECODE] += decode * len(seconds)
+            row[BIN_VERIFY] += sum(verify)
+            row[BIN_TOKENS] += sum(tokens)
+        else:
+            starts = [int(t / width) for t in times[:-1]]
+            for i, s in zip(starts, seconds):
+                data[i, BIN_BUSY] += s
+            # integer-valued columns: sums in any order are exact
+            np.add.at(data[:, BIN_STEPS], starts, 1.0)
+            np.add.at(data[:, BIN_DECODE], starts, float(decode))
+            np.add.at(data[:, BIN_VERIFY], starts, verify)
+            np.add.at(data[:, BIN_TOKENS], [int(t / width) for t in times[1:]], tokens)
+        bins.used = max(bins.used, last + 1)
 
     def close(self, now: float) -> None:
         self._advance(now)

@@ -126,12 +126,14 @@ def _with_graphs(cfg: SimConfig, source: str, cost: specsched.CostTable) -> spec
     builtin = source in specsched.BUILTIN_COSTS
     own = specsched.builtin_graphs(source) if builtin else None
     eager = srv.eager_factor or (own[1] if own else specsched.graphs.EAGER_FACTOR)
+    growth = own[2] if own and not srv.eager_factor else 0.0  # the built-in's growth goes with its factor
     base = specsched.builtin_cost(source, graphs=False) if builtin else cost
     return specsched.with_cudagraphs(
         base,
         srv.cudagraph_capture_sizes,
         max_capture_size=srv.max_cudagraph_capture_size,
         eager_factor=eager,
+        eager_growth=growth,
         name=cost.name,
     )
 

@@ -31,8 +31,9 @@ One engine step of a replica, at time t (`Replica._plan`, then `yield timeout`, 
    prefill completes emits its first token (TTFT); requests that reached their output length leave.
 
 Runs of pure-decode steps with a fixed batch are decided several steps per vectorized pass
-(`sim.steps.plan_decode_run`), with exactly the draws, decisions and times of single steps; each step still
-takes its own simpy timeout and its own `Recorder.step`. `Deployment.max_run = 1` turns that off.
+(`sim.steps.plan_decode_run`), with exactly the draws, decisions and times of single steps; with one replica
+and no observer a run takes one simpy timeout and one `Recorder.steps_run` (`Replica._decode_run`), else
+one of each per step. `Deployment.max_run = 1` turns runs off.
 
 Time and tie-breaks: time is float seconds. Events at the same instant run in simpy's scheduling order
 (FIFO by event id), so a run is a deterministic function of config and seed. Completion callbacks (closed
@@ -53,7 +54,7 @@ import numpy as np
 import simpy
 
 from sim.deployment import Deployment
-from sim.steps import DecodeRun, StepPlan, plan_decode_run, run_length
+from sim.steps import DecodeRun, NormalStream, StepPlan, plan_decode_run, run_length
 from specsched import StaleBuffer
 
 
@@ -80,6 +81,8 @@ class Replica:
             self.state
         )
         self.lat = np.zeros(s)
+        # θ[dom] + latent by slot (`AcceptanceModel.offsets`), set at admission: the draws' fixed part
+        self.offsets = np.zeros((s, eng.gamma)) if eng.vector_draws else None
         self.hist = StaleBuffer(s, eng.gamma, eng.policy.delay) if eng.policy.uses_stale else None
         self.wake: simpy.Event | None = None
         # Own streams (children spawned in replica order): a replica's draws never interleave with another's,
@@ -87,7 +90,10 @@ class Replica:
         self.rng_truth, self.rng_conf, self.rng_verify = (
             g.spawn(1)[0] for g in (eng.rng_accept, eng.rng_conf, eng.rng_verify)
         )
+        if eng.vector_draws:  # normal draws a decode pass drops are given back (`sim.steps.NormalStream`)
+            self.rng_truth, self.rng_conf = NormalStream(self.rng_truth), NormalStream(self.rng_conf)
         self.tau_seen = 2.0  # tokens per request-step in pure-decode runs so far (sizes the next run)
+        eng.replicas += 1
         self.process = eng.env.process(self.run())
 
     @property
@@ -105,7 +111,7 @@ class Replica:
 
     def run(self):
         eng = self.eng
-        env, rec = eng.env, eng.recorder
+        env = eng.env
         while True:
             if self.n == 0 and not self.queue:
                 self.wake = env.event()
@@ -116,18 +122,54 @@ class Replica:
                 yield env.timeout(plan.seconds)
                 self._apply(plan)
                 continue
-            draft, r, observer = float(eng.draft_s[plan.r]), plan.r, eng.observer
-            for k, (seconds, verify, emitted) in enumerate(zip(plan.seconds, plan.verify, plan.emitted)):
-                start = env.now
-                yield env.timeout(seconds)
-                lengths, accepted = plan.step_lengths[k], plan.step_accepted[k]
-                self.kv_used += emitted  # step by step, as `_apply` would (observers read it)
-                rec.step(start, seconds, draft, r, verify, emitted, lengths, accepted)
-                if observer is not None:
-                    observer(self, start, seconds, r, verify, 0, lengths, accepted, emitted)
-                if eng.on_step is not None:
-                    eng.on_step(env.now)
+            yield from self._decode_run(plan)
+
+    def _decode_run(self, plan: DecodeRun):
+        """The K steps of a `DecodeRun`, then its per-slot totals (`_apply_run`).
+
+        One timeout for all K, and one `Recorder.steps_run`, when nothing can observe the instants in
+        between: a single replica (no other one records steps meanwhile), no observer, and the time bins
+        not widening before the run's end. The step times are still summed as simpy sums K timeouts, and
+        on_step still sees every step's end time. Otherwise one timeout and one `Recorder.step` a step.
+        """
+        eng = self.eng
+        env, rec = eng.env, eng.recorder
+        draft, r, observer = float(eng.draft_s[plan.r]), plan.r, eng.observer
+        now = t = env.now
+        times = [now]
+        for seconds in plan.seconds:
+            t += seconds  # as simpy adds each timeout to the time it was scheduled at
+            times.append(t)
+        delay = t - now
+        if observer is None and eng.replicas == 1 and now + delay == t and rec.bins.fits(t):
+            yield env.timeout(delay)
+            self.kv_used += sum(plan.emitted)
+            rec.steps_run(
+                times,
+                plan.seconds,
+                draft,
+                r,
+                plan.verify,
+                plan.emitted,
+                plan.step_lengths,
+                plan.step_accepted,
+            )
+            if eng.on_step is not None:
+                for t in times[1:]:
+                    eng.on_step(t)
             self._apply_run(plan)
+            return
+        for k, (seconds, verify, emitted) in enumerate(zip(plan.seconds, plan.verify, plan.emitted)):
+            start = env.now
+            yield env.timeout(seconds)
+            lengths, accepted = plan.step_lengths[k], plan.step_accepted[k]
+            self.kv_used += emitted  # step by step, as `_apply` would (observers read it)
+            rec.step(start, seconds, draft, r, verify, emitted, lengths, accepted)
+            if observer is not None:
+                observer(self, start, seconds, r, verify, 0, lengths, accepted, emitted)
+            if eng.on_step is not None:
+                eng.on_step(env.now)
+        self._apply_run(plan)
 
     def _plan(self) -> StepPlan | DecodeRun:
         """Decide this step (steps 1–4 of the module doc), or a run of pure-decode steps (`sim.steps`)."""
@@ -150,7 +192,7 @@ class Replica:
             draft_s = float(eng.draft_s[r])
             if r and gamma:
                 lengths, accepted, draft_s = self._decide(di, r)
-                verify = r + int(lengths.sum())
+                verify = r + int(np.add.reduce(lengths))
             else:
                 lengths = accepted = np.zeros(r, dtype=np.int64)
                 verify = r
@@ -163,7 +205,7 @@ class Replica:
                 room -= int(chunks.sum())
             if not preempted and self.queue and room > 0 and self.n < eng.max_num_seqs:
                 pf, chunks, room = self._admit(pf, chunks, room, now)
-            prefill = 0 if chunks is None else int(chunks.sum())
+            prefill = 0 if chunks is None else int(np.add.reduce(chunks))
             if verify + prefill > 0:
                 break
             # Only prefilling requests whose next chunk does not fit in KV: free some and plan again.
@@ -185,7 +227,7 @@ class Replica:
         eng, model = self.eng, self.eng.model
         dom, lat = self.dom[di], self.lat[di]
         if eng.vector_draws:
-            w, conf = model.draw_steps(dom, lat, 1, self.rng_truth, self.rng_conf)
+            w, conf = model.draw_steps(dom, lat, 1, self.rng_truth, self.rng_conf, self.offsets[di])
             conf = conf[0]
         else:
             true, conf = model.step(dom, lat, self.rng_truth, self.rng_conf)
@@ -277,6 +319,9 @@ class Replica:
             new_slots.append(s)
             new_chunks.append(chunk)
         slots = np.asarray(new_slots, dtype=np.int64)
+        if self.offsets is not None and new_slots:  # new slots are new_slots[0]..n−1
+            new = slice(new_slots[0], self.n)
+            self.offsets[new] = eng.model.offsets(self.dom[new], self.lat[new])
         sizes = np.asarray(new_chunks, dtype=np.int64)
         if pf is not None:
             slots, sizes = np.concatenate([pf, slots]), np.concatenate([chunks, sizes])
@@ -295,7 +340,7 @@ class Replica:
             self.acc[di] += accepted
             self.dsteps[di] += 1
             self.lsum[di] += lengths
-            emitted = int(emit.sum())
+            emitted = int(np.add.reduce(emit))
         if pf is not None and pf.size:
             self.pleft[pf] -= chunks
             ready = pf[self.pleft[pf] == 0]
@@ -329,7 +374,7 @@ class Replica:
         eng, rec = self.eng, self.eng.recorder
         n = self.n
         done = self.gen[:n] >= self.olen[:n]
-        if done.any():
+        if np.logical_or.reduce(done):
             idx = np.flatnonzero(done)
             rids = self.rid[idx].copy()
             self._leave(idx)
@@ -337,6 +382,8 @@ class Replica:
             m = n - idx.size
             self.state[:, :m] = self.state[:, :n][:, keep]
             self.lat[:m] = self.lat[:n][keep]
+            if self.offsets is not None:
+                self.offsets[:m] = self.offsets[:n][keep]
             if self.hist is not None:
                 self.hist.compact(keep, n)
             self.n = m
@@ -348,7 +395,7 @@ class Replica:
         """Slots `idx` leave the batch: release their KV, copy their counters into the recorder."""
         rec = self.eng.recorder
         rids, gen, pleft = self.rid[idx], self.gen[idx], self.pleft[idx]
-        self.kv_used -= int((self.inp[idx] + gen - pleft).sum())
+        self.kv_used -= int(np.add.reduce(self.inp[idx] + gen - pleft))
         self.n_decoding -= int(np.count_nonzero(pleft == 0))
         rec.generated[rids] = gen
         rec.decode_steps[rids] += self.dsteps[idx]

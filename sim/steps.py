@@ -9,9 +9,9 @@ times as K single steps, because nothing that could change them happens before t
 - no preemption: the KV held plus the γ + 1 reservation fits for every step even if every draft is taken;
 - the pass draws a guess of k steps, then keeps only those up to the first that finishes a request and
   those that start strictly before `Deployment.horizon()` (the next arrival in open loop, simpy's next event
-  otherwise); the draws of the steps it drops are given back (the normal streams are restored and
-  advanced by what was kept, the uniform stream stepped back), so every stream stays exactly where single
-  steps would have left it.
+  otherwise); the draws of the steps it drops are given back (the normals to their `NormalStream`, which
+  serves them first next time; the uniform stream stepped back), so every stream gives exactly the numbers
+  single steps would have drawn.
 
 Truth noise, estimate noise and the accept uniforms each have their own stream, consumed step after step
 in both paths, so a run gives the same result whatever the pass lengths (tests/sim/test_decode_run.py).
@@ -28,6 +28,41 @@ import numpy as np
 
 #: Most steps decided in one pass (memory: K·R·γ floats per array).
 MAX_RUN = 256
+
+
+class NormalStream:
+    """A Generator's standard normals in order, with the tail of the last draw given back (`unget`): the
+    next draw starts with it, so the numbers come out exactly as if the tail had never been drawn (numpy's
+    Generator draws normals one after another, with no state between calls but the bit generator's).
+
+    Only `standard_normal(shape)` is offered: what `AcceptanceModel.draw_steps` takes from its streams;
+    callers must not write into the arrays it returns (they may be handed out again).
+    """
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.back: np.ndarray | None = None  # float64[m]: given-back numbers, served first
+        self.last: np.ndarray | None = None  # the last draw (float64, any shape)
+
+    def standard_normal(self, shape: tuple[int, ...]) -> np.ndarray:
+        back = self.back
+        if back is None:
+            out = self.rng.standard_normal(shape)
+        else:
+            size = math.prod(shape)
+            if back.size > size:
+                out, self.back = back[:size].reshape(shape), back[size:]
+            else:
+                out = np.concatenate((back, self.rng.standard_normal(size - back.size))).reshape(shape)
+                self.back = None
+        self.last = out
+        return out
+
+    def unget(self, steps: int) -> None:
+        """Give back the last draw past its first `steps` rows (axis 0)."""
+        tail = self.last[steps:].reshape(-1)
+        self.back = tail if self.back is None else np.concatenate((tail, self.back))
+        self.last = None
 
 
 @dataclass
@@ -87,7 +122,7 @@ def run_length(rep, now: float) -> int:
     eng, n = rep.eng, rep.n
     if rep.queue and n < eng.max_num_seqs:
         return 1
-    owed = int((rep.olen[:n] - rep.gen[:n]).min())
+    owed = int(np.minimum.reduce(rep.olen[:n] - rep.gen[:n]))
     # The first completion is expected after about owed / τ steps (τ: tokens per request-step so far on
     # this replica); draws past the completion are given back, so the guess costs time, never results.
     # (Measured on the Azure replay: drawing 1.5× that saves 6 % of the passes and costs more than it saves.)
@@ -109,13 +144,15 @@ def plan_decode_run(rep, k: int, now: float) -> DecodeRun:
     """
     eng, n = rep.eng, rep.n
     model, rng_t, rng_c, rng_v = eng.model, rep.rng_truth, rep.rng_conf, rep.rng_verify
-    saved = rng_t.bit_generator.state, rng_c.bit_generator.state
-    w, conf = model.draw_steps(rep.dom[:n], rep.lat[:n], k, rng_t, rng_c)
+    w, conf = model.draw_steps(rep.dom[:n], rep.lat[:n], k, rng_t, rng_c, rep.offsets[:n])
     lengths = eng.policy.trusted_many(conf, eng.view(n), eng.max_batch_tokens)
     accepted = model.accept_steps(w, lengths, rng_v)
-    verify = lengths.sum(axis=1)
+    verify = np.add.reduce(lengths, axis=1)
     verify += n
-    seconds = eng.step_seconds(n, n, verify).tolist()
+    verify = verify.tolist()
+    # `Deployment.step_seconds` in Python floats (the same IEEE additions, in the same order): K is small
+    fixed, latency = float(eng.draft_s[n] + eng.cost.request_seconds * n), eng.latency_list
+    seconds = [fixed + latency[b] for b in verify]
     horizon, t, keep = eng.horizon(), now, 0
     for step in seconds:  # start times summed left to right, as simpy sums them
         if not t < horizon:
@@ -125,25 +162,26 @@ def plan_decode_run(rep, k: int, now: float) -> DecodeRun:
     owed = rep.olen[:n] - rep.gen[:n]
     emit = accepted + 1
     total = emit.cumsum(axis=0)
-    done = (total >= owed).any(axis=1)  # by step: has some request finished by its end (monotone)
+    done = np.logical_or.reduce(
+        total >= owed, axis=1
+    )  # by step: has some request finished by its end (monotone)
     first = int(done.argmax())
     if done[first]:
         keep = min(keep, first + 1)
     if keep < k:  # give back the draws of steps keep..k−1
-        rng_t.bit_generator.state, rng_c.bit_generator.state = saved
-        model.skip_steps(keep, n, rng_t, rng_c)
+        model.unget_steps(keep, rng_t, rng_c)
         rng_v.bit_generator.advance(-(k - keep) * n * eng.gamma)
     slot_emit = np.minimum(total[keep - 1], owed)  # only the last kept step can finish one
-    emitted = emit[:keep].sum(axis=1).tolist()
-    emitted[-1] = int(slot_emit.sum()) - sum(emitted[:-1])
+    emitted = np.add.reduce(emit[:keep], axis=1).tolist()
+    emitted[-1] = int(np.add.reduce(slot_emit)) - sum(emitted[:-1])
     return DecodeRun(
         n,
         seconds[:keep],
-        verify[:keep].tolist(),
+        verify[:keep],
         emitted,
         slot_emit,
-        accepted[:keep].sum(axis=0),
-        lengths[:keep].sum(axis=0),
+        np.add.reduce(accepted[:keep]),
+        np.add.reduce(lengths[:keep]),
         bool(done[keep - 1]),
         lengths[:keep],
         accepted[:keep],

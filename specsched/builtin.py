@@ -45,25 +45,35 @@ _SPECS: dict[str, tuple[str, str, int, dict]] = {
     # 8×B300 NVLink node, one batch over all 8 GPUs (so tp=8: each GPU reads 1/8 of the weights that the
     # batch touches and does 1/8 of its FLOPs), NVLink 5 at 900 GB/s per direction, KV read at the blog's
     # 8,192-token profiling context. FITTED to the blog by simulating its sweep (paper_figs/REPRODUCTION.md,
-    # "vLLM adaptive verification"): eta_f = 0.0573 (an effective compute efficiency; it folds in attention
-    # over 8K of context, the sparse-attention indexer and MoE GEMM inefficiency) together with the scale
-    # of its draft table (paper_figs/data/b300x8-v4pro-draft.csv, given as `drafter.cost`), so that the
-    # adaptive arm at concurrency 256 runs the blog's 26.0 ms per token; then
-    # c0 = 56 µs per layer so that a concurrency-1 step verifying all 7 drafts takes 3.40 × 3.7 ms (the
-    # blog's TPOT there at τ ≈ 3.4).
+    # "vLLM adaptive verification"):
+    # - eta_f = 0.0573 (an effective compute efficiency; it folds in attention over 8K of context, the
+    #   sparse-attention indexer and MoE GEMM inefficiency) with the scale of the draft table
+    #   (paper_figs/data/b300x8-v4pro-draft.csv, given as `drafter.cost`): adaptive's 26.0 ms per token at
+    #   concurrency 256;
+    # - expert_locality ρ = 0.8 over a request's 8-token block (hardware.py, "Expert locality"): an
+    #   EFFECTIVE number — it also stands for routing skew — set to the smallest of 0.5 / 0.7 / 0.8 at which
+    #   adaptive ties fixed 7 at concurrency 1 within 2 % (the blog: "the whole block is free" there, both
+    #   at 264 tok/s). We found no published per-token expert overlap for V4; uniform routing (ρ = 0)
+    #   makes 8 verify tokens read ~2× the experts of 4 and adaptive trims (−4.5 %);
+    # - c0 = 104 µs per layer, after ρ: a concurrency-1 step verifying all 7 drafts takes 3.40 × 3.7 ms
+    #   (the blog's TPOT there at τ ≈ 3.4). It absorbs what the roofline leaves out at one request
+    #   (launches, MoE routing, sampling); no speculation at concurrency 1 is therefore a prediction (8.2 ms).
     "b300x8-v4pro": (
         "moe-1.6t-a49b",
         "b300",
         8,
-        {"context_tokens": 8192, "link_bw": 900e9, "c0": 56e-6, "eta_f": 0.0573},
+        {"context_tokens": 8192, "link_bw": 900e9, "c0": 104e-6, "eta_f": 0.0573, "expert_locality": 0.8},
     ),
 }
 
-#: setups whose engine replays CUDA graphs: name -> (max_cudagraph_capture_size, eager factor). The blog
-#: ran max_cudagraph_capture_size = 1024. The eager factor is FITTED: 1.56 puts fixed k = 5 and 6 at
-#: concurrency 256 near the blog's "26 % below no speculation"; the blog's one measured jump (V4-Flash TP 4,
-#: 20.6 → 104 ms, ×5.05, `graphs.EAGER_FACTOR`) is for another model and TP and overshoots on this table.
-_GRAPHS: dict[str, tuple[int, float]] = {"b300x8-v4pro": (1024, 1.56)}
+#: setups whose engine replays CUDA graphs: name -> (max_cudagraph_capture_size, eager factor, eager growth)
+#: (`graphs.with_cudagraphs`). The blog ran max_cudagraph_capture_size = 1024. The eager factor 1.25 and its
+#: growth 0.45 per 1,024 tokens past the limit are FITTED together (scanned 1.56/0, 1.2/1.0, 1.3/0.35,
+#: 1.2/0.6, 1.25/0.45) to the blog's two figures at concurrency 256 — fixed k = 5 and 6 "26 % below no
+#: speculation", k = 7 "53 % below" — since one constant factor cannot give both (k = 7 runs 2,048 tokens,
+#: k = 5 and 6 1,536 and 1,792). The blog's one measured jump (V4-Flash TP 4, 20.6 → 104 ms, ×5.05,
+#: `graphs.EAGER_FACTOR`) is for another model and TP and overshoots on this table.
+_GRAPHS: dict[str, tuple[int, float, float]] = {"b300x8-v4pro": (1024, 1.25, 0.45)}
 
 BUILTIN_COSTS: tuple[str, ...] = tuple(_SPECS)
 
@@ -85,13 +95,16 @@ def builtin_cost(name: str, *, graphs: bool = True) -> CostTable:
     model, gpu, tp, knobs = _SPECS[name]
     table = CostTable.roofline(model, gpu, tp=tp, name=name, **knobs)
     if graphs and name in _GRAPHS:
-        limit, eager = _GRAPHS[name]
-        table = with_cudagraphs(table, max_capture_size=limit, eager_factor=eager, name=name)
+        limit, eager, growth = _GRAPHS[name]
+        table = with_cudagraphs(
+            table, max_capture_size=limit, eager_factor=eager, eager_growth=growth, name=name
+        )
     return table
 
 
-def builtin_graphs(name: str) -> tuple[int, float] | None:
-    """(max_cudagraph_capture_size, eager factor) of a built-in setup that models CUDA graphs, else None."""
+def builtin_graphs(name: str) -> tuple[int, float, float] | None:
+    """(max_cudagraph_capture_size, eager factor, eager growth) of a built-in setup that models CUDA graphs,
+    else None."""
     return _GRAPHS.get(name)
 
 

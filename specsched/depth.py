@@ -43,8 +43,9 @@ May import: numpy, the standard library, specsched.cost, specsched.policies.
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -129,14 +130,15 @@ class DraftCost:
 
 
 def plan_depths(
-    stale, cost: CostTable, draft: DraftCost, *, max_batch_tokens=None, slack: float = 0.0
+    stale, cost: CostTable, draft: DraftCost, *, max_batch_tokens=None, slack: float = 0.0, prices=None
 ) -> np.ndarray:
     """int64[R]: draft depth per request maximising Θ (module doc), from lagged confidences.
 
     stale: float64[R, γ] (rows from ≥ 1 step earlier, or priors); cost: the target's table (its own
     draft_seconds, if any, is a fixed cost); draft: how the draft pass is priced; max_batch_tokens caps
     R + Σ d_r (every drafted position could be verified); slack ∈ [0, 1): take the deepest plan whose Θ is
-    within that fraction of the best (0 = the best plan itself). Raises ValueError on bad input.
+    within that fraction of the best (0 = the best plan itself); prices: `plan_prices(cost, draft, R, γ)`,
+    cached by the caller (None computes it). Raises ValueError on bad input.
     """
     s = check_conf(stale, "stale")
     slack = _check_slack(slack)
@@ -144,32 +146,108 @@ def plan_depths(
     R, gamma = s.shape
     if R == 0 or gamma == 0:
         return np.zeros(R, dtype=np.int64)
-    # Position-major [γ, R] survival; a column loop is faster than an accumulate over the short axis.
-    surv = np.empty((gamma, R))
-    surv[0] = s[:, 0]
-    for j in range(1, gamma):
-        np.multiply(surv[j - 1], s[:, j], out=surv[j])
-    level = (surv * LEVELS).astype(np.intp)  # 0..LEVELS; plan g drafts every candidate with level ≥ g
-    flat = level.ravel()
+    if prices is None:
+        prices = plan_prices(cost, draft, R, gamma)
+    surv = _survival(s)
+    # Levels 0..LEVELS (plan g drafts every candidate with level ≥ g), then row 0 again, shifted by
+    # LEVELS + 1: one histogram gives positions and drafting requests per level.
+    level = np.empty((gamma + 1, R), dtype=np.intp)
+    level[:gamma] = surv * LEVELS  # truncation, as astype(intp)
+    np.add(level[0], LEVELS + 1, out=level[gamma])
+    flat = level[:gamma].ravel()
     # Per plan, best first: index 0 drafts nothing, index i ≥ 1 drafts levels ≥ LEVELS + 1 − i.
     tokens = _suffix(np.bincount(flat, weights=surv.ravel(), minlength=LEVELS + 1))
-    positions = _suffix(np.bincount(flat, minlength=LEVELS + 1))
-    drafting = _suffix(np.bincount(level[0], minlength=LEVELS + 1))
+    counts = _suffix(np.bincount(level.ravel(), minlength=2 * (LEVELS + 1)).reshape(2, LEVELS + 1))
+    positions, drafting = counts
     deepest = None
     if draft.kind == "autoregressive":
-        deepest = _suffix(np.bincount(level.max(axis=1), minlength=LEVELS + 1))
-    seconds = draft.price(positions, drafting, deepest, cost)
-    seconds += cost.draft_seconds + cost.request_seconds * R
-    seconds += cost.latency_range(R, R + int(positions[-1]))[positions]
+        deepest = _suffix(np.bincount(level[:gamma].max(axis=1), minlength=LEVELS + 1))
+    seconds = prices(positions, drafting, deepest)
     theta = (tokens + R) / seconds
     if budget is not None:
         theta[positions > budget - R] = -np.inf
-    best = int(np.argmax(theta))  # first maximum: on equal Θ the plan with fewer drafts
+    best = int(theta.argmax())  # first maximum: on equal Θ the plan with fewer drafts
     if slack and best:
         best = int(np.flatnonzero(theta >= theta[best] * (1.0 - slack))[-1])
     if best == 0:
         return np.zeros(R, dtype=np.int64)
-    return np.count_nonzero(level >= LEVELS + 1 - best, axis=0).astype(np.int64)
+    return np.add.reduce(level[:gamma] >= LEVELS + 1 - best, axis=0, dtype=np.int64)
+
+
+def plan_prices(cost: CostTable, draft: DraftCost, R: int, gamma: int):
+    """`prices(positions, drafting, deepest) -> float64[n]`: the step seconds of plans over R requests (the
+    target's fixed cost, the draft pass and the verify forward at R + positions), as `plan_depths` prices
+    them. Everything that depends on one count alone is tabulated here once per (table, drafter, R, γ),
+    in the operation order of `DraftCost.price`, so the cached and uncached figures are the same floats.
+    """
+    top = R * gamma
+    fixed = cost.draft_seconds + cost.request_seconds * R
+    verify = cost.latency_range(R, R + top)  # float64[top + 1] at B = R + positions
+    if draft.kind == "free":
+        total = (np.zeros(top + 1) + fixed) + verify
+        return lambda positions, drafting, deepest: total[positions]
+    if draft.measured is not None and draft.index == "fit":  # not separable: price each plan
+
+        def fit(positions, drafting, deepest):
+            out = draft.price(positions, drafting, deepest, cost)
+            out += fixed
+            out += verify[positions]
+            return out
+
+        return fit
+    per_pos, per_req, per_deep = _draft_parts(cost, draft, R, top)
+    if per_req is None and per_deep is None:  # depends on positions alone: one lookup per call
+        total = (per_pos + fixed) + verify
+        return lambda positions, drafting, deepest: total[positions]
+
+    def separable(positions, drafting, deepest):
+        out = per_pos[positions]
+        if per_deep is not None:
+            out = out + (deepest * draft.layers) * per_deep[drafting]
+        if per_req is not None:
+            out += per_req[drafting]
+        out += fixed
+        out += verify[positions]
+        return out
+
+    return separable
+
+
+def _draft_parts(cost: CostTable, draft: DraftCost, R: int, top: int):
+    """(float64[top + 1] by positions, float64[R + 1] by drafting requests or None, float64[R + 1]
+    multiplied by the deepest depth or None): `DraftCost.price` split by what each term depends on, zero
+    where nothing is drafted (positions 0 ⇔ drafting 0: a drafting request drafts its position 0)."""
+    per_pos = np.zeros(top + 1)
+    per_req = per_deep = None
+    if draft.measured is not None:
+        if draft.index == "tokens":
+            per_pos = draft.measured.latency(np.arange(top + 1, dtype=np.int64))
+        else:
+            per_req = draft.measured.latency(np.arange(R + 1, dtype=np.int64))
+    else:
+        if draft.kind == "parallel" and draft.layers:
+            per_pos = draft.layers * (cost.latency_range(0, top) / cost.layers)
+        elif draft.kind == "autoregressive" and draft.layers:
+            # (deepest · layers) · (latency(m) / layers_target), as `price` groups it
+            per_deep = cost.latency_range(0, R) / cost.layers
+        if draft.overhead:
+            per_req = draft.overhead * cost.latency_range(0, R)
+    for part in (per_pos, per_req, per_deep):
+        if part is not None:
+            part[0] = 0.0
+    return per_pos, per_req, per_deep
+
+
+def _survival(s: np.ndarray) -> np.ndarray:
+    """Position-major survival float64[γ, R] of rows s float64[R, γ] (the same products either way)."""
+    R, gamma = s.shape
+    if R <= 64:  # one accumulate call: measured faster while numpy's per-call overhead dominates
+        return np.multiply.accumulate(s.T, axis=0)
+    surv = np.empty((gamma, R))  # a column loop beats a strided accumulate at large R
+    surv[0] = s[:, 0]
+    for j in range(1, gamma):
+        np.multiply(surv[j - 1], s[:, j], out=surv[j])
+    return surv
 
 
 def _check_slack(slack) -> float:
@@ -185,10 +263,10 @@ def _latency(cost: CostTable, b) -> np.ndarray:
 
 
 def _suffix(per_level: np.ndarray) -> np.ndarray:
-    """[LEVELS + 1] per-level totals -> [LEVELS + 1] per plan: 0, then Σ over levels ≥ LEVELS, ≥ LEVELS − 1,
-    …, ≥ 1 (level 0, survival below 1/LEVELS, is never drafted)."""
-    out = np.zeros(per_level.size, dtype=per_level.dtype)
-    np.cumsum(per_level[:0:-1], out=out[1:])
+    """[..., LEVELS + 1] per-level totals -> [..., LEVELS + 1] per plan: 0, then Σ over levels ≥ LEVELS,
+    ≥ LEVELS − 1, …, ≥ 1 (level 0, survival below 1/LEVELS, is never drafted)."""
+    out = np.zeros(per_level.shape, dtype=per_level.dtype)
+    np.cumsum(per_level[..., :0:-1], axis=-1, out=out[..., 1:])
     return out
 
 
@@ -206,6 +284,8 @@ class AdaptivePolicy:
     base: Policy
     delay: int
     slack: float = SLACK
+    # plan_prices per (cost table, drafter, R, γ), filled on first use: {table: {(draft, R, γ): prices}}
+    _prices: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary, repr=False)
 
     draft = "adaptive"
     uses_stale = True
@@ -223,7 +303,18 @@ class AdaptivePolicy:
         return self.base.lossless and self.delay >= 1
 
     def depths(self, stale, cost: CostTable, draft: DraftCost, *, max_batch_tokens=None) -> np.ndarray:
-        return plan_depths(stale, cost, draft, max_batch_tokens=max_batch_tokens, slack=self.slack)
+        shape = np.shape(stale)
+        prices = None
+        if len(shape) == 2 and isinstance(cost, CostTable) and isinstance(draft, DraftCost):
+            by_key = self._prices.get(cost)
+            if by_key is None:
+                by_key = self._prices[cost] = {}
+            prices = by_key.get((draft, *shape))
+            if prices is None and shape[0] and shape[1]:
+                prices = by_key[(draft, *shape)] = plan_prices(cost, draft, *shape)
+        return plan_depths(
+            stale, cost, draft, max_batch_tokens=max_batch_tokens, slack=self.slack, prices=prices
+        )
 
     def __call__(self, conf, cost: CostTable, *, stale=None, max_batch_tokens=None, depths=None):
         use = stale if self.base.uses_stale else None

@@ -114,7 +114,7 @@ def dspark_many(conf: np.ndarray, budget: int | None, inv) -> np.ndarray:
     N = R * gamma
     room = N if budget is None else max(0, min(N, budget - R))
     n = None  # None: every row has `room` candidates (no zero survival, the usual case: no per-row mask)
-    if not a[:, -1].all():
+    if not np.logical_and.reduce(a[:, -1]):
         n = np.minimum(np.count_nonzero(a, axis=1), room)
         room = int(n.max())
     m = room
@@ -136,8 +136,11 @@ def dspark_many(conf: np.ndarray, budget: int | None, inv) -> np.ndarray:
     v = a[np.arange(K), admitted - 1]  # the last admitted survival (rows admitting none: masked below)
     v[admitted == 0] = np.inf
     lengths = np.add.reduce(surv >= v[:, None, None], axis=2, dtype=np.int64)
-    for k in np.flatnonzero(lengths.sum(axis=1) != admitted):  # a tie straddles the cut (rare)
-        lengths[k] = _cut(surv[k], float(v[k]), int(admitted[k]))
+    # A row counts at least its admitted candidates (all have survival ≥ v): equal totals mean every row
+    # is exact; otherwise a tie straddles the cut in some row (rare).
+    if int(np.add.reduce(lengths, axis=None)) != int(np.add.reduce(admitted)):
+        for k in np.flatnonzero(lengths.sum(axis=1) != admitted):
+            lengths[k] = _cut(surv[k], float(v[k]), int(admitted[k]))
     return lengths
 
 

@@ -9,6 +9,10 @@ CUDA graphs actually pays (vLLM's adaptive-verification blog, 2026-08-14, "The c
   host) and costs `eager_factor` × the graph cost of the same B — a sharp jump, continuous above it.
   The blog's one figure for it, V4-Flash at TP 4: verify 20.6 ms at the capture limit → 104 ms just past
   it, a factor ≈ 5 (`EAGER_FACTOR`).
+- eager growth (optional, `eager_growth` g ≥ 0, 0 by default): the factor itself rises with the tokens past
+  the limit L, eager_factor · (1 + g·(B − L)/L). An empirical form, not a mechanism: the blog's fixed
+  k = 7 at 256 requests (2,048 tokens, 2 L) falls twice as far below no speculation as k = 5 and 6
+  (1.5–1.75 L), which one constant factor cannot give (paper_figs/REPRODUCTION.md, "vLLM").
 
 The result is an ordinary step-mode `CostTable` (points at every captured size, then at every integer B up
 to `max(16384, 2·limit)`, linear beyond), so the policies, the simulator and `to_csv` need nothing new.
@@ -65,17 +69,21 @@ def with_cudagraphs(
     max_capture_size: int | None = None,
     eager_factor: float = EAGER_FACTOR,
     name: str | None = None,
+    eager_growth: float = 0.0,
 ) -> CostTable:
     """`table` as an engine with captured CUDA graphs pays it (see the module docstring).
 
     capture_sizes: the captured token counts; None = `vllm_capture_sizes(max_capture_size)`, and with both
         given the sizes above `max_capture_size` are dropped (vLLM's rule; the smallest is always kept).
-        eager_factor ≥ 1: eager cost over graph cost past the limit. The draft, per-request, per-KV-token
-        and layer fields are kept. Applying it to a table that already is one re-pads the padded costs
-        (idempotent on the same sizes).
+        eager_factor ≥ 1: eager cost over graph cost just past the limit; eager_growth ≥ 0: how much that
+        factor rises per limit's worth of tokens past it (module docstring). The draft, per-request,
+        per-KV-token and layer fields are kept. Applying it to a table that already is one re-pads the
+        padded costs (idempotent on the same sizes).
     """
     if not (math.isfinite(eager_factor) and eager_factor >= 1.0):
         raise ValueError(f"eager_factor must be a number ≥ 1, got {eager_factor!r}")
+    if not (math.isfinite(eager_growth) and eager_growth >= 0.0):
+        raise ValueError(f"eager_growth must be a number ≥ 0, got {eager_growth!r}")
     if capture_sizes is None:
         sizes = vllm_capture_sizes(DEFAULT_MAX_CAPTURE if max_capture_size is None else max_capture_size)
     else:
@@ -86,7 +94,8 @@ def with_cudagraphs(
     captured = np.asarray(sizes, dtype=np.int64)
     eager = np.arange(limit + 1, max(_EAGER_SPAN, 2 * limit, int(table.tokens[-1])) + 1, dtype=np.int64)
     tokens = np.concatenate([captured, eager])
-    seconds = np.concatenate([table.latency(captured), eager_factor * table.latency(eager)])
+    factor = eager_factor * (1.0 + eager_growth * (eager - limit) / limit)
+    seconds = np.concatenate([table.latency(captured), factor * table.latency(eager)])
     return CostTable.from_points(
         tokens,
         seconds,

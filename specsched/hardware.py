@@ -15,6 +15,13 @@ Assumptions, all first-order and stated so a user can disagree with them:
   (attention, shared experts, embeddings) plus only the routed experts that some token in the batch uses;
   with uniform routing the expected number of distinct experts touched per MoE layer is
   E·(1 − (1 − k/E)^B) (cost-model-notes.md). Real routing is skewed, so this over-counts a little at small B.
+- Expert locality (`expert_locality` ρ, `locality_tokens` g; off by default): a request's consecutive
+  tokens route to overlapping experts (MoE-Spec, arXiv 2602.16052: routing in a draft is heavy-tailed, a few
+  experts take most of it; EVICT, arXiv 2605.00342), so a verify block of g tokens touches fewer experts
+  than g independent tokens. A table is indexed by tokens only, so locality is credited to one request's
+  block: the first g tokens count as 1 + (g − 1)(1 − ρ) draws, every further token as one. That is exact
+  for one request (concurrency 1, where the over-count matters most) and a small under-credit in large
+  batches, where nearly all experts are touched anyway.
 - KV: each running request's KV cache (its context) is read once per step by the attention kernels,
   however many of its tokens are verified. `context_tokens=None` prices it per actual KV token
   (`kv_token_seconds`, context-aware tables); a number assumes that context for every request. Attention
@@ -110,12 +117,18 @@ class ModelShape:
     def dense_params(self) -> float:
         return self.active_params - self.moe_layers * self.top_k * self.expert_params
 
-    def weight_params_read(self, b: np.ndarray) -> np.ndarray:
-        """Parameters read in one step over `b` tokens (float64 array), before dividing by tp."""
+    def weight_params_read(self, b: np.ndarray, locality: float = 0.0, block: int = 1) -> np.ndarray:
+        """Parameters read in one step over `b` tokens (float64 array), before dividing by tp.
+
+        locality ρ ∈ [0, 1), block g ≥ 1: the first g tokens are one request's consecutive tokens, and
+        each after its first re-uses the previous token's experts with probability ρ, so they count as
+        1 + (min(b, g) − 1)·(1 − ρ) independent routing draws (module docstring, "expert locality").
+        """
         b = np.asarray(b, dtype=np.float64)
         if not self.is_moe:
             return np.full_like(b, self.total_params)
-        touched = self.experts * (1.0 - (1.0 - self.top_k / self.experts) ** b)
+        draws = b - locality * (np.minimum(b, float(block)) - 1.0).clip(min=0.0)
+        touched = self.experts * (1.0 - (1.0 - self.top_k / self.experts) ** draws)
         return self.dense_params + self.moe_layers * touched * self.expert_params
 
 
@@ -302,6 +315,8 @@ def step_seconds(
     bytes_per_param: float | None = None,
     overlap_comm: bool = False,
     attn_flops=0.0,
+    expert_locality: float = 0.0,
+    locality_tokens: int = 8,
 ) -> np.ndarray:
     """float64 seconds of the token-dependent part of one step at `b` query tokens (array) on one GPU of a
     `tp`-GPU replica (or one data-parallel rank with `ep`-way expert parallelism): everything but the
@@ -318,11 +333,15 @@ def step_seconds(
     for key, val in nonneg.items():
         if not val >= 0:
             raise ValueError(f"roofline: {key} must be ≥ 0, got {val!r}")
+    if not 0.0 <= expert_locality < 1.0:
+        raise ValueError(f"roofline: expert_locality must be in [0, 1), got {expert_locality!r}")
+    if isinstance(locality_tokens, bool) or int(locality_tokens) != locality_tokens or locality_tokens < 1:
+        raise ValueError(f"roofline: locality_tokens must be a whole number ≥ 1, got {locality_tokens!r}")
     b = np.asarray(b, dtype=np.float64)
     bpp = model.bytes_per_param if bytes_per_param is None else bytes_per_param
     if ep > 1 and not model.is_moe:
         raise ValueError(f"roofline: ep={ep} needs an MoE model, {model.name} is dense")
-    params_read = model.weight_params_read(b)
+    params_read = model.weight_params_read(b, expert_locality, int(locality_tokens))
     if ep > 1:
         # Each GPU holds 1/ep of the routed experts; all of them are touched once B·top_k ≫ experts.
         expert_part = params_read - model.dense_params

@@ -22,10 +22,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from engine.loop import stale_row
 from engine.sampling import SamplingParams, exact_transform
 from engine.verify import accept_prob, residual
-from specsched import DraftCost
+from specsched import DraftCost, StaleBuffer
 
 Row = tuple[Fraction, ...]
 Law = dict[tuple, Fraction]
@@ -192,7 +191,7 @@ def emitted_law(
                 ).reshape(len(active), gamma)
                 stale = None
                 if delay:
-                    stale = np.stack([stale_row(hists[r], delay, prior, gamma) for r in active])
+                    stale = _lagged([hists[r] for r in active], delay, prior, gamma)
                 ells = [int(x) for x in plan(rows, stale, ds)]
                 laws = []
                 for i, r in enumerate(active):
@@ -214,6 +213,18 @@ def emitted_law(
                         nxt[(tuple(new_ctx), tuple(new_hist))] += w2
         states = nxt
     return dict(final)
+
+
+def _lagged(hists: Sequence[tuple], delay: int, prior: float, gamma: int) -> np.ndarray:
+    """float64[n, γ]: each request's row from `delay` steps earlier, or `prior` while it is younger — the
+    engine's rule, read through the one StaleBuffer (specsched.stale). hists[i]: request i's last ≤ delay
+    rows, oldest first (so its age, as far as the rule can tell, is len(hists[i]))."""
+    buf = StaleBuffer(len(hists), gamma, delay)
+    for i, hist in enumerate(hists):
+        for age, row in enumerate(hist):
+            buf.record([i], [age], np.asarray([row], dtype=np.float64))
+    ages = np.array([len(h) for h in hists], dtype=np.int64)
+    return buf.lagged(np.arange(len(hists)), ages, prior)
 
 
 def target_law(targets: Sequence, *, length: int, prompts: Sequence[tuple[int, ...]] | None = None) -> Law:

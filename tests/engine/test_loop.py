@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import engine.loop as loop
 from engine.drafter import ModelDrafter
-from engine.loop import Engine, EngineConfig, Request, stale_row
+from engine.loop import Engine, EngineConfig, Request
 from engine.model import KVCache, ModelConfig, TinyLM
 from engine.proof.stats import chi2_threshold, merged_chi2
 from engine.proof.suite_engine import make_engine, mixed_requests, tiny_models
@@ -142,12 +142,6 @@ def test_standard_mode_end_to_end_law_matches_the_target(tmp_path):
     assert stat < chi2_threshold(df), (stat, df)
     assert engine.stats.verified_drafts > n  # it did speculate
     assert 0 <= engine.stats.accepted <= engine.stats.verified_drafts
-
-
-def test_stale_rows_come_from_exactly_delay_steps_earlier_or_the_prior():
-    hist = [np.array([0.1, 0.2]), np.array([0.3, 0.4]), np.array([0.5, 0.6])]
-    assert stale_row(hist, 2, 0.0, 2).tolist() == [0.3, 0.4]
-    assert stale_row(hist[:1], 2, 0.7, 2).tolist() == [0.7, 0.7]
 
 
 def test_config_and_request_errors_name_the_field():

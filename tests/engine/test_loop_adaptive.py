@@ -38,10 +38,11 @@ class _Counting:
     """Wraps a drafter and records how deep each propose call drafted."""
 
     def __init__(self, inner):
-        self.inner, self.depths = inner, []
+        self.inner, self.depths, self.sizes = inner, [], []
 
     def propose(self, reqs, gamma, exponentials):
         self.depths.append(gamma)
+        self.sizes.append(len(reqs))
         return self.inner.propose(reqs, gamma, exponentials)
 
     def release(self, rid):
@@ -67,6 +68,32 @@ def test_drafting_stops_at_the_deepest_planned_depth_and_skips_when_none_drafts(
     engine.drafter = counting = _Counting(engine.drafter)
     engine.generate(REQS)
     assert max(counting.depths) <= 4 and engine.stats.verified_drafts > 0
+
+
+@pytest.mark.parametrize("mode", ["coupled", "standard"])
+def test_each_request_drafts_its_own_depth_and_depth_zero_skips_the_drafter(mode):
+    engine = _engine("dspark", {"delay": 1}, mode=mode, draft_cost=DraftCost("parallel", 1.0))
+    engine.drafter = counting = _Counting(engine.drafter)
+    plans = []
+
+    def depths(stale):  # requests by position in the batch: depth 0, 2, 4, 0, 2, ...
+        d = np.arange(stale.shape[0], dtype=np.int64) % 3 * 2
+        plans.append(d)
+        return d
+
+    engine._depths = depths
+    out = engine.generate(REQS)
+    if mode == "coupled":
+        assert out == PLAIN  # coupled decoding is plain decoding bit for bit, whatever is drafted
+    assert counting.sizes == [int(np.count_nonzero(d)) for d in plans]  # depth-0 requests never drafted
+    assert counting.depths == [int(d.max()) for d in plans]  # the pass stops at the deepest depth
+    assert 0 < engine.stats.verified_drafts <= sum(int(d.sum()) for d in plans)
+
+
+@pytest.mark.parametrize("prior", [0.0, (0.9, 0.5, 0.0, 0.3)])
+def test_adaptive_engine_refuses_a_prior_that_never_drafts(prior):
+    with pytest.raises(ValueError, match="stale_prior.*adaptive"):
+        EngineConfig(gamma=4, policy="dspark", policy_params={"draft": "adaptive"}, stale_prior=prior)
 
 
 def test_standard_mode_end_to_end_law_matches_the_target_with_adaptive_depths(tmp_path):

@@ -25,7 +25,8 @@ def test_capture_keys_repad_a_builtin_and_a_csv(tmp_path):
     cost = prepare(config(*sets)).cost
     assert cost.latency(9) == cost.latency(16) and cost.latency(17) > 3 * cost.latency(16)
     v4 = prepare(config("server.cost=b300x8-v4pro", "server.max_cudagraph_capture_size=512")).cost
-    assert v4.latency(513) / v4.latency(512) == pytest.approx(1.56, rel=0.05)  # the setup's own factor
+    own = specsched.builtin_graphs("b300x8-v4pro")[1]
+    assert v4.latency(513) / v4.latency(512) == pytest.approx(own, rel=0.05)  # the setup's own factor
 
 
 def test_capture_sizes_are_ints_in_the_saved_config():

@@ -64,15 +64,58 @@ def test_bad_eager_factor(factor):
         with_cudagraphs(_linear(), eager_factor=factor)
 
 
+def test_eager_growth_rises_with_tokens_past_the_limit():
+    base = _linear()
+    g = with_cudagraphs(base, max_capture_size=1024, eager_factor=1.5, eager_growth=0.5)
+    assert g.latency(1024) == base.latency(1024)
+    assert g.latency(1536) == pytest.approx(1.5 * 1.25 * base.latency(1536))
+    assert g.latency(2048) == pytest.approx(1.5 * 1.5 * base.latency(2048))
+    flat = with_cudagraphs(base, max_capture_size=1024, eager_factor=1.5)
+    assert flat.latency(2048) == pytest.approx(1.5 * base.latency(2048))  # growth 0: one constant factor
+
+
+@pytest.mark.parametrize("growth", [-0.1, float("nan"), float("inf")])
+def test_bad_eager_growth(growth):
+    with pytest.raises(ValueError, match="eager_growth"):
+        with_cudagraphs(_linear(), eager_growth=growth)
+
+
+def test_expert_locality_credits_one_requests_block():
+    from specsched.hardware import MODELS, step_seconds
+
+    m = MODELS["moe-1.6t-a49b"]
+    b = np.array([1.0, 4.0, 8.0, 64.0, 4096.0])
+    uniform = m.weight_params_read(b)
+    assert np.array_equal(m.weight_params_read(b, 0.0, 8), uniform)
+    assert np.array_equal(m.weight_params_read(b, 0.8, 1), uniform)  # a 1-token block: nothing to share
+    local = m.weight_params_read(b, 0.8, 8)
+    assert local[0] == uniform[0] and np.all(local[1:4] < uniform[1:4])
+    # 8 tokens with ρ = 0.8 are 1 + 7·0.2 = 2.4 independent draws
+    assert local[2] == pytest.approx(m.weight_params_read(np.array([2.4]))[0])
+    assert local[-1] / uniform[-1] > 0.999  # large batches touch nearly every expert anyway
+    dense = MODELS["llama2-70b"]
+    assert np.array_equal(dense.weight_params_read(b, 0.8, 8), dense.weight_params_read(b))
+    gpu = specsched.GPUS["b300"]
+    for bad in ({"expert_locality": 1.0}, {"expert_locality": -0.1}, {"expert_locality": float("nan")}):
+        with pytest.raises(ValueError, match="expert_locality"):
+            step_seconds(m, gpu, b, **bad)
+    for bad in (0, 2.5, True):
+        with pytest.raises(ValueError, match="locality_tokens"):
+            step_seconds(m, gpu, b, expert_locality=0.5, locality_tokens=bad)
+
+
 def test_b300_and_the_v4pro_setup():
     assert specsched.GPUS["b300"].hbm_bw == 8.0e12
     t = specsched.builtin_cost("b300x8-v4pro")
     smooth = specsched.builtin_cost("b300x8-v4pro", graphs=False)
     assert specsched.builtin_gpus_per_replica("b300x8-v4pro") == 8
-    assert specsched.builtin_graphs("b300x8-v4pro")[0] == 1024
+    assert specsched.builtin_graphs("b300x8-v4pro") == (1024, 1.25, 0.45)
     assert specsched.builtin_graphs("h200-v4flash") is None
     assert t.latency(121) == smooth.latency(128)
-    assert t.latency(1025) / t.latency(1024) > 1.5  # the cliff
+    assert t.latency(1025) / t.latency(1024) > 1.2  # the cliff
+    assert t.latency(2048) / smooth.latency(2048) > t.latency(1536) / smooth.latency(1536)  # eager growth
+    # expert locality: at one request the 8-token block costs only a little more than 4 tokens
+    assert t.step_seconds(8, 1) / t.step_seconds(4, 1) < 1.06
     # the fitted anchor (REPRODUCTION.md): a concurrency-1 step verifying all 7 drafts, with the setup's
     # draft pass at one request (paper_figs/data/b300x8-v4pro-draft.csv: 3.6 ms), takes 3.40 × 3.7 ms
     assert 3.6e-3 + t.step_seconds(8, 1) == pytest.approx(3.40 * 3.7e-3, rel=0.02)
