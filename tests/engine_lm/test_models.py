@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from engine.drafter import TargetHidden
+from engine.drafter import HiddenRelay, TargetHidden
 from engine.lm.data import DOMAINS, SEP, Corpus
 from engine.lm.drafters import runtime_drafter
 from engine.lm.target import TargetLM, target_outputs
@@ -250,3 +250,20 @@ def test_drafter_refuses_hidden_states_that_do_not_line_up(tiny_bundle):
     drafter.propose([req], 2, e, TargetHidden((0,), (states,)))
     with pytest.raises(ValueError, match="hidden states from 5, expected 3"):
         drafter.propose([req], 2, e, TargetHidden((5,), (states,)))
+
+
+def test_relay_keeps_a_skipping_requests_states_until_it_drafts():
+    """A request the plan gave depth 0 skips the drafter: what it commits meanwhile is handed over,
+    contiguous, the next time it drafts; requests no longer running are dropped."""
+    relay, like = HiddenRelay(), torch.zeros(2, 1, 1, 4, 3)  # KV cache [L=2, slots, H=1, T, Dh=3]
+    relay.computed = torch.arange(5 * 2 * 3, dtype=torch.float32).reshape(5, 2, 3)
+    relay.keep([7, 8], [0, 0], [3, 2], [3, 1])  # rid 7: positions 0..2; rid 8: 0 (its 2nd fed row rejected)
+    assert relay.hand([8], like).states[0].shape == (1, 2, 3)
+    first = relay.computed[:3]
+    relay.computed = torch.ones(2, 2, 3)
+    relay.keep([7, 8], [3, 1], [1, 1], [4, 2])  # rid 7 skipped the drafter last step
+    got = relay.hand([7, 9], like)
+    assert got.starts == (0, 0) and torch.equal(got.states[0], torch.cat([first, torch.ones(1, 2, 3)]))
+    assert got.states[1].shape == (0, 2, 3)  # never seen: nothing
+    relay.keep([7], [4], [1], [5])  # rid 8 finished: dropped
+    assert set(relay.kept) == {7}
