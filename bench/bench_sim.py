@@ -96,7 +96,8 @@ else:
     from sim import simulate
     res = simulate(cfg)
 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-print(json.dumps({{"wall_s": wall, "cpu_s": cpu, "summary": dumps_json(res.summary), "sim_s": res.summary["sim_time_s"],
+print(json.dumps({{"wall_s": wall, "cpu_s": cpu, "tasks_cpu_s": res.timing.get("task_cpu_s", []),
+    "summary": dumps_json(res.summary), "sim_s": res.summary["sim_time_s"],
     "steps": res.summary["steps"], "requests": res.summary["requests_completed"]}}))
 """
 
@@ -195,6 +196,7 @@ def _sharded() -> None:
     one = _python(ROOT, _SHARDED_CODE.format(root=str(ROOT), sets=RAY_SETS, ray=False))
     ray = _python(ROOT, _SHARDED_CODE.format(root=str(ROOT), sets=RAY_SETS, ray=True))
     same = "identical" if one["summary"] == ray["summary"] else "DIFFERENT"
+    tasks = ", ".join(f"{c:.1f}" for c in ray["tasks_cpu_s"])
     replica_hours = RAY_REPLICAS * one["sim_s"] / 3600
     per_h, per_h_cpu = one["wall_s"] / replica_hours, one["cpu_s"] / replica_hours
     day, day_cpu = (CLUSTER_REPLICA_HOURS * x / CLUSTER_CORES / 60 for x in (per_h, per_h_cpu))
@@ -203,6 +205,8 @@ def _sharded() -> None:
         f"{one['steps']} steps):\n"
         f"  1 process {one['wall_s']:7.1f} s wall, local Ray (2 CPUs) {ray['wall_s']:7.1f} s wall: "
         f"{one['wall_s'] / ray['wall_s']:.2f}x (goal ≥ 1.7x); summaries {same}\n"
+        f"  CPU: one process {one['cpu_s']:.1f} s; Ray tasks {tasks} s "
+        f"(+ driver {ray['cpu_s']:.1f} s): {one['cpu_s'] / max(ray['tasks_cpu_s']):.2f}x on 2 free CPUs\n"
         f"  one process: {per_h:.1f} s wall ({per_h_cpu:.1f} s CPU) per replica-hour → a cluster-day "
         f"(100 replicas × 24 h) on {CLUSTER_CORES} cores ≈ {day:.0f} min ({day_cpu:.0f} min from CPU time) "
         "if the shards scale linearly"

@@ -218,7 +218,7 @@ def main(argv: list[str]) -> int:
         if sharded:
             from sim.shard import simulate_sharded
 
-            result = simulate_sharded(cfg, args.address)
+            result = simulate_sharded(cfg, args.address, progress=not args.quiet)
         else:
             result = simulate(cfg, progress=not args.quiet, observer=timeline)
     except BaseException as err:

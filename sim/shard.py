@@ -21,6 +21,7 @@ May import: numpy, the standard library, `sim.run`, `sim.wiring`, `sim.recorder`
 
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
@@ -54,13 +55,15 @@ def run_shard(cfg: SimConfig, group: list[int]) -> dict:
     """Simulate replicas `group` of `cfg`'s run (one Ray task): their requests' rows and their tallies.
 
     Returns {"rows": int64[M] request ids, column: values[M] for column in PER_REQUEST, "completed": M,
-    "parts": {replica: Tally}}.
+    "parts": {replica: Tally}, "cpu_s": the task's CPU seconds}.
     """
+    cpu = time.process_time()
     prep = prepare(cfg)
     rec = run_replicas(prep, only=group)
     rows = np.flatnonzero(np.isin(rec.replica, group))
     out = {name: getattr(rec, name)[rows] for name in PER_REQUEST}
-    out.update(rows=rows, completed=rec.completed, parts={k: rec.parts[k] for k in group})
+    parts = {k: rec.parts[k] for k in group}
+    out.update(rows=rows, completed=rec.completed, parts=parts, cpu_s=time.process_time() - cpu)
     return out
 
 
@@ -70,8 +73,11 @@ def groups(replicas: int, cpus: int) -> list[list[int]]:
     return [list(range(t, replicas, tasks)) for t in range(tasks)]
 
 
-def simulate_sharded(cfg: SimConfig, address: str | None = None) -> SimResult:
-    """`sim.run.simulate(cfg)`'s result, computed by replica on Ray (`shard_reason(cfg)` must be None)."""
+def simulate_sharded(cfg: SimConfig, address: str | None = None, *, progress: bool = False) -> SimResult:
+    """`sim.run.simulate(cfg)`'s result, computed by replica on Ray (`shard_reason(cfg)` must be None).
+
+    progress: print each finished task with an ETA to stderr (tasks report nothing until they finish).
+    """
     reason = shard_reason(cfg)
     if reason is not None:
         raise ValueError(f"simulate_sharded: {reason}")
@@ -81,7 +87,19 @@ def simulate_sharded(cfg: SimConfig, address: str | None = None) -> SimResult:
         t_loop = time.perf_counter()
         cpus = int(ray.cluster_resources().get("CPU", 1))
         task = ray.remote(num_cpus=1)(run_shard)
-        shards = ray.get([task.remote(cfg, group) for group in groups(cfg.server.replicas, cpus)])
+        pending = [task.remote(cfg, group) for group in groups(cfg.server.replicas, cpus)]
+        shards, total = [], len(pending)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            shards.extend(ray.get(done))
+            if progress:
+                wall = time.perf_counter() - t_loop
+                eta = wall * (total - len(shards)) / len(shards)
+                print(
+                    f"  sim (ray): {len(shards)}/{total} tasks done, wall {wall:.0f}s, ETA {eta:.0f}s",
+                    file=sys.stderr,
+                    flush=True,
+                )
     rec = Recorder(
         len(prep.workload),
         max_bins=4 * cfg.metrics.series_bins,
@@ -97,4 +115,6 @@ def simulate_sharded(cfg: SimConfig, address: str | None = None) -> SimResult:
     if rec.completed != rec.n:
         raise RuntimeError(f"sharded run ended with {rec.n - rec.completed} of {rec.n} requests unfinished")
     rec.merge()
-    return results(prep, rec, t_start, t_loop)
+    result = results(prep, rec, t_start, t_loop)
+    result.timing["task_cpu_s"] = [shard["cpu_s"] for shard in shards]  # completion order
+    return result

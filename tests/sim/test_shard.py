@@ -36,9 +36,10 @@ def test_state_free_routers_route_up_front():
 
 
 def test_session_hash_is_fixed_and_spreads():
-    assert session_replica(np.array([0, 1, 2, 3]), 1000).tolist() == [
-        int(x) for x in session_replica(np.array([0, 1, 2, 3]), 1000)
-    ]
+    # splitmix64's first output for seed 0 is 0xE220A8397B1DCDAF (≡ 535 mod 1000): the hash is the
+    # published finalizer, the same in every process and on every machine
+    keys = np.array([0, 1, 2, 3, -1, 2**40])
+    assert session_replica(keys, 1000).tolist() == [535, 465, 110, 53, 936, 641]
     counts = np.bincount(session_replica(np.arange(10_000), 10), minlength=10)
     assert counts.min() > 900
 
@@ -142,3 +143,17 @@ def test_bad_backend_or_address_is_one_line_exit_2(flags, field, tmp_path, capsy
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and field in err[0], err
     assert not (out / "summary.json").exists()
+
+
+def test_session_router_follows_the_trace_session_column(tmp_path):
+    trace = tmp_path / "t.csv"
+    rows = [f"{0.05 * i:.2f},{50 + i},{20 + i},{[3, 8, 3, -1, 8, 5][i % 6]}" for i in range(30)]
+    trace.write_text("arrival_s,input_tokens,output_tokens,session_id\n" + "\n".join(rows) + "\n")
+    cfg = config(
+        f"workload.trace={trace}", "workload.kind=trace", "server.replicas=4", "server.router=session"
+    )
+    rec = run_replicas(prepare(cfg))
+    session = prepare(cfg).workload.session
+    assert session is not None and session.tolist()[:6] == [3, 8, 3, -1, 8, 5]
+    keys = np.where(session >= 0, session, np.arange(30))
+    assert np.array_equal(rec.replica, session_replica(keys, 4))
