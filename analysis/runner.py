@@ -14,7 +14,7 @@ Backends
   retries for dead workers. Ray is optional and imported only here.
 
 May import: the standard library, `specsched.errors`, `analysis.sweepfile`, `analysis.store`,
-`analysis.progress`, `analysis.model`; `ray` lazily.
+`specsched.progress`, `analysis.model`; `ray` lazily.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
-import socket
 import threading
 import time
 import traceback
@@ -35,9 +34,9 @@ from pathlib import Path
 
 from analysis import store
 from analysis.model import load_model
-from analysis.progress import Progress
 from analysis.sweepfile import Cell, Sweep, expand, fingerprint
 from specsched.errors import InputError
+from specsched.progress import Progress
 
 MAX_ATTEMPTS = 3
 BACKENDS = ("local", "ray")
@@ -275,57 +274,18 @@ def _run_pool(todo: list[Cell], model, jobs: int, on_done: Done, on_error: Faile
 
 
 def _import_ray():
-    try:
-        import ray
-    except ImportError:
-        raise InputError(
-            "the Ray backend needs the optional dependency ray (pip install 'specbed[ray]')",
-            field="--backend",
-        ) from None
-    return ray
+    from sim.raysession import import_ray
 
-
-def _probe(address: str) -> None:
-    """Fail fast (5 s) on a Ray address nothing listens on; ray.init itself retries for minutes."""
-    if address in ("auto", "local"):
-        return
-    hostport = address.removeprefix("ray://")
-    host, _, port = hostport.rpartition(":")
-    if not host or not port.isdigit():
-        raise InputError(
-            f"expected host:port, ray://host:port, auto or local; got {address!r}", field="--address"
-        )
-    try:
-        socket.create_connection((host, int(port)), timeout=5).close()
-    except OSError as err:
-        raise InputError(f"cannot reach Ray at {address}: {err.strerror or err}", field="--address") from None
+    return import_ray()
 
 
 @contextlib.contextmanager
 def _ray_session(jobs: int, address: str | None):
-    """Ray connected for the block: a cluster at `address`, or a local instance with `jobs` CPUs on this
-    machine (shut down afterwards). An already initialized Ray is used as is."""
-    ray = _import_ray()
-    if ray.is_initialized():
+    """`sim.raysession.ray_session` (shared with `specbed run --backend ray`), imported when used."""
+    from sim.raysession import ray_session
+
+    with ray_session(jobs, address) as ray:
         yield ray
-        return
-    if address is not None:
-        _probe(address)
-    kwargs = {"include_dashboard": False, "log_to_driver": False, "logging_level": "ERROR"}
-    try:
-        if address is None:
-            ray.init(num_cpus=jobs, **kwargs)
-        else:
-            ray.init(address=address, **kwargs)
-    except Exception as err:  # ConnectionError, RuntimeError, ...: one line for the user
-        raise InputError(
-            f"cannot start or reach Ray: {' '.join(str(err).split())[:300]}",
-            field="--address" if address else "--backend",
-        ) from None
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
 
 
 def _run_ray(todo: list[Cell], model, on_done: Done, on_error: Failed) -> None:

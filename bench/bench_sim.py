@@ -14,6 +14,12 @@ opt-in: `SPECBED_BENCH_1M=1 python -m bench sim`. `SPECBED_BENCH_NO_REF=1` skips
 `SPECBED_BENCH_REPEAT=N` (default 2) alternates N runs of each side and keeps each side's fastest. CPU time
 (process time) is printed beside wall time: under contention it is the steadier of the two.
 
+The sharded run (issue 15 part 3) is opt-in too: `SPECBED_BENCH_RAY=1 python -m bench sim` runs 20
+replicas for one simulated hour (387,320 requests, Poisson at 20 × the Azure 2023 conversation trace's
+rate with its lengths, round-robin) in one process and on a local 2-CPU Ray instance (`sim.shard`), checks
+the two summaries are identical, and prints both wall times, the ratio (goal ≥ 1.7×), the per-replica-hour
+cost and the cluster-day estimate of README's "Speed" section.
+
 May import: numpy, the standard library, sim, specsched.
 """
 
@@ -59,6 +65,42 @@ MILLION_SETS = [
     "server.max_num_seqs=512",
 ]
 
+#: 20 replicas × one hour at the Azure 2023 conversation trace's own rate per replica (19,366 requests/h,
+#: a stable load for one V4-Flash-like GPU), its prompt and output lengths resampled: 387,320 requests.
+RAY_SETS = [
+    "workload.kind=poisson",
+    "workload.num_requests=387320",
+    "workload.rate=107.5889",
+    "workload.trace=azure2023-conv",
+    "workload.input_dist=trace",
+    "workload.output_dist=trace",
+    "drafter.name=dspark",
+    "policy.name=dspark",
+    "server.cost=h200-v4flash",
+    "server.replicas=20",
+    "server.router=round_robin",
+]
+RAY_REPLICAS, CLUSTER_REPLICA_HOURS, CLUSTER_CORES = 20, 100 * 24, 32
+
+_SHARDED_CODE = """
+import json, sys, time
+sys.path.insert(0, {root!r})
+from sim.cli import dumps_json
+from sim.config_io import load_config
+cfg = load_config(None, {sets!r})
+t0, c0 = time.perf_counter(), time.process_time()
+if {ray!r}:
+    from sim.shard import simulate_sharded
+    res = simulate_sharded(cfg)
+else:
+    from sim import simulate
+    res = simulate(cfg)
+wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+print(json.dumps({{"wall_s": wall, "cpu_s": cpu, "tasks_cpu_s": res.timing.get("task_cpu_s", []),
+    "summary": dumps_json(res.summary), "sim_s": res.summary["sim_time_s"],
+    "steps": res.summary["steps"], "requests": res.summary["requests_completed"]}}))
+"""
+
 _CODE = """
 import json, resource, sys, time
 sys.path.insert(0, {root!r})
@@ -79,7 +121,11 @@ print(json.dumps({{"wall_s": wall, "cpu_s": cpu, "loop_s": res.timing["loop_s"],
 def _run(root: Path, config: str | None, sets: list[str], progress: bool = False) -> dict:
     """One simulate() in a fresh interpreter with `root`'s code first on sys.path; its figures."""
     cfg = None if config is None else str(ROOT / config)
-    code = _CODE.format(root=str(root), config=cfg, sets=sets, progress=progress)
+    return _python(root, _CODE.format(root=str(root), config=cfg, sets=sets, progress=progress), progress)
+
+
+def _python(root: Path, code: str, progress: bool = False) -> dict:
+    """Run `code` in a fresh interpreter in `root`; the JSON object its last stdout line holds."""
     proc = subprocess.run(
         [sys.executable, "-c", code],
         cwd=root,
@@ -145,6 +191,28 @@ def _million() -> None:
     )
 
 
+def _sharded() -> None:
+    """The 20-replica hour in one process, then on a local 2-CPU Ray instance: wall times, ratio, identity."""
+    one = _python(ROOT, _SHARDED_CODE.format(root=str(ROOT), sets=RAY_SETS, ray=False))
+    ray = _python(ROOT, _SHARDED_CODE.format(root=str(ROOT), sets=RAY_SETS, ray=True))
+    same = "identical" if one["summary"] == ray["summary"] else "DIFFERENT"
+    tasks = ", ".join(f"{c:.1f}" for c in ray["tasks_cpu_s"])
+    replica_hours = RAY_REPLICAS * one["sim_s"] / 3600
+    per_h, per_h_cpu = one["wall_s"] / replica_hours, one["cpu_s"] / replica_hours
+    day, day_cpu = (CLUSTER_REPLICA_HOURS * x / CLUSTER_CORES / 60 for x in (per_h, per_h_cpu))
+    print(
+        f"sim 20 replicas × 1 h ({one['requests']} requests, Poisson, Azure conv lengths, round-robin; "
+        f"{one['steps']} steps):\n"
+        f"  1 process {one['wall_s']:7.1f} s wall, local Ray (2 CPUs) {ray['wall_s']:7.1f} s wall: "
+        f"{one['wall_s'] / ray['wall_s']:.2f}x (goal ≥ 1.7x); summaries {same}\n"
+        f"  CPU: one process {one['cpu_s']:.1f} s; Ray tasks {tasks} s "
+        f"(+ driver {ray['cpu_s']:.1f} s): {one['cpu_s'] / max(ray['tasks_cpu_s']):.2f}x on 2 free CPUs\n"
+        f"  one process: {per_h:.1f} s wall ({per_h_cpu:.1f} s CPU) per replica-hour → a cluster-day "
+        f"(100 replicas × 24 h) on {CLUSTER_CORES} cores ≈ {day:.0f} min ({day_cpu:.0f} min from CPU time) "
+        "if the shards scale linearly"
+    )
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ref_root = None if os.environ.get("SPECBED_BENCH_NO_REF") else _reference(tmp)
@@ -165,6 +233,10 @@ def main() -> None:
         _million()
     else:
         print("sim 1M requests: skipped (set SPECBED_BENCH_1M=1 to run it, ~minutes)")
+    if os.environ.get("SPECBED_BENCH_RAY"):
+        _sharded()
+    else:
+        print("sim 20 replicas on Ray: skipped (set SPECBED_BENCH_RAY=1 to run it, ~minutes)")
 
 
 if __name__ == "__main__":

@@ -2,12 +2,13 @@
 a confidence per position. `ModelDrafter` is a small draft model (TinyLM) with its own KV cache.
 
 Protocol (what engine.loop calls):
-    propose(reqs, gamma, exponentials) -> Proposal
-        reqs: the running requests (`.rid`, `.tokens` = prompt + committed output, `.params`, `.slot` = the
-        request's cache slot in the target's KV cache, where drafters that read the target's hidden
-        states find them);
+    propose(reqs, gamma, exponentials[, hidden=TargetHidden]) -> Proposal
+        reqs: the running requests (`.rid`, `.tokens` = prompt + committed output, `.params`);
         exponentials: float64 [R, γ, V], the Exp(1) noise to sample draft position k with (engine.noise
-        keys it; in coupled mode it is the target's own noise for that absolute position).
+        keys it; in coupled mode it is the target's own noise for that absolute position);
+        hidden: only for drafters whose `uses_hidden` is True: the target's hidden states of the positions
+        the previous step's verify forward computed and committed, per request (as vLLM's EAGLE proposer
+        receives `target_hidden_states`); the drafter keeps what it has not consumed yet.
     release(rid) -> None: the request left the batch; drop its state.
     observe(rids, lengths, accepted) -> None (optional): after each verify, the verify lengths ℓ and the
         accepted counts of the last proposal, for drafters that calibrate their confidence online.
@@ -74,6 +75,58 @@ class Proposal:
 
         raw = None if self.raw_conf is None else put(self.raw_conf)
         return Proposal(put(self.tokens), put(self.probs), put(self.conf), raw)
+
+
+@dataclass(frozen=True)
+class TargetHidden:
+    """The target's hidden states handed to a drafter, aligned with the propose call's `reqs`: request i's
+    committed positions starts[i] .. starts[i] + n_i − 1 (absolute: prompt + output) that the previous step's
+    verify forward computed, as states[i] float[n_i, L, d] (the residual stream after every block; n_i = 0
+    for a request no forward has seen yet). Each committed position is handed over exactly once."""
+
+    starts: tuple[int, ...]
+    states: tuple[torch.Tensor, ...]
+
+    @staticmethod
+    def committed(states: torch.Tensor, first: Sequence[int], n_fed: Sequence[int], lengths: Sequence[int]):
+        """Per request r, (first[r], float[lengths[r] − first[r], L, d]): of the packed (request-major)
+        states float[N, L, d] a forward computed for n_fed[r] positions from first[r] on, those of the
+        positions now committed (< lengths[r]; the rest were rejected drafts)."""
+        offs = np.cumsum([0, *n_fed[:-1]]).tolist()
+        return [(c, states[o : o + n - c]) for o, c, n in zip(offs, first, lengths)]
+
+    @classmethod
+    def of(cls, kept: Sequence[tuple[int, torch.Tensor] | None], like: torch.Tensor) -> TargetHidden:
+        """From per-request `committed` pairs (None: nothing computed yet; an empty float[0, L, d] then, of
+        `like`'s dtype and device, like = the KV cache float[L, slots, H, T, Dh])."""
+        empty = torch.zeros(
+            (0, like.shape[0], like.shape[2] * like.shape[4]), dtype=like.dtype, device=like.device
+        )
+        pairs = [(0, empty) if k is None else k for k in kept]
+        return cls(tuple(p[0] for p in pairs), tuple(p[1] for p in pairs))
+
+
+class HiddenRelay:
+    """The loop's side of TargetHidden: `computed` = the last forward's packed hidden states float[N, L, d];
+    `keep` picks each running request's newly committed ones (added to what it has not handed yet: a request
+    the plan gave depth 0 skips the drafter), `hand` gives them to the next propose of those requests."""
+
+    def __init__(self) -> None:
+        self.computed: torch.Tensor | None = None
+        self.kept: dict[int, tuple[int, torch.Tensor]] = {}  # rid -> (first position, states)
+
+    def keep(self, rids: Sequence[int], first: Sequence[int], n_fed: Sequence[int], lengths: Sequence[int]):
+        """The forward computed n_fed[r] positions of request rids[r] (the running ones) from first[r] on;
+        those < lengths[r] are now committed. Requests no longer running are dropped."""
+        kept = {}
+        for rid, (start, new) in zip(rids, TargetHidden.committed(self.computed, first, n_fed, lengths)):
+            old = self.kept.get(rid)
+            kept[rid] = (start, new) if old is None else (old[0], torch.cat([old[1], new]))
+        self.kept = kept
+
+    def hand(self, rids: Sequence[int], like: torch.Tensor) -> TargetHidden:
+        """What `rids` committed since they were last handed theirs (then forgotten here)."""
+        return TargetHidden.of([self.kept.pop(rid, None) for rid in rids], like)
 
 
 class Drafter(Protocol):

@@ -36,6 +36,8 @@ Step output: every step returns a `StepOutput` (what was planned, verified, acce
 confidences, and the step's times on `EngineConfig.clock`); `generate` hands it to each of its `observers`
 (callables), which is how measurement (engine.measure.rollout) and STS fitting see the loop without
 touching it.
+Hidden states: a drafter with `uses_hidden` gets, as `propose(..., hidden=TargetHidden)`, the target's hidden
+states of the positions the previous step's verify forward computed and committed (drafter.HiddenRelay).
 
 May import: torch, numpy, stdlib, specsched, engine.*.
 """
@@ -52,7 +54,7 @@ import numpy as np
 import torch
 
 import specsched
-from engine.drafter import Drafter, pad_batch
+from engine.drafter import Drafter, HiddenRelay, pad_batch
 from engine.model import KVCache, TinyLM
 from engine.noise import SALT_ACCEPT, SALT_DRAFT, SALT_SAMPLE, keyed_exponentials, keyed_uniforms
 from engine.sampling import SamplingParams, probs_from_logits, sample
@@ -205,7 +207,7 @@ class Engine:
         if on.type != self.device.type or (self.device.type == "cuda" and index_differs):
             raise ValueError(
                 f"Engine: the target's weights are on {target.w['tok'].device}, EngineConfig field 'device' "
-                f"is {config.device!r} (move the models first, e.g. Bundle.feature_target(device))"
+                f"is {config.device!r} (move the models first, e.g. Bundle.target(device))"
             )
         self.max_len = max_len
         self.cache = KVCache(target.config, config.max_running, max_len, device=self.device)
@@ -217,6 +219,7 @@ class Engine:
         self._rows = specsched.StaleBuffer(config.max_running, config.gamma, delay) if uses else None
         self._age = np.zeros(config.max_running, dtype=np.int64)  # speculative steps since admission, by slot
         self._draft_cost = config.draft_cost or specsched.DraftCost("parallel", 1.0)
+        self._relay = HiddenRelay() if getattr(drafter, "uses_hidden", False) else None
 
     def generate(self, requests: Sequence[Request], *, speculative: bool = True) -> dict[int, list[int]]:
         """Decode every request to max_new_tokens; returns rid -> generated token ids."""
@@ -233,6 +236,8 @@ class Engine:
         self.stats = EngineStats()
         started = time.perf_counter()
         self._t0 = self._now()
+        if self._relay is not None:
+            self._relay = HiddenRelay()  # nothing carries over from an earlier generate (rids may repeat)
         waiting, running, done = deque(requests), [], {}
         free = list(range(self.config.max_running - 1, -1, -1))
         while waiting or running:
@@ -267,7 +272,10 @@ class Engine:
     def _forward(self, running, feeds) -> tuple[torch.Tensor, torch.Tensor]:
         tokens, n_valid = pad_batch(feeds, self.device)
         slots = self._tensor([x.slot for x in running])
-        return self.target.forward(tokens, n_valid, slots, self.cache), n_valid
+        out = self.target.run(tokens, n_valid, slots, self.cache, hidden=self._relay is not None)
+        if self._relay is not None:
+            self._relay.computed = out.hidden.to(self.cache.k.dtype)
+        return out.logits, n_valid
 
     def _feeds(self, running) -> tuple[list[list[int]], list[int]]:
         """Each request's committed tokens not yet in the target cache, and its committed length."""
@@ -375,7 +383,11 @@ class Engine:
         observe = getattr(self.drafter, "observe", None)  # the Drafter protocol's optional hook
         if observe is not None:
             observe([x.rid for x in running], ells, [n - 1 for n in emitted])
-        self._commit_lengths(running, [c + n - 1 for c, n in zip(committed, emitted)])  # + accepted drafts
+        kept = [c + n - 1 for c, n in zip(committed, emitted)]  # committed + accepted drafts
+        if self._relay is not None:  # before committing: the cached lengths are where the forward began
+            first = [self._cached[x.slot] for x in running]
+            self._relay.keep([x.rid for x in running], first, [len(f) for f in feeds], kept)
+        self._commit_lengths(running, kept)
         for x, row, n in zip(running, tokens.tolist(), emitted):
             x.output.extend(row[: min(n, x.remaining)])
         self.stats.steps += 1
@@ -398,12 +410,18 @@ class Engine:
         full drafting computes)."""
         gamma = self.config.gamma
         if depths is None:
-            return self.drafter.propose(running, gamma, e_draft)
+            return self.drafter.propose(running, gamma, e_draft, **self._hidden(running))
         drafting = np.flatnonzero(depths)
         rows = torch.as_tensor(drafting, device=e_draft.device)
         reqs = running if drafting.size == len(running) else [running[i] for i in drafting]
-        prop = self.drafter.propose(reqs, deepest, e_draft[rows, :deepest])
+        prop = self.drafter.propose(reqs, deepest, e_draft[rows, :deepest], **self._hidden(reqs))
         return prop.placed(rows, torch.as_tensor(depths, device=e_draft.device), len(running), gamma)
+
+    def _hidden(self, reqs) -> dict:
+        """propose's `hidden` keyword: what the target committed for `reqs` since they last drafted."""
+        if self._relay is None:
+            return {}
+        return {"hidden": self._relay.hand([x.rid for x in reqs], self.cache.k)}
 
     def _depths(self, stale: np.ndarray) -> np.ndarray:
         limit = self.config.max_batch_tokens

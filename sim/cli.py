@@ -1,6 +1,7 @@
 """`specbed run [CONFIG.toml] [--set section.key=value ...] [--out DIR]`: one simulator run from the shell.
 
-Role: parse flags, run `sim.simulate`, print a summary table, and write the results:
+Role: parse flags, run `sim.simulate` (or, with --backend ray, `sim.shard.simulate_sharded`: the same
+results computed by replica on Ray), print a summary table, and write the results:
 DIR/summary.json (the summary dict; NaN written as null), DIR/requests.csv (one row per request),
 DIR/series.csv (time series), DIR/confidence.json (the acceptance model's ECE/AUC report) and
 DIR/config.toml (the resolved config, which `specbed run DIR/config.toml` replays); with --timeline also
@@ -12,7 +13,8 @@ in DIR and renamed over the old ones (`specsched.safeio.write_files`), so bad in
 a crash or a full disk never leaves a half-written file. Bad input raises `InputError` (one line, exit 2
 via specbed.cli).
 
-May import: numpy, the standard library, `sim` modules, `specsched.errors`, `specsched.safeio`.
+May import: numpy, the standard library, `sim` modules (`sim.shard` lazily: it may import Ray),
+`specsched.errors`, `specsched.safeio`.
 """
 
 from __future__ import annotations
@@ -78,6 +80,19 @@ def _parser() -> argparse.ArgumentParser:
         "--out", metavar="DIR", help="write summary.json, requests.csv, series.csv, config.toml here"
     )
     p.add_argument("--quiet", action="store_true", help="print no table and no progress")
+    p.add_argument(
+        "--backend",
+        choices=("local", "ray"),
+        default="local",
+        help="local: one process (default); ray: shard the replicas over Ray tasks (open loop, a "
+        "state-free router), same results",
+    )
+    p.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="with --backend ray: the Ray cluster (HOST:PORT, ray://HOST:PORT or auto); default: start a "
+        "local instance with 2 CPUs",
+    )
     p.add_argument(
         "--timeline",
         action="store_true",
@@ -160,6 +175,25 @@ def _timeline_error(err: OSError, out: Path) -> InputError:
     )
 
 
+def _sharded(args: argparse.Namespace, cfg) -> bool:
+    """Whether this run goes to Ray; prints one line to stderr when --backend ray has to stay local."""
+    if args.address is not None and args.backend != "ray":
+        raise InputError("needs --backend ray", field="--address")
+    if args.backend != "ray":
+        return False
+    from sim.raysession import import_ray, probe
+    from sim.shard import shard_reason
+
+    import_ray()  # a missing Ray fails before the run, whether it shards or not
+    if args.address is not None:
+        probe(args.address)  # a bad address fails even when the run stays local
+    reason = "--timeline records every step in one process" if args.timeline else shard_reason(cfg)
+    if reason is not None:
+        print(f"specbed run: --backend ray runs in one process: {reason}", file=sys.stderr)
+        return False
+    return True
+
+
 def main(argv: list[str]) -> int:
     from sim.run import simulate
 
@@ -180,9 +214,15 @@ def main(argv: list[str]) -> int:
 
         meta = {"policy": cfg.policy.name, "drafter": cfg.drafter.name, "seed": cfg.seed}
         timeline = TimelineWriter(out / "timeline.json", gamma=cfg.drafter.effective_gamma, meta=meta)
+    sharded = _sharded(args, cfg)
     start = time.perf_counter()
     try:
-        result = simulate(cfg, progress=not args.quiet, observer=timeline)
+        if sharded:
+            from sim.shard import simulate_sharded
+
+            result = simulate_sharded(cfg, args.address, progress=not args.quiet)
+        else:
+            result = simulate(cfg, progress=not args.quiet, observer=timeline)
     except BaseException as err:
         if timeline is not None:
             timeline.abort()

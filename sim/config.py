@@ -35,7 +35,7 @@ from specsched.graphs import check_capture_sizes
 WORKLOAD_KINDS = ("poisson", "gamma", "closed", "trace")
 LENGTH_DISTS = ("fixed", "uniform", "exponential", "lognormal", "trace")
 THINK_DISTS = ("fixed", "exponential")
-ROUTERS = ("round_robin", "least_outstanding")
+ROUTERS = ("round_robin", "least_outstanding", "random", "session")
 #: how a drafter's pass is priced (see sim.drafter): drafter.kind, or the built-in name's own kind
 DRAFTER_KINDS = ("parallel", "autoregressive", "free")
 BUILTIN_KINDS = {"none": "free", "mtp": "autoregressive", "eagle3": "autoregressive", "dflash": "parallel",
@@ -259,7 +259,9 @@ class ServerConfig:
         as engines pad to captured sizes) or "linear" (interpolate); built-in tables ignore it.
     layers: target layers, to price draft layers (one draft layer = latency / layers); default: the
         built-in table's own; required with a CSV table when the drafter has layers to price.
-    router: "round_robin" or "least_outstanding" (fewest queued + running; ties to the lowest index).
+    router: "round_robin", "least_outstanding" (fewest queued + running; ties to the lowest index),
+        "random" (uniform, from the run's "router" stream) or "session" (a hash of the session: the user
+        in closed loop, the trace's session column, else the request id); see `sim.routing`.
     max_num_seqs: running requests per replica. max_num_batched_tokens: per-step token budget shared by
         verify tokens (first) and prefill chunks. kv_tokens: KV cache capacity per replica, in tokens.
     policy_cost: the table the POLICY plans with (a built-in name or CSV, read like `cost`, with the same

@@ -1,7 +1,9 @@
 """What the server records while it runs: per-request scalars, exact queue integrals, bounded time bins.
 
-Role: the server's write-only sink. Memory is O(N) per-request scalars plus a fixed number of time bins
-and histogram buckets; nothing is kept per token or per step. `sim.metrics` turns a finished `Recorder`
+Role: the server's write-only sink. Memory is O(N) per-request scalars plus, per replica, a fixed number
+of time bins and histogram buckets; nothing is kept per token or per step. Sums over time are kept per
+replica and added in replica order at the end, so they are the same whether the replicas ran in one
+process or in shards (`sim.shard`). `sim.metrics` turns a finished `Recorder`
 into the summary.
 
 May import: numpy and the standard library.
@@ -34,11 +36,7 @@ class TimeBins:
         """Bin of time t (seconds), widening (pairwise merging) until it fits."""
         i = int(t / self.width)
         while i >= self.max_bins:
-            half = self.max_bins // 2
-            merged = self.data[0::2] + self.data[1::2]
-            self.data[:half] = merged
-            self.data[half:] = 0.0
-            self.width *= 2.0
+            self._widen()
             i = int(t / self.width)
         if i >= self.used:
             self.used = i + 1
@@ -47,6 +45,29 @@ class TimeBins:
     def fits(self, t: float) -> bool:
         """Whether time t (seconds) falls in the bins without widening them."""
         return int(t / self.width) < self.max_bins
+
+    def _widen(self) -> None:
+        """Double the width: bin pairs merged into the first half."""
+        half = self.max_bins // 2
+        merged = self.data[0::2] + self.data[1::2]
+        self.data[:half] = merged
+        self.data[half:] = 0.0
+        self.width *= 2.0
+
+    @classmethod
+    def merged(cls, parts: list[TimeBins]) -> TimeBins:
+        """The sum of `parts` (same max_bins), each first widened to the widest one, added in list order
+        (a fixed order, so the sum is the same whichever process filled each part)."""
+        out = cls(parts[0].max_bins, max(p.width for p in parts))
+        for p in parts:
+            q = cls(p.max_bins, p.width)
+            q.data[:], q.used = p.data, p.used
+            while q.width < out.width:
+                q._widen()
+                q.used = (q.used + 1) // 2
+            out.data += q.data
+            out.used = max(out.used, q.used)
+        return out
 
     def window_sum(self, column: int, t0: float, t1: float) -> float:
         """Σ of `column` over [t0, t1], partial bins counted pro rata (uniform within a bin)."""
@@ -85,6 +106,17 @@ class LogHistogram:
         self.total += weight * value
         self.total_sq += weight * value * value
 
+    @classmethod
+    def merged(cls, parts: list[LogHistogram]) -> LogHistogram:
+        """The sum of `parts` (same buckets), added in list order."""
+        out = cls()
+        for p in parts:
+            out.counts += p.counts
+            out.weight += p.weight
+            out.total += p.total
+            out.total_sq += p.total_sq
+        return out
+
     def mean(self) -> float:
         return self.total / self.weight if self.weight else math.nan
 
@@ -108,55 +140,31 @@ class LogHistogram:
         return math.exp(self._log_lo + (i + min(max(frac, 0.0), 1.0)) / self._scale)
 
 
-class Recorder:
-    """Everything measured during one run.
+class Tally:
+    """One replica's sums over time: steps, draft/verify seconds, preemptions, ITL, speculation counters,
+    exact ∫ queue length dt and ∫ requests in system dt, and its `bins`.
 
-    Per request (arrays of length N, indexed by request id; NaN/0 until set):
-      arrival_s, admit_s (first admission), first_token_s, finish_s: seconds.
-      generated: tokens emitted so far. decode_steps: speculative (decode) steps taken.
-      accepted: accepted drafts summed over its decode steps. verify_tokens: Σ (1 + ℓ) over its decode steps.
-      preemptions: times it was preempted. replica: where it ran (−1 before routing).
-    Totals: steps, draft_s, verify_s, preemptions.
-    Inter-token latency (`itl`, a `LogHistogram` of seconds): every gap between two consecutive token
-    emissions of one request, over the whole run. Steps of a replica run back to back, so a decoding
-    request's gap is exactly the duration of the step it decodes in (weight: the step's decoding requests);
-    a request preempted after its first token adds one gap, from its preemption (when it last emitted) to
-    the end of its re-prefill.
-    Speculation totals (whole run, vLLM's counters): drafts (request-steps verifying ≥ 1 draft) and
-    `accepted_hist: int64[γ + 1]` (request-steps by accepted drafts; "accepted ≥ i + 1" is vLLM's
-    per-position count of position i). Exact integrals ∫ queue length dt and ∫ requests in
-    system dt (updated at every change, for Little's law) and `bins` for the time series.
+    Kept per replica so that a run's totals do not depend on the order in which replicas' events
+    interleave: a replica simulated alone (a shard of `sim.shard`) fills exactly the Tally it fills in
+    the single-process run, and `Recorder.close` adds the Tallies in replica order.
     """
 
-    def __init__(self, n: int, max_bins: int, gamma: int = 0) -> None:
-        self.n = n
-        self.arrival_s = np.full(n, np.nan)
-        self.admit_s = np.full(n, np.nan)
-        self.first_token_s = np.full(n, np.nan)
-        self.finish_s = np.full(n, np.nan)
-        self.generated = np.zeros(n, dtype=np.int64)
-        self.decode_steps = np.zeros(n, dtype=np.int64)
-        self.accepted = np.zeros(n, dtype=np.int64)
-        self.verify_tokens = np.zeros(n, dtype=np.int64)
-        self.preemptions = np.zeros(n, dtype=np.int64)
-        self.replica = np.full(n, -1, dtype=np.int64)
+    def __init__(self, max_bins: int, gamma: int) -> None:
         self.bins = TimeBins(max_bins)
         self.itl = LogHistogram()
         self.drafts = 0
         self.accepted_hist = np.zeros(gamma + 1, dtype=np.int64)
-        self._resume_from = np.full(n, np.nan)  # last emission of a preempted request (for its ITL gap)
         self.steps = 0
         self.draft_s = 0.0
         self.verify_s = 0.0
         self.total_preemptions = 0
-        self.completed = 0
         self.queue_len = 0
         self.system_len = 0
         self.queue_area = 0.0
         self.system_area = 0.0
         self._last_t = 0.0
 
-    def _advance(self, now: float) -> None:
+    def advance(self, now: float) -> None:
         """Add queue/system length × elapsed time since the last change (split over the bins it spans)."""
         last = self._last_t
         dt = now - last
@@ -181,30 +189,91 @@ class Recorder:
             data[i, BIN_QUEUE_AREA] += q * overlap
             data[i, BIN_SYSTEM_AREA] += s * overlap
 
+
+#: Tally fields added up by `Recorder.close` (ints exactly, floats left to right in replica order)
+_SUMMED = ("drafts", "steps", "draft_s", "verify_s", "total_preemptions", "queue_area", "system_area")
+
+
+#: Recorder's per-request arrays (what a shard sends back for its requests)
+PER_REQUEST = (
+    "arrival_s",
+    "admit_s",
+    "first_token_s",
+    "finish_s",
+    "generated",
+    "decode_steps",
+    "accepted",
+    "verify_tokens",
+    "preemptions",
+    "replica",
+)
+
+
+class Recorder:
+    """Everything measured during one run.
+
+    Per request (arrays of length N, indexed by request id; NaN/0 until set):
+      arrival_s, admit_s (first admission), first_token_s, finish_s: seconds.
+      generated: tokens emitted so far. decode_steps: speculative (decode) steps taken.
+      accepted: accepted drafts summed over its decode steps. verify_tokens: Σ (1 + ℓ) over its decode steps.
+      preemptions: times it was preempted. replica: where it ran (−1 before routing).
+    Per replica (`parts`, one `Tally` each, filled during the run): the sums over time. `close` adds them
+    up in replica order into the run's totals, read afterwards: steps, draft_s, verify_s,
+    total_preemptions, queue_area, system_area, bins, itl, drafts, accepted_hist.
+    Inter-token latency (`itl`, a `LogHistogram` of seconds): every gap between two consecutive token
+    emissions of one request, over the whole run. Steps of a replica run back to back, so a decoding
+    request's gap is exactly the duration of the step it decodes in (weight: the step's decoding requests);
+    a request preempted after its first token adds one gap, from its preemption (when it last emitted) to
+    the end of its re-prefill.
+    Speculation totals (whole run, vLLM's counters): drafts (request-steps verifying ≥ 1 draft) and
+    `accepted_hist: int64[γ + 1]` (request-steps by accepted drafts; "accepted ≥ i + 1" is vLLM's
+    per-position count of position i). Exact integrals ∫ queue length dt and ∫ requests in
+    system dt (updated at every change, for Little's law) and `bins` for the time series.
+    """
+
+    def __init__(self, n: int, max_bins: int, gamma: int = 0, replicas: int = 1) -> None:
+        self.n = n
+        self.arrival_s = np.full(n, np.nan)
+        self.admit_s = np.full(n, np.nan)
+        self.first_token_s = np.full(n, np.nan)
+        self.finish_s = np.full(n, np.nan)
+        self.generated = np.zeros(n, dtype=np.int64)
+        self.decode_steps = np.zeros(n, dtype=np.int64)
+        self.accepted = np.zeros(n, dtype=np.int64)
+        self.verify_tokens = np.zeros(n, dtype=np.int64)
+        self.preemptions = np.zeros(n, dtype=np.int64)
+        self.replica = np.full(n, -1, dtype=np.int64)
+        self._resume_from = np.full(n, np.nan)  # last emission of a preempted request (for its ITL gap)
+        self.completed = 0
+        self.parts = [Tally(max_bins, gamma) for _ in range(replicas)]
+
     def arrived(self, rid: int, now: float, replica: int) -> None:
-        self._advance(now)
+        part = self.parts[replica]
+        part.advance(now)
         self.arrival_s[rid] = now
         self.replica[rid] = replica
-        self.queue_len += 1
-        self.system_len += 1
+        part.queue_len += 1
+        part.system_len += 1
 
-    def admitted(self, rid: int, now: float) -> None:
-        self._advance(now)
+    def admitted(self, rid: int, now: float, replica: int) -> None:
+        part = self.parts[replica]
+        part.advance(now)
         if self.admit_s[rid] != self.admit_s[rid]:  # NaN: first admission
             self.admit_s[rid] = now
-        self.queue_len -= 1
+        part.queue_len -= 1
 
-    def preempted(self, rid: int, now: float) -> None:
-        self._advance(now)
+    def preempted(self, rid: int, now: float, replica: int) -> None:
+        part = self.parts[replica]
+        part.advance(now)
         # A request that has emitted and is not already re-prefilling last emitted now (steps run back to
         # back, and it was in the step that just ended): its next token closes one inter-token gap.
         if not math.isnan(self.first_token_s[rid]) and math.isnan(self._resume_from[rid]):
             self._resume_from[rid] = now
         self.preemptions[rid] += 1
-        self.total_preemptions += 1
-        self.queue_len += 1
+        part.total_preemptions += 1
+        part.queue_len += 1
 
-    def prefilled(self, rids: np.ndarray, now: float) -> None:
+    def prefilled(self, rids: np.ndarray, now: float, replica: int) -> None:
         """Requests `rids` finished a prefill at `now` and emitted a token: their first (TTFT) or, after a
         preemption, the one closing the gap since they last emitted."""
         first = np.isnan(self.first_token_s[rids])
@@ -213,17 +282,19 @@ class Recorder:
         for rid in again.tolist():  # rare: only requests preempted after their first token
             gap = now - self._resume_from[rid]
             if gap == gap:
-                self.itl.add(gap)
+                self.parts[replica].itl.add(gap)
             self._resume_from[rid] = np.nan
 
-    def finished(self, rids: np.ndarray, now: float) -> None:
-        self._advance(now)
+    def finished(self, rids: np.ndarray, now: float, replica: int) -> None:
+        part = self.parts[replica]
+        part.advance(now)
         self.finish_s[rids] = now
         self.completed += rids.size
-        self.system_len -= rids.size
+        part.system_len -= rids.size
 
     def step(
         self,
+        replica: int,
         start: float,
         seconds: float,
         draft_s: float,
@@ -233,20 +304,21 @@ class Recorder:
         lengths: np.ndarray | None = None,
         accepted: np.ndarray | None = None,
     ) -> None:
-        """One engine step of one replica: [start, start + seconds), `tokens` emitted at its end.
+        """One engine step of replica `replica`: [start, start + seconds), `tokens` emitted at its end.
 
         lengths / accepted: int64[decode], the decoding requests' verified and accepted drafts (None: no
         speculation counters for this step).
         """
-        self.steps += 1
+        part = self.parts[replica]
+        part.steps += 1
         if decode:
-            self.itl.add(seconds, decode)
-            if accepted is not None and self.accepted_hist.size > 1:
-                self.drafts += int(np.count_nonzero(lengths))
-                self.accepted_hist += np.bincount(accepted, minlength=self.accepted_hist.size)
-        self.draft_s += draft_s
-        self.verify_s += seconds - draft_s
-        data, bins = self.bins.data, self.bins
+            part.itl.add(seconds, decode)
+            if accepted is not None and part.accepted_hist.size > 1:
+                part.drafts += int(np.count_nonzero(lengths))
+                part.accepted_hist += np.bincount(accepted, minlength=part.accepted_hist.size)
+        part.draft_s += draft_s
+        part.verify_s += seconds - draft_s
+        data, bins = part.bins.data, part.bins
         row = data[bins.index(start)]
         row[BIN_STEPS] += 1.0
         row[BIN_DECODE] += decode
@@ -256,6 +328,7 @@ class Recorder:
 
     def steps_run(
         self,
+        replica: int,
         times: list[float],
         seconds: list[float],
         draft_s: float,
@@ -265,7 +338,7 @@ class Recorder:
         lengths: np.ndarray,
         accepted: np.ndarray,
     ) -> None:
-        """K back-to-back steps of one replica at once, bit for bit as K calls of `step`: step k is
+        """K back-to-back steps of replica `replica` at once, bit for bit as K calls of `step`: step k is
         [times[k], times[k + 1]) (K + 1 times, as simpy summed them) lasting seconds[k], decode > 0.
 
         verify, tokens: K ints; lengths, accepted: int64[K, decode]. The caller checks `bins.fits(times[-1])`
@@ -273,11 +346,12 @@ class Recorder:
         floats, the same IEEE operations); integer-valued ones (counts, bin columns but busy) are summed
         at once, which is exact.
         """
+        part = self.parts[replica]
         k = len(seconds)
-        self.steps += k
-        itl = self.itl
+        part.steps += k
+        itl = part.itl
         log, log_lo, scale, top = math.log, itl._log_lo, itl._scale, itl.counts.size - 1
-        total, total_sq, draft_sum, verify_sum = itl.total, itl.total_sq, self.draft_s, self.verify_s
+        total, total_sq, draft_sum, verify_sum = itl.total, itl.total_sq, part.draft_s, part.verify_s
         buckets = []
         for s in seconds:
             buckets.append(min(max(int((log(s) - log_lo) * scale), 0), top) if s > 0.0 else 0)
@@ -285,41 +359,57 @@ class Recorder:
             total_sq += decode * s * s
             draft_sum += draft_s
             verify_sum += s - draft_s
-        itl.total, itl.total_sq, self.draft_s, self.verify_s = total, total_sq, draft_sum, verify_sum
+        itl.total, itl.total_sq, part.draft_s, part.verify_s = total, total_sq, draft_sum, verify_sum
         itl.weight += decode * k
         counts = itl.counts
         for b in buckets:
             counts[b] += decode
-        if self.accepted_hist.size > 1:
-            self.drafts += int(np.count_nonzero(lengths))
-            self.accepted_hist += np.bincount(accepted.ravel(), minlength=self.accepted_hist.size)
-        self._bin_steps(times, seconds, decode, verify, tokens)
-
-    def _bin_steps(self, times, seconds, decode, verify, tokens) -> None:
-        """The time-bin part of `steps_run`: each bin's busy seconds added step by step, the rest at once."""
-        bins = self.bins
-        data, width = bins.data, bins.width
-        first, last = int(times[0] / width), int(times[-1] / width)
-        if first == last:  # the usual case: the whole run inside one bin
-            row = data[first]
-            busy = float(row[BIN_BUSY])
-            for s in seconds:
-                busy += s
-            row[BIN_BUSY] = busy
-            row[BIN_STEPS] += len(seconds)
-            row[BIN_DECODE] += decode * len(seconds)
-            row[BIN_VERIFY] += sum(verify)
-            row[BIN_TOKENS] += sum(tokens)
-        else:
-            starts = [int(t / width) for t in times[:-1]]
-            for i, s in zip(starts, seconds):
-                data[i, BIN_BUSY] += s
-            # integer-valued columns: sums in any order are exact
-            np.add.at(data[:, BIN_STEPS], starts, 1.0)
-            np.add.at(data[:, BIN_DECODE], starts, float(decode))
-            np.add.at(data[:, BIN_VERIFY], starts, verify)
-            np.add.at(data[:, BIN_TOKENS], [int(t / width) for t in times[1:]], tokens)
-        bins.used = max(bins.used, last + 1)
+        if part.accepted_hist.size > 1:
+            part.drafts += int(np.count_nonzero(lengths))
+            part.accepted_hist += np.bincount(accepted.ravel(), minlength=part.accepted_hist.size)
+        _bin_steps(part.bins, times, seconds, decode, verify, tokens)
 
     def close(self, now: float) -> None:
-        self._advance(now)
+        """End of the run at `now`: bring every replica's integrals up to it, then add the replicas up."""
+        for part in self.parts:
+            part.advance(now)
+        self.merge()
+
+    def merge(self) -> None:
+        """The run's totals from `parts`, added in replica order (the module's order-independence)."""
+        parts = self.parts
+        for name in _SUMMED:
+            total = type(getattr(parts[0], name))()
+            for part in parts:
+                total += getattr(part, name)
+            setattr(self, name, total)
+        self.accepted_hist = np.sum([p.accepted_hist for p in parts], axis=0)
+        self.bins = TimeBins.merged([p.bins for p in parts])
+        self.itl = LogHistogram.merged([p.itl for p in parts])
+
+
+def _bin_steps(bins: TimeBins, times, seconds, decode, verify, tokens) -> None:
+    """The time-bin part of `Recorder.steps_run`: each bin's busy seconds added step by step (float sums in
+    step order), the integer-valued columns at once."""
+    data, width = bins.data, bins.width
+    first, last = int(times[0] / width), int(times[-1] / width)
+    if first == last:  # the usual case: the whole run inside one bin
+        row = data[first]
+        busy = float(row[BIN_BUSY])
+        for s in seconds:
+            busy += s
+        row[BIN_BUSY] = busy
+        row[BIN_STEPS] += len(seconds)
+        row[BIN_DECODE] += decode * len(seconds)
+        row[BIN_VERIFY] += sum(verify)
+        row[BIN_TOKENS] += sum(tokens)
+    else:
+        starts = [int(t / width) for t in times[:-1]]
+        for i, s in zip(starts, seconds):
+            data[i, BIN_BUSY] += s
+        # integer-valued columns: sums in any order are exact
+        np.add.at(data[:, BIN_STEPS], starts, 1.0)
+        np.add.at(data[:, BIN_DECODE], starts, float(decode))
+        np.add.at(data[:, BIN_VERIFY], starts, verify)
+        np.add.at(data[:, BIN_TOKENS], [int(t / width) for t in times[1:]], tokens)
+    bins.used = max(bins.used, last + 1)

@@ -9,7 +9,8 @@ Random streams: `numpy.random.SeedSequence(config.seed).spawn(len(STREAMS))`, on
 arrivals, lengths, domains, think (closed-loop think times), latent (per-request difficulty),
 acceptance (true per-step probabilities), confidence (estimate noise), model (held-out samples the
 acceptance model fits σ_η and STS on), verify (accept/reject uniforms; split from "acceptance" so that a
-run of K pure-decode steps decided at once draws exactly what K single steps would). Replica i draws its
+run of K pure-decode steps decided at once draws exactly what K single steps would), router (the
+"random" router's draws). Replica i draws its
 truth, estimate and verify noise from the i-th child of those three streams (`sim.server.Replica`), so
 replicas never share a stream. Changing the policy therefore leaves the traffic and every request's latent
 difficulty unchanged.
@@ -19,29 +20,36 @@ May import: numpy, simpy, the standard library, specsched, traces, and the other
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import simpy
 
 import specsched
 from sim.acceptance import AcceptanceModel
 from sim.config import SimConfig
 from sim.curves import DOMAINS, curve_matrix, load_curves
-from sim.deployment import Deployment
-from sim.drafter import draft_cost, draft_kv_seconds, draft_seconds_table, load_draft_cost
+from sim.drafter import load_draft_cost
 from sim.empirical import EmpiricalModel
 from sim.metrics import request_table, summarize, time_series
 from sim.recorder import Recorder
-from sim.routing import ClosedLoop, OpenLoop, Router
-from sim.server import Replica
+from sim.wiring import run_replicas
 from sim.workload import Workload, build_workload
 from specsched.errors import InputError
 
-STREAMS = ("arrivals", "lengths", "domains", "think", "latent", "acceptance", "confidence", "model", "verify")
+STREAMS = (
+    "arrivals",
+    "lengths",
+    "domains",
+    "think",
+    "latent",
+    "acceptance",
+    "confidence",
+    "model",
+    "verify",
+    "router",
+)
 
 
 @dataclass(frozen=True)
@@ -255,28 +263,6 @@ def _acceptance_model(cfg: SimConfig, curves, matrix: np.ndarray, rng: np.random
     return EmpiricalModel(matrix, samples, in_order=cfg.acceptance.groups == "in_order")
 
 
-def _progress_printer(total: int, every_s: float = 2.0) -> Callable[[int, float], None]:
-    """A progress callback printing completed/total, simulated time and an ETA to stderr."""
-    start = time.perf_counter()
-    last = [start]
-
-    def report(done: int, now: float) -> None:
-        wall = time.perf_counter()
-        if wall - last[0] < every_s:
-            return
-        last[0] = wall
-        frac = done / max(total, 1)
-        eta = (wall - start) * (1 - frac) / frac if frac > 0 else float("nan")
-        print(
-            f"  sim: {done}/{total} requests ({100 * frac:.0f}%), t_sim={now:.1f}s, "
-            f"wall {wall - start:.0f}s, ETA {eta:.0f}s",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    return report
-
-
 def simulate(
     config: SimConfig,
     *,
@@ -291,66 +277,17 @@ def simulate(
     """
     t_start = time.perf_counter()
     prep = prepare(config)
-    cfg, wl = config, prep.workload
-    n = len(wl)
-    rec = Recorder(n, max_bins=4 * cfg.metrics.series_bins, gamma=cfg.drafter.effective_gamma)
-    env = simpy.Environment()
-    gamma = cfg.drafter.effective_gamma
-    budget = cfg.server.max_num_batched_tokens
-    eng = Deployment(
-        env=env,
-        recorder=rec,
-        model=prep.model,
-        policy=prep.policy,
-        cost=prep.cost,
-        gamma=gamma,
-        max_num_seqs=cfg.server.max_num_seqs,
-        max_batch_tokens=budget,
-        kv_tokens=cfg.server.kv_tokens,
-        input_tokens=wl.input_tokens,
-        output_tokens=wl.output_tokens,
-        domain=wl.domain,
-        latent=prep.latent,
-        draft_s=draft_seconds_table(cfg.drafter, prep.cost, cfg.server.max_num_seqs, tp=cfg.server.tp or 1),
-        latency=np.asarray(prep.cost.latency(np.arange(budget + 1)), dtype=np.float64),
-        rng_accept=prep.rngs["acceptance"],
-        rng_conf=prep.rngs["confidence"],
-        rng_verify=prep.rngs["verify"],
-        policy_cost=prep.policy_cost,
-        prefill_request_s=float(cfg.server.prefill_request_seconds),
-        drafter=draft_cost(cfg.drafter, tp=cfg.server.tp or 1),
-        observer=observer,
-        draft_kv_s=draft_kv_seconds(cfg.drafter, tp=cfg.server.tp or 1),
-        policy_draft_s=None
-        if prep.policy_cost is None
-        else draft_seconds_table(
-            cfg.drafter, prep.policy_cost, cfg.server.max_num_seqs, tp=cfg.server.tp or 1
-        ),
-    )
-    replicas = [Replica(i, eng) for i in range(cfg.server.replicas)]
-    router = Router(replicas, cfg.server.router)
-    if cfg.workload.kind == "closed":
-        loop = ClosedLoop(env, router, cfg.workload.concurrency, wl.think_s)
-        eng.on_complete = loop.on_complete
-    else:
-        eng.horizon = OpenLoop(env, router, wl.arrival_s).horizon
-    if progress:
-        report = _progress_printer(n) if progress is True else progress
-        counter = [0]
-
-        def on_step(now: float) -> None:
-            counter[0] += 1
-            if counter[0] & 1023 == 0:
-                report(rec.completed, now)
-
-        eng.on_step = on_step
     t_loop = time.perf_counter()
-    with np.errstate(divide="ignore", over="ignore"):  # once per run: the hot path's logits of 0 and 1
-        env.run()
-    rec.close(env.now)
+    rec = run_replicas(prep, progress=progress, observer=observer)
+    return results(prep, rec, t_start, t_loop)
+
+
+def results(prep: Prepared, rec: Recorder, t_start: float, t_loop: float) -> SimResult:
+    """The SimResult of a finished run: per-request table, summary, series; timing from the wall-clock
+    marks t_start (before `prepare`) and t_loop (before the event loop)."""
+    cfg, wl = prep.config, prep.workload
+    gamma = cfg.drafter.effective_gamma
     t_results = time.perf_counter()
-    if rec.completed != n or any(rep.n or rep.kv_used or rep.queue for rep in replicas):
-        raise RuntimeError(f"simulation ended with {n - rec.completed} of {n} requests unfinished")
     requests = request_table(rec, wl)
     confidence = prep.model.report
     summary = summarize(rec, wl, requests, cfg, gpus=prep.gpus, confidence=confidence)

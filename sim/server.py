@@ -92,6 +92,9 @@ class Replica:
         )
         if eng.vector_draws:  # normal draws a decode pass drops are given back (`sim.steps.NormalStream`)
             self.rng_truth, self.rng_conf = NormalStream(self.rng_truth), NormalStream(self.rng_conf)
+        #: () -> the next arrival for this replica alone when it is fed its own arrivals (`sim.routing`
+        #: OpenLoop with rids); None: the deployment's horizon
+        self.horizon = None
         self.tau_seen = 2.0  # tokens per request-step in pure-decode runs so far (sizes the next run)
         eng.replicas += 1
         self.process = eng.env.process(self.run())
@@ -141,10 +144,11 @@ class Replica:
             t += seconds  # as simpy adds each timeout to the time it was scheduled at
             times.append(t)
         delay = t - now
-        if observer is None and eng.replicas == 1 and now + delay == t and rec.bins.fits(t):
+        if observer is None and eng.replicas == 1 and now + delay == t and rec.parts[self.index].bins.fits(t):
             yield env.timeout(delay)
             self.kv_used += sum(plan.emitted)
             rec.steps_run(
+                self.index,
                 times,
                 plan.seconds,
                 draft,
@@ -164,7 +168,7 @@ class Replica:
             yield env.timeout(seconds)
             lengths, accepted = plan.step_lengths[k], plan.step_accepted[k]
             self.kv_used += emitted  # step by step, as `_apply` would (observers read it)
-            rec.step(start, seconds, draft, r, verify, emitted, lengths, accepted)
+            rec.step(self.index, start, seconds, draft, r, verify, emitted, lengths, accepted)
             if observer is not None:
                 observer(self, start, seconds, r, verify, 0, lengths, accepted, emitted)
             if eng.on_step is not None:
@@ -296,7 +300,7 @@ class Replica:
         rid = int(self.rid[s])
         self._leave(slice(s, s + 1))
         self.n = s
-        self.eng.recorder.preempted(rid, now)
+        self.eng.recorder.preempted(rid, now, self.index)
         self.queue.appendleft(rid)
 
     def _admit(self, pf, chunks, room: int, now: float):
@@ -305,7 +309,7 @@ class Replica:
         new_slots, new_chunks = [], []
         while self.queue and room > 0 and self.n < eng.max_num_seqs:
             rid = self.queue.popleft()
-            rec.admitted(rid, now)
+            rec.admitted(rid, now, self.index)
             s = self.n
             self.n += 1
             done = int(rec.generated[rid])
@@ -348,9 +352,11 @@ class Replica:
                 self.gen[ready] += 1
                 emitted += int(ready.size)
                 self.n_decoding += int(ready.size)
-                rec.prefilled(self.rid[ready], now)
+                rec.prefilled(self.rid[ready], now, self.index)
         self.kv_used += emitted + prefill
-        rec.step(plan.start, plan.seconds, plan.draft_s, r, plan.verify, emitted, lengths, accepted)
+        rec.step(
+            self.index, plan.start, plan.seconds, plan.draft_s, r, plan.verify, emitted, lengths, accepted
+        )
         if eng.observer is not None:  # off by default (the timeline): one None check per step
             eng.observer(self, plan.start, plan.seconds, r, plan.verify, prefill, lengths, accepted, emitted)
         self._finish(now)
@@ -387,7 +393,7 @@ class Replica:
             if self.hist is not None:
                 self.hist.compact(keep, n)
             self.n = m
-            rec.finished(rids, now)
+            rec.finished(rids, now, self.index)
             if eng.on_complete is not None:
                 eng.on_complete(rids, now)
 

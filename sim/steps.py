@@ -8,10 +8,10 @@ times as K single steps, because nothing that could change them happens before t
 - every running request is decoding, and no admission is possible (empty queue or a full batch);
 - no preemption: the KV held plus the γ + 1 reservation fits for every step even if every draft is taken;
 - the pass draws a guess of k steps, then keeps only those up to the first that finishes a request and
-  those that start strictly before `Deployment.horizon()` (the next arrival in open loop, simpy's next event
-  otherwise); the draws of the steps it drops are given back (the normals to their `NormalStream`, which
-  serves them first next time; the uniform stream stepped back), so every stream gives exactly the numbers
-  single steps would have drawn.
+  those that start strictly before the horizon (the replica's own `horizon` when it is fed alone, else
+  `Deployment.horizon()`: the next arrival in open loop, simpy's next event otherwise); the draws of the
+  steps it drops are given back (the normals to their `NormalStream`, which serves them first next time; the
+  uniform stream stepped back), so every stream gives exactly the numbers single steps would have drawn.
 
 Truth noise, estimate noise and the accept uniforms each have their own stream, consumed step after step
 in both paths, so a run gives the same result whatever the pass lengths (tests/sim/test_decode_run.py).
@@ -130,7 +130,7 @@ def run_length(rep, now: float) -> int:
     k = min(MAX_RUN, int(owed / rep.tau_seen) + 1, fits)
     if k < 2:
         return 1
-    room = eng.horizon() - now
+    room = (rep.horizon or eng.horizon)() - now
     if room == math.inf:
         return k
     return min(k, math.ceil(room / eng.shortest_step(n)))
@@ -153,7 +153,7 @@ def plan_decode_run(rep, k: int, now: float) -> DecodeRun:
     # `Deployment.step_seconds` in Python floats (the same IEEE additions, in the same order): K is small
     fixed, latency = float(eng.draft_s[n] + eng.cost.request_seconds * n), eng.latency_list
     seconds = [fixed + latency[b] for b in verify]
-    horizon, t, keep = eng.horizon(), now, 0
+    horizon, t, keep = (rep.horizon or eng.horizon)(), now, 0
     for step in seconds:  # start times summed left to right, as simpy sums them
         if not t < horizon:
             break

@@ -39,6 +39,8 @@ class Workload:
     domain: np.ndarray
     think_s: np.ndarray | None
     clipped: int
+    #: int64[N] session id of each request (trace replay with a session column; −1 = unknown), else None
+    session: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.input_tokens.shape[0])
@@ -87,6 +89,7 @@ def build_workload(cfg: WorkloadConfig, rngs: dict[str, np.random.Generator], ta
         inputs = np.asarray(table.input_tokens, dtype=np.int64)
         outputs = np.asarray(table.output_tokens, dtype=np.int64)
         labels = table.domain
+        session = None if table.session_id is None else np.asarray(table.session_id, dtype=np.int64)
     else:
         n = cfg.num_requests
         if cfg.kind == "poisson":
@@ -115,7 +118,7 @@ def build_workload(cfg: WorkloadConfig, rngs: dict[str, np.random.Generator], ta
             rng,
             None if pick is None else np.asarray(table.output_tokens)[pick],
         )
-        labels = None
+        labels = session = None
     clipped_in = (inputs < 1) | (inputs > cfg.max_input_tokens)
     clipped_out = (outputs < 1) | (outputs > cfg.max_output_tokens)
     inputs = np.clip(inputs, 1, cfg.max_input_tokens)
@@ -136,4 +139,5 @@ def build_workload(cfg: WorkloadConfig, rngs: dict[str, np.random.Generator], ta
         domain=domain,
         think_s=think,
         clipped=int(np.count_nonzero(clipped_in | clipped_out)),
+        session=session,
     )

@@ -250,7 +250,7 @@ def _engine_once(ctx: Setup, pol: str, params: dict, reqs, table, draft_s: float
     ecfg = engine_config(
         a.device, gamma=a.gamma, policy=pol, policy_params=params, max_running=ctx.n, **extra
     )
-    target = ctx.bundle.feature_target(a.device)
+    target = ctx.bundle.target(a.device)
     temps = ctx.bundle.drafters[a.drafter][1]
     drafter = runtime_drafter(ctx.net, target, slots=ctx.n, max_len=max_len, temps=temps)
     cost = table.with_draft(draft_s)

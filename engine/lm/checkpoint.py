@@ -24,8 +24,8 @@ import torch
 from engine.lm.eagle import EagleDrafter
 from engine.lm.layers import DraftConfig
 from engine.lm.parallel import ParallelDrafter
-from engine.lm.target import FeatureTarget, weight_shapes
-from engine.model import ModelConfig
+from engine.lm.target import weight_shapes
+from engine.model import ModelConfig, TinyLM
 from specsched.errors import InputError
 
 FORMAT, VERSION = "specbed-lm", 1
@@ -171,8 +171,9 @@ class Bundle:
     meta: dict
     drafters: dict[str, tuple[object, list[float] | None, dict]] = field(default_factory=dict)
 
-    def feature_target(self, device: str = "cpu") -> FeatureTarget:
-        return FeatureTarget(self.config, {k: v.to(device) for k, v in self.weights.items()})
+    def target(self, device: str = "cpu") -> TinyLM:
+        """The engine's target: a TinyLM of the checkpoint's weights on `device`."""
+        return TinyLM(self.config, {k: v.to(device) for k, v in self.weights.items()})
 
     def names(self) -> list[str]:
         return sorted(self.drafters)

@@ -1,10 +1,12 @@
 """The trained drafters as engine drafters (engine.drafter protocol: propose / release).
 
 Role: adapters between the engine's decode loop and the networks of engine.lm.parallel / engine.lm.eagle.
-They read the target's hidden states from the `FeatureTarget` the engine verifies with (features of a
-request's committed positions < len(tokens) − 1, written by the previous step's verify forward, indexed by
-the engine's cache slot `req.slot`), keep their own per-request caches of what they derived from them
-(context keys/values per draft layer), and draft γ tokens with the exact distributions they sampled from.
+They get the target's hidden states explicitly (`uses_hidden`: the loop hands each propose an
+engine.drafter.TargetHidden, the committed positions its previous verify forward computed, as vLLM's EAGLE
+proposer gets `target_hidden_states`), hold those not consumed yet per request (`_Pending`), keep their own
+per-request caches of what they derived from them (context keys/values per draft layer), and draft γ tokens
+with the exact distributions they sampled from. A request's features are consumed up to its committed
+positions < len(tokens) − 1.
 
 - A request's FIRST step has no target features yet (its prompt is prefilled by that step's verify
   forward): the block attends to no context (parallel) / the head gets a zero feature (EAGLE). The drafts
@@ -27,10 +29,10 @@ from collections.abc import Sequence
 
 import torch
 
-from engine.drafter import Proposal
+from engine.drafter import Proposal, TargetHidden
 from engine.lm.eagle import EagleDrafter
 from engine.lm.parallel import ParallelDrafter
-from engine.lm.target import FeatureTarget
+from engine.model import TinyLM
 from engine.sampling import probs_from_logits, race
 
 
@@ -58,14 +60,49 @@ class _Slots:
             self.done.pop(rid, None)
 
 
+class _Pending:
+    """Per request, the handed-over hidden states float[n, L, d] of positions first .. first + n − 1 that the
+    drafter has not consumed yet (contiguous: each step hands over the positions right after the last)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[int, tuple[int, torch.Tensor]] = {}
+
+    def add(self, reqs: Sequence, hidden: TargetHidden) -> None:
+        if len(hidden.states) != len(reqs):
+            raise ValueError(
+                f"drafter: hidden states for {len(hidden.states)} requests, {len(reqs)} proposed"
+            )
+        for req, first, states in zip(reqs, hidden.starts, hidden.states):
+            if len(states) == 0:
+                continue
+            if req.rid not in self.rows:
+                self.rows[req.rid] = (first, states)
+                continue
+            have, old = self.rows[req.rid]
+            if have + len(old) != first:
+                raise ValueError(
+                    f"drafter: request {req.rid}: hidden states from {first}, expected {have + len(old)}"
+                )
+            self.rows[req.rid] = (have, torch.cat([old, states]))
+
+    def take(self, rid: int, start: int, stop: int) -> torch.Tensor:
+        """float[stop − start, L, d] of positions [start, stop); those before `stop` are dropped."""
+        have, states = self.rows.get(rid, (start, None))
+        if states is None or not have <= start <= stop <= have + len(states):
+            raise ValueError(f"drafter: request {rid}: no hidden states of positions [{start}, {stop})")
+        self.rows[rid] = (stop, states[stop - have :])
+        return states[start - have : stop - have]
+
+
 class _Base:
-    def __init__(self, net, target: FeatureTarget, *, slots: int, max_len: int) -> None:
-        if not isinstance(target, FeatureTarget):
-            raise ValueError("drafter: the engine's target must be an engine.lm.target.FeatureTarget")
+    uses_hidden = True  # the engine hands propose the target's hidden states (engine.drafter.TargetHidden)
+
+    def __init__(self, net, target: TinyLM, *, slots: int, max_len: int) -> None:
         self.device = target.w["tok"].device  # tensors of a proposal live where the target's weights do
         self.net, self.target = net.to(self.device).eval(), target
         self.max_len = max_len
         self.slots = _Slots(slots)
+        self.pending = _Pending()
         c = target.config
         self.heads, self.dh = c.n_heads, c.head_dim
         self.last_raw_conf: torch.Tensor | None = None
@@ -76,12 +113,19 @@ class _Base:
 
     def release(self, rid: int) -> None:
         self.slots.release(rid)
+        self.pending.rows.pop(rid, None)
 
     def _cache(self, layers: int) -> tuple[torch.Tensor, torch.Tensor]:
         shape = (layers, len(self.slots.free) + len(self.slots.slot), self.heads, self.max_len, self.dh)
         return torch.zeros(shape, device=self.device), torch.zeros(shape, device=self.device)
 
-    def propose(self, reqs: Sequence, gamma: int, exponentials: torch.Tensor) -> Proposal:
+    def propose(
+        self, reqs: Sequence, gamma: int, exponentials: torch.Tensor, hidden: TargetHidden | None = None
+    ) -> Proposal:
+        """engine.drafter protocol; `hidden`: the target's hidden states of what the previous verify forward
+        committed (None: nothing new, e.g. a first step)."""
+        if hidden is not None:
+            self.pending.add(reqs, hidden)
         with torch.device(self.device), torch.no_grad():
             return self._propose(reqs, gamma, exponentials)
 
@@ -90,7 +134,7 @@ class ParallelBlockDrafter(_Base):
     """DFlash / DSpark drafting: one block pass over [anchor, MASK × (γ−1)], then (DSpark) the Markov head
     left to right. `temps`: STS temperatures float64[γ'] of the confidence head (positions past γ' use 1)."""
 
-    def __init__(self, net: ParallelDrafter, target: FeatureTarget, *, slots: int, max_len: int, temps=None):
+    def __init__(self, net: ParallelDrafter, target: TinyLM, *, slots: int, max_len: int, temps=None):
         super().__init__(net, target, slots=slots, max_len=max_len)
         self.ck, self.cv = self._cache(len(net.blocks))
         self.temps = None if temps is None else torch.as_tensor(temps, dtype=torch.float64)
@@ -108,7 +152,7 @@ class ParallelBlockDrafter(_Base):
             slot, seen = self.slots.get(req.rid)
             start, stop = self.slots.done[req.rid], (len(tokens) - 1 if seen else 0)
             if stop > start:
-                feats.append(self.target.read(req.slot, start, stop))
+                feats.append(self.pending.take(req.rid, start, stop))
                 where += [(slot, p) for p in range(start, stop)]
             self.slots.done[req.rid] = stop
             own.append(slot)
@@ -156,7 +200,7 @@ class EagleHeadDrafter(_Base):
     """EAGLE drafting: new committed pairs (f_t, x_{t+1}) are appended to the head's cache, then γ chained
     single-token passes on its own predicted features."""
 
-    def __init__(self, net: EagleDrafter, target: FeatureTarget, *, slots: int, max_len: int) -> None:
+    def __init__(self, net: EagleDrafter, target: TinyLM, *, slots: int, max_len: int) -> None:
         super().__init__(net, target, slots=slots, max_len=max_len)
         self.ck, self.cv = self._cache(1)
 
@@ -175,7 +219,7 @@ class EagleHeadDrafter(_Base):
             start = self.slots.done[req.rid]
             n_old.append(start)
             if seen:  # pairs t = start .. L−2 with real features
-                f = self.target.read(req.slot, start, len(tokens) - 1)[:, net.feature_layer].float()
+                f = self.pending.take(req.rid, start, len(tokens) - 1)[:, net.feature_layer].float()
                 nxt = tokens[start + 1 :]
                 self.slots.done[req.rid] = len(tokens) - 1
             else:  # first step: one uncached pair with a zero feature
@@ -240,7 +284,7 @@ class EagleHeadDrafter(_Base):
         return Proposal(toks, probs, conf, self.last_raw_conf)
 
 
-def runtime_drafter(net, target: FeatureTarget, *, slots: int, max_len: int, temps=None):
+def runtime_drafter(net, target: TinyLM, *, slots: int, max_len: int, temps=None):
     """The engine drafter for a trained network (ParallelDrafter or EagleDrafter)."""
     if isinstance(net, EagleDrafter):
         return EagleHeadDrafter(net, target, slots=slots, max_len=max_len)

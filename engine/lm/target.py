@@ -1,13 +1,10 @@
-"""The target model for training, and the engine's target that keeps its hidden states for the drafters.
+"""The target model for training: a thin use of the one transformer in engine.model.
 
-Role: both are thin uses of the one transformer in engine.model (`block`, `embed`, `head`: same weight
-names, same math). `TargetLM` (torch.nn.Module) trains it over full sequences with causal attention
-(`causal_forward`, also what `target_outputs` runs for a frozen target), and `TargetLM.weights()` hands the
-engine an ordinary `TinyLM`'s weights. `FeatureTarget` is a TinyLM whose forward also stores the hidden
-states `TinyLM.run(..., hidden=True)` returns — the residual stream after every block at every position it
-computes — in `features: float[slots, max_len, n_layers, d]`, indexed like the engine's KV cache (slot,
-absolute position). A position's features are final once it is committed, exactly like its keys and values;
-the drafters only ever read committed positions (< the request's length − 1).
+Role: `TargetLM` (torch.nn.Module) trains engine.model's transformer (`block`, `embed`, `head`: same weight
+names, same math) over full sequences with causal attention (`causal_forward`, also what `target_outputs`
+runs for a frozen target), and `TargetLM.weights()` hands the engine an ordinary `TinyLM`'s weights. The
+engine's target is that plain TinyLM: the decode loop asks its forward for the hidden states
+(`TinyLM.run(..., hidden=True)`) and hands them to the drafters itself (engine.drafter.TargetHidden).
 
 May import: torch, stdlib, engine.model.
 """
@@ -20,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from engine.model import KVCache, ModelConfig, TinyLM, block, embed, head
+from engine.model import ModelConfig, block, embed, head
 
 
 def _block_names(i: int) -> tuple[str, ...]:
@@ -100,33 +97,3 @@ def target_outputs(weights: dict[str, torch.Tensor], config: ModelConfig, tokens
     """(probs float[B, T, V] at temperature 1, hidden float[B, T, L, d]) of a frozen target (no cache)."""
     logits, hidden = causal_forward(weights, config, tokens)
     return torch.softmax(logits, dim=-1), hidden
-
-
-class FeatureTarget(TinyLM):
-    """A TinyLM whose forward also records every block's output per (slot, position) in `features`."""
-
-    def __init__(self, config: ModelConfig, weights: dict[str, torch.Tensor]) -> None:
-        super().__init__(config, weights)
-        self.features: torch.Tensor | None = None
-
-    def _buffer(self, cache: KVCache) -> torch.Tensor:
-        c = self.config
-        shape = (cache.k.shape[1], cache.max_len, c.n_layers, c.d_model)
-        if self.features is None or tuple(self.features.shape) != shape:
-            self.features = torch.zeros(shape, dtype=cache.k.dtype, device=cache.k.device)
-        return self.features
-
-    def forward(
-        self, tokens: torch.Tensor, n_valid: torch.Tensor, slots: torch.Tensor, cache: KVCache
-    ) -> torch.Tensor:
-        """TinyLM.forward, storing the hidden states of the tokens it computes at (slot, position)."""
-        feats = self._buffer(cache)
-        out = self.run(tokens, n_valid, slots, cache, hidden=True)
-        feats[out.slots, out.positions] = out.hidden
-        return out.logits
-
-    def read(self, slot: int, start: int, stop: int) -> torch.Tensor:
-        """Recorded block outputs float[stop − start, L, d] of positions [start, stop) of `slot`."""
-        if self.features is None:
-            raise ValueError("FeatureTarget.read: no forward has run yet")
-        return self.features[slot, start:stop]

@@ -49,29 +49,14 @@ from engine.lm.trainconfig import PRESETS, TrainConfig, dump_toml, resolve
 from engine.step import StepOutput, full_rows
 from specsched import calibration
 from specsched.errors import InputError
+from specsched.progress import Progress
 
 __all__ = ["PRESETS", "TrainConfig", "dump_toml", "main", "resolve", "run"]
 
 
-class PhaseProgress:
-    """Prints `phase done/total, note, s/step, ETA` to stderr at most every `every` seconds."""
-
-    def __init__(self, phase: str, total: int, quiet: bool = False, every: float = 10.0) -> None:
-        self.phase, self.total, self.quiet, self.every = phase, total, quiet, every
-        self.start = self.last = time.perf_counter()
-
-    def update(self, done: int, note: str = "") -> None:
-        now = time.perf_counter()
-        if self.quiet or (now - self.last < self.every and done < self.total):
-            return
-        self.last = now
-        per = (now - self.start) / max(done, 1)
-        print(
-            f"[train] {self.phase} {done}/{self.total} {note} | {per:.2f} s/step"
-            f" | elapsed {now - self.start:.0f}s | ETA {per * (self.total - done):.0f}s",
-            file=sys.stderr,
-            flush=True,
-        )
+def _progress(phase: str, total: int, unit: str, quiet: bool) -> Progress:
+    """The shared printer (specsched.progress) for one training phase: a line at least every 10 s."""
+    return Progress(total, label=f"[train] {phase}", unit=unit, every=10.0, enabled=not quiet)
 
 
 def _generators(seed, n: int) -> list[torch.Generator]:
@@ -108,7 +93,7 @@ def train_target(cfg: TrainConfig, corpus: Corpus, gens, quiet=False) -> tuple[d
     """Float32 weights (rounded through float16) and metrics of a freshly trained target."""
     model = TargetLM(cfg.model_config(), gens[0])
     opt = _optimizer(model.parameters(), cfg.target_lr)
-    prog = PhaseProgress("target", cfg.target_steps, quiet)
+    prog = _progress("target", cfg.target_steps, "steps", quiet)
     losses = []
     for step in range(cfg.target_steps):
         for g in opt.param_groups:
@@ -122,6 +107,7 @@ def train_target(cfg: TrainConfig, corpus: Corpus, gens, quiet=False) -> tuple[d
         opt.step()
         losses.append(loss.item())
         prog.update(step + 1, f"loss {np.mean(losses[-20:]):.3f} nats/byte")
+    prog.close()
     weights = ckpt.rounded(model.weights())
     val = {}
     with torch.no_grad():
@@ -149,13 +135,14 @@ def generate_data(cfg: TrainConfig, corpus: Corpus, weights: dict, quiet=False) 
     engine = Engine(
         TinyLM(cfg.model_config(), weights), None, EngineConfig(gamma=0, max_running=64), max_len=cfg.context
     )
-    prog = PhaseProgress("generate", n, quiet)
+    prog = _progress("generate", n, "sequences", quiet)
     rows = []
     for start in range(0, n, 64):
         chunk = reqs[start : start + 64]
         out = engine.generate(chunk, speculative=False)
         rows += [list(r.prompt) + out[r.rid] for r in chunk]
-        prog.update(start + len(chunk), "sequences")
+        prog.update(start + len(chunk))
+    prog.close()
     return torch.tensor(rows, dtype=torch.int64)
 
 
@@ -171,7 +158,7 @@ def train_drafters(cfg: TrainConfig, corpus: Corpus, weights: dict, gen, quiet=F
     opts = {name: _optimizer(net.parameters(), cfg.drafter_lr) for name, net in nets.items()}
     hist: dict[str, list[dict]] = {name: [] for name in nets}
     data = generate_data(cfg, corpus, weights, quiet) if cfg.drafter_data == "target" else None
-    prog = PhaseProgress("drafters", cfg.drafter_steps, quiet)
+    prog = _progress("drafters", cfg.drafter_steps, "steps", quiet)
     for step in range(cfg.drafter_steps):
         if data is None:
             batch = corpus.batch("train", cfg.drafter_batch, cfg.context, gen)
@@ -190,6 +177,7 @@ def train_drafters(cfg: TrainConfig, corpus: Corpus, weights: dict, gen, quiet=F
         prog.update(
             step + 1, " ".join(f"{n}:{np.mean([h['accept'] for h in hist[n][-20:]]):.3f}" for n in nets)
         )
+    prog.close()
     out_metrics = {}
     for name, net in nets.items():
         net.load_state_dict(ckpt.rounded(net.state_dict()))
@@ -214,7 +202,7 @@ def calibrate(cfg: TrainConfig, corpus: Corpus, weights: dict, net) -> tuple[lis
         accs.append(out.accepted[full])
 
     for i, dom in enumerate(DOMAINS):
-        target = ckpt.Bundle(Path("."), cfg.model_config(), weights, {}).feature_target()
+        target = ckpt.Bundle(Path("."), cfg.model_config(), weights, {}).target()
         drafter = runtime_drafter(net, target, slots=n, max_len=cfg.context)
         reqs = requests_for(
             corpus, dom, n, cfg.sts_prompt_len, cfg.sts_new_tokens, seed=cfg.seed + 100 + i, split="val"

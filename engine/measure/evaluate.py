@@ -94,7 +94,7 @@ def evaluate(
         pooled_c, pooled_a = [], []
         samples: dict = {}
         for i, dom in enumerate(DOMAINS):
-            target = bundle.feature_target(cfg.device)
+            target = bundle.target(cfg.device)
             drafter = runtime_drafter(net, target, slots=batch, max_len=max_len, temps=temps)
             if requests is not None:
                 reqs = requests[dom]

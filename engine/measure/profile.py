@@ -101,7 +101,7 @@ def warm_up(
 ) -> None:
     """One short discarded rollout: the first torch calls of a process are slow (allocator, dispatch)."""
     max_len = bundle.config.max_len
-    target = bundle.feature_target(device)
+    target = bundle.target(device)
     d = runtime_drafter(
         bundle.net(drafter), target, slots=r, max_len=max_len, temps=bundle.drafters[drafter][1]
     )
@@ -133,7 +133,7 @@ def profile(bundle: Bundle, corpus: Corpus, cfg: ProfileConfig, progress=None, w
             ecfg = engine_config(
                 cfg.device, gamma=cfg.gamma, policy="fixed", policy_params={"k": k}, max_running=r
             )
-            target = bundle.feature_target(cfg.device)
+            target = bundle.target(cfg.device)
             drafter = runtime_drafter(net, target, slots=r, max_len=max_len, temps=temps)
             ro, _ = run_rollout(target, drafter, ecfg, reqs, max_len=max_len, clock=cfg.clock)
             st, rs = ro.steps, ro.request_steps

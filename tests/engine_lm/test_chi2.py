@@ -36,7 +36,7 @@ def _propose(bundle, corpus, name, params, strong_markov=False):
         with torch.no_grad():
             net.w2.copy_(torch.randn(net.w2.shape, generator=torch.Generator().manual_seed(7)) * 2.0)
     try:
-        target = bundle.feature_target()
+        target = bundle.target()
         prompt = corpus.prompts("prose", 1, 12, seed=9)[0]
         drafter = runtime_drafter(net, target, slots=N, max_len=48, temps=bundle.drafters[name][1])
         reqs = [_Req(i, prompt, params) for i in range(N)]

@@ -71,7 +71,7 @@ def test_exported_curves_and_cost_load_in_the_simulator(tiny_bundle, tmp_path):
 
 def test_sts_never_raises_ece_on_its_fitting_data(tiny_bundle):
     bundle, corpus = tiny_bundle
-    target = bundle.feature_target()
+    target = bundle.target()
     drafter = runtime_drafter(bundle.net("dspark1"), target, slots=6, max_len=48)
     ro, _ = run_rollout(
         target,

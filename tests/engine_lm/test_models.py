@@ -1,10 +1,12 @@
-"""Model plumbing: FeatureTarget = TinyLM, the Markov head at zero weights, confidences in (0, 1), the
-corpus is deterministic, and every drafter is lossless in the engine (coupled mode = plain decoding)."""
+"""Model plumbing: the engine target's hidden states = training mode's, the Markov head at zero weights,
+confidences in (0, 1), the corpus is deterministic, and every drafter is lossless in the engine (coupled
+mode = plain decoding)."""
 
 import numpy as np
 import pytest
 import torch
 
+from engine.drafter import HiddenRelay, TargetHidden
 from engine.lm.data import DOMAINS, SEP, Corpus
 from engine.lm.drafters import runtime_drafter
 from engine.lm.target import TargetLM, target_outputs
@@ -14,19 +16,28 @@ from engine.model import KVCache, TinyLM
 from engine.sampling import SamplingParams, probs_from_logits
 
 
-def test_feature_target_matches_tinylm(tiny_bundle):
+def test_handed_hidden_states_match_training_mode(tiny_bundle):
+    """What the loop hands a drafter (TargetHidden.committed of a cached forward's packed hidden states) is
+    the training-mode forward's hidden states at those positions; asking for them leaves the logits as is."""
     bundle, corpus = tiny_bundle
     tokens = corpus.batch("val", 3, 20, torch.Generator().manual_seed(0))
-    ft, tl = bundle.feature_target(), TinyLM(bundle.config, bundle.weights)
+    tl = bundle.target()
     cache_a, cache_b = KVCache(bundle.config, 3, 40), KVCache(bundle.config, 3, 40)
     n, slots = torch.tensor([20, 11, 5]), torch.tensor([2, 0, 1])
-    a, b = ft.forward(tokens, n, slots, cache_a), tl.forward(tokens, n, slots, cache_b)
-    for i in range(3):
-        assert torch.allclose(a[i, : n[i]], b[i, : n[i]], atol=1e-5)
-    assert torch.allclose(cache_a.k, cache_b.k, atol=1e-5) and torch.equal(cache_a.lengths, cache_b.lengths)
+    out = tl.run(tokens, n, slots, cache_a, hidden=True)
+    assert torch.equal(out.logits, tl.forward(tokens, n, slots, cache_b))
+    assert torch.equal(cache_a.k, cache_b.k)
+    kept = TargetHidden.committed(out.hidden, [0, 0, 0], n.tolist(), [20, 9, 5])  # request 1: 2 rejected
     _, hidden = target_outputs(bundle.weights, bundle.config, tokens)
-    assert torch.allclose(ft.read(2, 0, 20), hidden[0], atol=1e-4)
-    assert torch.allclose(ft.read(0, 0, 11), hidden[1, :11], atol=1e-4)
+    assert [k[1].shape[0] for k in kept] == [20, 9, 5]
+    for i, (first, states) in enumerate(kept):
+        assert first == 0 and torch.allclose(states, hidden[i, : len(states)], atol=1e-4)
+    handed = TargetHidden.of([kept[0], None], cache_a.k)
+    assert handed.starts == (0, 0) and handed.states[1].shape == (
+        0,
+        bundle.config.n_layers,
+        bundle.config.d_model,
+    )
 
 
 def test_trained_twin_exports_to_tinylm(tiny_bundle):
@@ -52,7 +63,7 @@ def test_markov_head_with_zero_weights_leaves_backbone_unchanged(tiny_bundle):
         h = torch.randn(5, bundle.config.d_model)
         bias, _, _ = net.markov_step(h, torch.tensor([1, 2, 3, 4, 5]))
         assert torch.count_nonzero(bias) == 0
-        target = bundle.feature_target()
+        target = bundle.target()
         drafter = runtime_drafter(net, target, slots=2, max_len=48)
         prompt = corpus.prompts("code", 1, 10, seed=1)[0]
         reqs = [_Req(0, prompt, 0, rq.params) for rq in mixed_requests(corpus, 1, 10, 4, seed=0)]
@@ -77,14 +88,16 @@ def test_markov_head_with_zero_weights_leaves_backbone_unchanged(tiny_bundle):
 
 def test_confidences_in_open_unit_interval(tiny_bundle):
     bundle, corpus = tiny_bundle
-    target = bundle.feature_target()
+    target = bundle.target()
     drafter = runtime_drafter(bundle.net("dspark1"), target, slots=4, max_len=48, temps=None)
     reqs = mixed_requests(corpus, 4, 12, 16, seed=3)
     seen = []
 
     class Spy:
-        def propose(self, reqs, gamma, e):
-            p = drafter.propose(reqs, gamma, e)
+        uses_hidden = True
+
+        def propose(self, reqs, gamma, e, hidden=None):
+            p = drafter.propose(reqs, gamma, e, hidden)
             seen.append(p.conf.clone())
             return p
 
@@ -101,10 +114,10 @@ def test_confidences_in_open_unit_interval(tiny_bundle):
 def test_coupled_mode_equals_plain_decoding(tiny_bundle, name, policy):
     bundle, corpus = tiny_bundle
     reqs = mixed_requests(corpus, 5, 10, 14, seed=4)
-    plain = Engine(bundle.feature_target(), None, EngineConfig(gamma=3, max_running=2), max_len=48).generate(
+    plain = Engine(bundle.target(), None, EngineConfig(gamma=3, max_running=2), max_len=48).generate(
         reqs, speculative=False
     )
-    target = bundle.feature_target()
+    target = bundle.target()
     drafter = runtime_drafter(bundle.net(name), target, slots=2, max_len=48, temps=bundle.drafters[name][1])
     cfg = EngineConfig(gamma=3, policy=policy[0], policy_params=policy[1], mode="coupled", max_running=2)
     assert Engine(target, drafter, cfg, max_len=48).generate(reqs) == plain
@@ -124,6 +137,13 @@ def test_corpus_is_deterministic_and_prompts_are_clean(tiny_bundle):
     for dom in DOMAINS:
         for p in corpus.prompts(dom, 3, 16, seed=2):
             assert len(p) == 16 and SEP not in p
+
+
+def _prefill_hidden(bundle, target, prompt) -> TargetHidden:
+    """The hidden states a prefill of `prompt` (one request, cache slot 0) hands the drafter."""
+    n = torch.tensor([len(prompt)])
+    out = target.run(torch.tensor([prompt]), n, torch.tensor([0]), KVCache(bundle.config, 1, 48), hidden=True)
+    return TargetHidden((0,), (out.hidden,))
 
 
 def _fresh(tiny_bundle, name, markov=None):
@@ -154,14 +174,12 @@ def test_cached_inference_matches_training_mode(tiny_bundle, name):
     net = _fresh(tiny_bundle, name)
     prompt = list(corpus.prompts("code", 1, 20, seed=3)[0])
     params = SamplingParams()
-    target = bundle.feature_target()
+    target = bundle.target()
     drafter = runtime_drafter(net, target, slots=1, max_len=48)
     req = _Req(0, prompt, 0, params)
     e = torch.empty(1, 3, 256, dtype=torch.float64).exponential_(generator=torch.Generator().manual_seed(4))
     drafter.propose([req], 3, e)  # first step: no features yet
-    cache = KVCache(bundle.config, 1, 48)
-    target.forward(torch.tensor([prompt]), torch.tensor([len(prompt)]), torch.tensor([0]), cache)
-    prop = drafter.propose([req], 3, e)  # now with features of positions < len(prompt) − 1
+    prop = drafter.propose([req], 3, e, _prefill_hidden(bundle, target, prompt))  # features of the prompt
     n = len(prompt)
     with torch.no_grad():
         if name == "eagle1":
@@ -188,17 +206,14 @@ def test_sequential_head_matches_teacher_forced_training(tiny_bundle, markov):
     net = _fresh(tiny_bundle, "dspark1", markov)
     gamma = net.cfg.gamma
     prompt = list(corpus.prompts("prose", 1, 20, seed=5)[0])
-    target = bundle.feature_target()
+    target = bundle.target()
     drafter = runtime_drafter(net, target, slots=1, max_len=48)
     req = _Req(0, prompt, 0, SamplingParams())
     e = torch.empty(1, gamma, 256, dtype=torch.float64).exponential_(
         generator=torch.Generator().manual_seed(6)
     )
     drafter.propose([req], gamma, e)
-    target.forward(
-        torch.tensor([prompt]), torch.tensor([len(prompt)]), torch.tensor([0]), KVCache(bundle.config, 1, 48)
-    )
-    prop = drafter.propose([req], gamma, e)
+    prop = drafter.propose([req], gamma, e, _prefill_hidden(bundle, target, prompt))
     n = len(prompt)
     with torch.no_grad():
         _, hidden = target_outputs(bundle.weights, bundle.config, torch.tensor([prompt]))
@@ -212,3 +227,43 @@ def test_sequential_head_matches_teacher_forced_training(tiny_bundle, markov):
         other[1] = (other[1] + 1) % 256
         bias2, _ = net.markov(h[0, 0], other)
         assert not torch.allclose(bias[2:], bias2[2:])
+
+
+def test_hidden_states_do_not_leak_between_generate_calls(tiny_bundle):
+    """The same requests (same rids) decoded twice on one engine: the second run hands the drafter only its
+    own hidden states, so the outputs match."""
+    bundle, corpus = tiny_bundle
+    reqs = mixed_requests(corpus, 3, 10, 8, seed=2)
+    target = bundle.target()
+    drafter = runtime_drafter(bundle.net("eagle1"), target, slots=2, max_len=48)
+    engine = Engine(target, drafter, EngineConfig(gamma=3, max_running=2), max_len=48)
+    assert engine.generate(reqs) == engine.generate(reqs)
+
+
+def test_drafter_refuses_hidden_states_that_do_not_line_up(tiny_bundle):
+    bundle, _ = tiny_bundle
+    drafter = runtime_drafter(bundle.net("dspark1"), bundle.target(), slots=1, max_len=48)
+    req, e = _Req(0, [1, 2, 3], 0, SamplingParams()), torch.zeros(1, 2, 256, dtype=torch.float64)
+    states = torch.zeros(3, bundle.config.n_layers, bundle.config.d_model)
+    with pytest.raises(ValueError, match="hidden states for 2 requests, 1 proposed"):
+        drafter.propose([req], 2, e, TargetHidden((0, 0), (states, states)))
+    drafter.propose([req], 2, e, TargetHidden((0,), (states,)))
+    with pytest.raises(ValueError, match="hidden states from 5, expected 3"):
+        drafter.propose([req], 2, e, TargetHidden((5,), (states,)))
+
+
+def test_relay_keeps_a_skipping_requests_states_until_it_drafts():
+    """A request the plan gave depth 0 skips the drafter: what it commits meanwhile is handed over,
+    contiguous, the next time it drafts; requests no longer running are dropped."""
+    relay, like = HiddenRelay(), torch.zeros(2, 1, 1, 4, 3)  # KV cache [L=2, slots, H=1, T, Dh=3]
+    relay.computed = torch.arange(5 * 2 * 3, dtype=torch.float32).reshape(5, 2, 3)
+    relay.keep([7, 8], [0, 0], [3, 2], [3, 1])  # rid 7: positions 0..2; rid 8: 0 (its 2nd fed row rejected)
+    assert relay.hand([8], like).states[0].shape == (1, 2, 3)
+    first = relay.computed[:3]
+    relay.computed = torch.ones(2, 2, 3)
+    relay.keep([7, 8], [3, 1], [1, 1], [4, 2])  # rid 7 skipped the drafter last step
+    got = relay.hand([7, 9], like)
+    assert got.starts == (0, 0) and torch.equal(got.states[0], torch.cat([first, torch.ones(1, 2, 3)]))
+    assert got.states[1].shape == (0, 2, 3)  # never seen: nothing
+    relay.keep([7], [4], [1], [5])  # rid 8 finished: dropped
+    assert set(relay.kept) == {7}

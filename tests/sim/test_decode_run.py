@@ -97,11 +97,13 @@ def test_steps_run_equals_steps(width):
     accepted = np.minimum(lengths, rng.integers(0, gamma + 1, (k, r)))
     one, many = (Recorder(3, max_bins=1 << 14, gamma=gamma) for _ in range(2))
     for rec in (one, many):
-        rec.bins.width = width
-        rec.step(1.0, 0.3, 0.1, r, 10, 5, lengths[0], accepted[0])  # something already in the bins
+        rec.parts[0].bins.width = width
+        rec.step(0, 1.0, 0.3, 0.1, r, 10, 5, lengths[0], accepted[0])  # something already in the bins
     for j in range(k):
-        one.step(times[j], seconds[j], 0.004, r, verify[j], tokens[j], lengths[j], accepted[j])
-    many.steps_run(times, seconds, 0.004, r, verify, tokens, lengths, accepted)
+        one.step(0, times[j], seconds[j], 0.004, r, verify[j], tokens[j], lengths[j], accepted[j])
+    many.steps_run(0, times, seconds, 0.004, r, verify, tokens, lengths, accepted)
+    one.close(times[-1])
+    many.close(times[-1])
     for name in ("steps", "draft_s", "verify_s", "drafts"):
         assert getattr(one, name) == getattr(many, name), name
     np.testing.assert_array_equal(one.accepted_hist, many.accepted_hist)

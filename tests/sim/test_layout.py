@@ -25,6 +25,10 @@ OWN = [
     "sim.metrics",
     "sim.run",
     "sim.cli",
+    "sim.routing",
+    "sim.wiring",
+    "sim.shard",
+    "sim.raysession",
 ]
 
 

@@ -71,15 +71,15 @@ def test_itl_gaps_sum_to_decode_time_with_preemptions():
             super().__init__(*a, **k)
             kept.append(self)
 
-    import sim.run
+    import sim.wiring
 
     cfg = config("workload.num_requests=150", "workload.rate=60", "server.kv_tokens=6000")
-    orig = sim.run.Recorder
-    sim.run.Recorder = Keep
+    orig = sim.wiring.Recorder
+    sim.wiring.Recorder = Keep
     try:
         res = simulate(cfg)
     finally:
-        sim.run.Recorder = orig
+        sim.wiring.Recorder = orig
     rec, req = kept[0], res.requests
     assert res.summary["preemptions"] > 0
     assert rec.itl.total == pytest.approx(np.nansum(req["finish_s"] - req["first_token_s"]), rel=1e-9)

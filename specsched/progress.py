@@ -1,7 +1,9 @@
-"""A progress bar with ETA for long loops, written to stderr.
+"""The one progress printer of specbed: done/total, rate and ETA for long loops, written to stderr.
 
-On a terminal the bar is redrawn in place (at most 10 times a second); elsewhere (CI logs, pipes) a line
-is printed at each 10 % and at least every 30 s, so logs stay short.
+Role: below every package that runs long work (analysis sweeps, engine.lm training, ...), so there is one
+printer rather than one per package; specsched is the floor both sim and engine may import, and this needs
+only the standard library. On a terminal the bar is redrawn in place (at most 10 times a second); elsewhere
+(CI logs, pipes) a line is printed at each 10 % and at least every `every` seconds, so logs stay short.
 
 May import: the standard library.
 """
@@ -21,7 +23,9 @@ def _clock(seconds: float) -> str:
 
 
 class Progress:
-    """`total` items, `done` of them finished before this run (cached); call `advance()` per item."""
+    """`total` items ("cells", "steps", ...: `unit`), `done` of them finished before this run (cached, not
+    counted in the rate); call `advance(n)` per batch of items or `update(done)` with the count so far, each
+    with an optional `note` (e.g. the current loss) shown after the bar."""
 
     def __init__(
         self,
@@ -29,11 +33,13 @@ class Progress:
         *,
         done: int = 0,
         label: str = "sweep",
+        unit: str = "cells",
+        every: float = 30.0,
         stream: TextIO | None = None,
         enabled: bool = True,
     ) -> None:
-        self.total, self.done, self.label = total, done, label
-        self.start_done = done
+        self.total, self.done, self.label, self.unit, self.every = total, done, label, unit, every
+        self.start_done, self.note = done, ""
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = enabled and total > 0
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
@@ -53,13 +59,18 @@ class Progress:
         if ran > 0:
             rate = ran / max(elapsed, 1e-9)
             eta = (self.total - self.done) / rate
-            tail = f"{rate:.2f} cells/s  ETA {_clock(eta)}"
+            tail = f"{rate:.2f} {self.unit}/s  ETA {_clock(eta)}"
         else:
             tail = "ETA --:--"
-        return f"{self.label} [{bar}] {self.done}/{self.total} {frac:4.0%}  {_clock(elapsed)} elapsed  {tail}"
+        note = f"  {self.note}" if self.note else ""
+        count = f"{self.done}/{self.total} {frac:4.0%}"
+        return f"{self.label} [{bar}] {count}  {_clock(elapsed)} elapsed  {tail}{note}"
 
-    def advance(self, n: int = 1) -> None:
-        self.done += n
+    def advance(self, n: int = 1, note: str = "") -> None:
+        self.update(self.done + n, note)
+
+    def update(self, done: int, note: str = "") -> None:
+        self.done, self.note = done, note
         if self.enabled:
             self._draw()
 
@@ -72,7 +83,7 @@ class Progress:
                 self._last_draw = now
             return
         decile = int(10 * self.done / self.total)
-        if force or decile > self._last_decile or now - self._last_draw >= 30:
+        if force or decile > self._last_decile or now - self._last_draw >= self.every:
             self.stream.write(self.text() + "\n")
             self.stream.flush()
             self._last_decile, self._last_draw = decile, now
