@@ -34,8 +34,8 @@ from sim.drafter import load_draft_cost
 from sim.empirical import EmpiricalModel
 from sim.metrics import request_table, summarize, time_series
 from sim.recorder import Recorder
-from sim.wiring import run_replicas
-from sim.workload import Workload, build_workload
+from sim.wiring import Prepared, run_replicas
+from sim.workload import build_workload
 from specsched.errors import InputError
 
 STREAMS = (
@@ -68,21 +68,6 @@ class SimResult:
     series: dict[str, np.ndarray]
     confidence: dict
     timing: dict
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """A config resolved into the objects a run needs (all inputs read and checked)."""
-
-    config: SimConfig
-    cost: specsched.CostTable
-    gpus: int
-    policy: specsched.Policy
-    model: AcceptanceModel | EmpiricalModel
-    workload: Workload
-    latent: np.ndarray
-    rngs: dict[str, np.random.Generator]
-    policy_cost: specsched.CostTable | None = None
 
 
 def _as_input_error(err: ValueError, fieldname: str) -> InputError:

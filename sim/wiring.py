@@ -7,8 +7,9 @@ reach them, runs the event loop and returns the closed `Recorder`; `sim.run.simu
 own (`OpenLoop` with rids and the replica's own horizon), in both cases, so a replica's events, draws and
 `Recorder` tally do not depend on which other replicas run beside it.
 
-May import: numpy, simpy, the standard library, and the other sim modules except `sim.run` (its `Prepared`
-is only named in annotations).
+`Prepared` (a config resolved into the objects a run needs) is defined here, below `sim.run`, which builds it.
+
+May import: numpy, simpy, the standard library, specsched, and the other sim modules except `sim.run`.
 """
 
 from __future__ import annotations
@@ -16,19 +17,36 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import numpy as np
 import simpy
 
+import specsched
+from sim.acceptance import AcceptanceModel
+from sim.config import SimConfig
 from sim.deployment import Deployment
 from sim.drafter import draft_cost, draft_kv_seconds, draft_seconds_table
+from sim.empirical import EmpiricalModel
 from sim.recorder import Recorder
 from sim.routing import STATE_FREE, ClosedLoop, OpenLoop, Router, route_up_front
 from sim.server import Replica
+from sim.workload import Workload
 
-if TYPE_CHECKING:
-    from sim.run import Prepared
+
+@dataclass(frozen=True)
+class Prepared:
+    """A config resolved into the objects a run needs (all inputs read and checked)."""
+
+    config: SimConfig
+    cost: specsched.CostTable
+    gpus: int
+    policy: specsched.Policy
+    model: AcceptanceModel | EmpiricalModel
+    workload: Workload
+    latent: np.ndarray
+    rngs: dict[str, np.random.Generator]
+    policy_cost: specsched.CostTable | None = None
 
 
 def route(prep: Prepared) -> np.ndarray:

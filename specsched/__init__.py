@@ -13,7 +13,7 @@ from specsched.builtin import (
     load_cost,
 )
 from specsched.cost import CostTable
-from specsched.depth import DRAFT_MODES, AdaptivePolicy, DraftCost, plan_depths
+from specsched.depth import DRAFT_MODES, AdaptivePolicy, DraftCost, make_policy, plan_depths
 from specsched.errors import InputError
 from specsched.graphs import vllm_capture_sizes, with_cudagraphs
 from specsched.hardware import GPU, GPUS, MODELS, ModelShape
@@ -22,7 +22,6 @@ from specsched.policies import (
     LosslessnessWarning,
     Policy,
     check_conf,
-    make_policy,
     policy_params,
 )
 from specsched.stale import StaleBuffer

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from specsched.cost import CostTable
-from specsched.policies import Policy, _check_budget, _int_param, check_conf, make_policy
+from specsched.policies import Policy, _check_budget, _int_param, check_conf, make_base_policy
 
 DRAFT_MODES = ("full", "adaptive")
 DRAFT_KINDS = ("parallel", "autoregressive", "free")
@@ -335,6 +335,17 @@ class AdaptivePolicy:
         return f"{self.base!r}"[:-1] + f", draft='adaptive', delay={self.delay}, slack={self.slack!r})"
 
 
+def make_policy(name: str, draft: str = "full", **params):
+    """A configured policy by name (see POLICIES). Unknown names or parameters raise ValueError.
+
+    draft: "full" (the drafter drafts γ for every request: the paper's behaviour; a `Policy`) or "adaptive"
+    (the policy also plans each request's draft depth from lagged confidences: an `AdaptivePolicy`).
+    """
+    if draft == "full":
+        return make_base_policy(name, **params)
+    return adaptive(name, draft, params)
+
+
 def adaptive(name: str, draft: str, params: dict):
     """`make_policy(name, draft=..., **params)` for draft ≠ "full" (see the module doc).
 
@@ -345,11 +356,11 @@ def adaptive(name: str, draft: str, params: dict):
     if draft not in DRAFT_MODES:
         raise ValueError(f"policy '{name}': draft must be one of {', '.join(DRAFT_MODES)}; got {draft!r}")
     if draft == "full":
-        return make_policy(name, **params)
+        return make_base_policy(name, **params)
     if name == "lookahead":
         raise ValueError("policy 'lookahead' is a negative control of verify sizing; it takes draft='full'")
     ours = {"slack"} | (set() if name in _OWN_DELAY else {"delay"})
-    base = make_policy(name, **{k: v for k, v in params.items() if k not in ours})
+    base = make_base_policy(name, **{k: v for k, v in params.items() if k not in ours})
     if name == "ar":
         return base
     delay = base.delay if name in _OWN_DELAY else _int_param(name, "delay", params.get("delay", 1), 0)

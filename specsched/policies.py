@@ -26,8 +26,7 @@ request's positions are always admitted in order, and the order never depends on
 cached per (table, R) on the Policy. `Policy.trusted` (and `trusted_many`, K steps' confidences at once)
 skip the input checks for the simulator and the engine; the public call keeps them.
 
-May import: numpy, the standard library, specsched.cost, specsched.dspark, specsched.errors, specsched.depth
-(lazily).
+May import: numpy, the standard library, specsched.cost, specsched.dspark, specsched.errors.
 """
 
 from __future__ import annotations
@@ -311,16 +310,9 @@ class Policy:
         return f"Policy({self.name}{', ' if args else ''}{args})"
 
 
-def make_policy(name: str, draft: str = "full", **params) -> Policy:
-    """A configured policy by name (see POLICIES). Unknown names or parameters raise ValueError.
-
-    draft: "full" (the drafter drafts γ for every request: the paper's behaviour) or "adaptive" (the
-    policy also plans each request's draft depth from lagged confidences: `specsched.depth`).
-    """
-    if draft != "full":
-        from specsched.depth import adaptive  # lazy: specsched.depth builds on this module
-
-        return adaptive(name, draft, params)
+def make_base_policy(name: str, **params) -> Policy:
+    """A configured verify-length policy by name (see POLICIES), with full drafting. Unknown names or
+    parameters raise ValueError. `specsched.make_policy` (in `specsched.depth`) adds the draft mode."""
     if name not in _REGISTRY:
         raise ValueError(f"unknown policy {name!r} (choose from {', '.join(POLICIES)})")
     fn, spec, uses_stale = _REGISTRY[name]
