@@ -2,7 +2,7 @@
 
 Role: the Parquet branch of `traces.formats.read_raw`; kept apart so pyarrow is imported only here,
 lazily, and only when a Parquet file is read. Parquet has no lines: errors name the 1-based row.
-Imports: numpy, the standard library, specsched.errors, traces._parse, traces.formats; pyarrow lazily.
+Imports: numpy, the standard library, specsched.errors, traces._parse, traces.columns; pyarrow lazily.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 
 from specsched.errors import InputError
 from traces import _parse as P
-from traces.formats import TIME_UNITS, Raw, Spec
+from traces.columns import TIME_UNITS, Raw, Spec
 
 
 def read_parquet(path: Path, spec: Spec) -> Raw:

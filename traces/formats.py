@@ -12,44 +12,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from specsched.errors import InputError
 from traces import _parse as P
+from traces.columns import TIME_UNITS, Raw, Spec
 
 __all__ = ["FORMATS", "TIME_UNITS", "Raw", "Spec", "read_raw", "resolve_spec"]
 
-#: units of the arrival column per second (times are divided by it, which is exact for 1 ms = 1e-3 s
-#: where multiplying by 1e-3 is not); "datetime" = ISO-like wall-clock text.
-TIME_UNITS: dict[str, float | None] = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9, "datetime": None}
 #: every value `format=` accepts (plus the aliases below).
 FORMATS = ("azure", "burstgpt", "mooncake", "vidur", "specbed", "csv", "parquet")
 _ALIASES = {"azure2023": "azure", "azure2024": "azure", "splitwise": "azure", "normalized": "specbed"}
 _COLUMN_KEYS = ("arrival", "input", "output", "time_unit", "domain", "model", "session", "hash_ids")
-
-
-@dataclass(frozen=True)
-class Spec:
-    """Which column (CSV header name or JSON key, matched case-insensitively) holds what."""
-
-    name: str
-    arrival: str
-    input: str
-    output: str
-    time_unit: str = "s"
-    domain: str | None = None
-    model: str | None = None
-    session: str | None = None
-    session_numeric: bool = False  # False: text ids (UUIDs) numbered in order of first appearance
-    hash_ids: str | None = None
-    json: bool = False  # JSON lines rather than CSV
-
-    @property
-    def required(self) -> tuple[str, str, str]:
-        return (self.arrival, self.input, self.output)
 
 
 SPECS: dict[str, Spec] = {
@@ -81,21 +58,6 @@ SPECS: dict[str, Spec] = {
         "mooncake", "timestamp", "input_length", "output_length", "ms", hash_ids="hash_ids", json=True
     ),
 }
-
-
-@dataclass
-class Raw:
-    """Columns as read, in file order. `t` is int64 ns since the epoch if `t_is_ns`, else float64 s."""
-
-    spec: Spec
-    t: np.ndarray
-    t_is_ns: bool
-    input_tokens: np.ndarray
-    output_tokens: np.ndarray
-    domain: np.ndarray | None = None
-    model: np.ndarray | None = None
-    session_id: np.ndarray | None = None
-    hash_ids: list[np.ndarray] | None = None
 
 
 def resolve_spec(format: str | None, columns: Mapping[str, str] | None) -> Spec | None:
