@@ -1,9 +1,6 @@
 """The decode loop: KV cache and rollback, coupled mode = plain decoding, batch invariance, end-to-end law."""
 
-import itertools
-import math
 
-import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -13,9 +10,9 @@ import engine.loop as loop
 from engine.drafter import ModelDrafter
 from engine.loop import Engine, EngineConfig, Request
 from engine.model import KVCache, ModelConfig, TinyLM
-from engine.proof.stats import chi2_threshold, merged_chi2
 from engine.proof.suite_engine import make_engine, mixed_requests, tiny_models
 from engine.sampling import SamplingParams, probs_from_logits
+from tests.engine.lawcheck import assert_follows_target_law
 
 TARGET, TRUNC, OTHER = tiny_models()
 REQS = mixed_requests(6)
@@ -130,16 +127,7 @@ def test_standard_mode_end_to_end_law_matches_the_target(tmp_path):
     )
     engine = Engine(target, ModelDrafter(draft, slots=n, max_len=16), config, max_len=16)
     out = engine.generate([Request(i, (0, 1), length, params, seed=i) for i in range(n)])
-    seqs = list(itertools.product(range(3), repeat=length))
-    law = []
-    for s in seqs:
-        p = probs_from_logits(target.logits_full(torch.tensor([[0, 1, *s]]))[0], params)
-        law.append(math.prod(float(p[1 + t, s[t]]) for t in range(length)))
-    counts = np.zeros(len(seqs))
-    for toks in out.values():
-        counts[seqs.index(tuple(toks))] += 1
-    stat, df = merged_chi2(counts, np.array(law) * n)
-    assert stat < chi2_threshold(df), (stat, df)
+    assert_follows_target_law(target, out, params, length, n)
     assert engine.stats.verified_drafts > n  # it did speculate
     assert 0 <= engine.stats.accepted <= engine.stats.verified_drafts
 
