@@ -270,6 +270,9 @@ class ServerConfig:
     prefill_request_seconds: seconds added to a step per request prefilling in it, beyond its prompt
         tokens' share of the cost table (an engine that pads the batch to the prompt, or runs prefill steps
         outside its captured decode graphs); 0 = prompt tokens cost what verify tokens cost.
+    pad_verify: price the verify forward at R·(1 + max_r ℓ_r) tokens instead of Σ_r (1 + ℓ_r): an engine
+        that pads its requests' verify rows to the longest one (specbed's own engine, dense [R, 1 + ℓ]
+        batches); verified tokens (and the statistics) stay Σ (1 + ℓ_r). false (default): a flattened batch.
     max_cudagraph_capture_size / cudagraph_capture_sizes: model an engine replaying captured CUDA graphs
         (`specsched.graphs`): a step of B tokens pays the smallest captured size ≥ B, and past the largest
         it runs eagerly at `eager_factor` × the cost. Sizes default to vLLM's list up to the maximum (1,
@@ -291,6 +294,7 @@ class ServerConfig:
     kv_tokens: int = 2_000_000
     policy_cost: str | None = None
     prefill_request_seconds: float = 0.0
+    pad_verify: bool = False
     max_cudagraph_capture_size: int | None = None
     cudagraph_capture_sizes: tuple[float, ...] | None = None
     eager_factor: float | None = None
@@ -323,6 +327,8 @@ class ServerConfig:
             )
         _check_range(s, "kv_tokens", self.kv_tokens, 1)
         _check_range(s, "prefill_request_seconds", self.prefill_request_seconds, 0.0)
+        if not isinstance(self.pad_verify, bool):
+            raise _fail(s, "pad_verify", f"must be true or false, got {self.pad_verify!r}")
 
     def _check_graphs(self) -> None:
         s = self._section

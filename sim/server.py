@@ -26,7 +26,8 @@ One engine step of a replica, at time t (`Replica._plan`, then `yield timeout`, 
 4. Time: step = draft seconds (draft_s(R), or priced from the planned depths) + cost.request_seconds ·
    (running requests) + cost.kv_token_seconds · (KV tokens they hold: prompt + generated, or the computed
    part of a prompt) + cost.latency(prefill tokens + Σ (1 + ℓ_r)) + server.prefill_request_seconds ·
-   (requests prefilling in this step) (see `sim.drafter` and `specsched.CostTable`).
+   (requests prefilling in this step) (see `sim.drafter` and `specsched.CostTable`); with
+   server.pad_verify the verify part is priced at R·(1 + max ℓ_r) tokens (rows padded to the longest).
 5. At t + step: each decoding request emits min(accepted + 1, tokens still owed); a request whose
    prefill completes emits its first token (TTFT); requests that reached their output length leave.
 
@@ -200,6 +201,7 @@ class Replica:
             else:
                 lengths = accepted = np.zeros(r, dtype=np.int64)
                 verify = r
+            priced = eng.priced_tokens(r, lengths) if eng.pad_verify else verify
             room = min(eng.max_batch_tokens - verify, eng.kv_tokens - self.kv_used - (gamma + 1) * r)
             chunks = None
             if pf is not None:
@@ -217,7 +219,7 @@ class Replica:
         # Attention reads every running request's KV once per step, prefilling ones included: a fixed
         # charge per request plus, for a context-aware table, one per KV token held (kv_used = Σ context).
         seconds = float(draft_s + eng.cost.request_seconds * self.n + eng.kv_s * self.kv_used)
-        seconds += float(eng.latency[verify + prefill])
+        seconds += float(eng.latency[priced + prefill])
         if eng.prefill_request_s and prefill:
             seconds += eng.prefill_request_s * int(np.count_nonzero(chunks))
         return StepPlan(di, r, lengths, accepted, pf, chunks, prefill, now, seconds, verify, draft_s)

@@ -120,6 +120,13 @@ def _parser() -> argparse.ArgumentParser:
         "replays request i's steps for request i) or on --eval-prompts fresh test prompts per domain",
     )
     p.add_argument(
+        "--curves-noise",
+        choices=("same", "other"),
+        default="same",
+        help="with --curves-prompts workload: measure with the workload's own noise seeds (default: common "
+        "random numbers, so the twin's acceptance is not off by one noise draw against another) or other ones",
+    )
+    p.add_argument(
         "--max-drift",
         type=float,
         default=0.1,

@@ -327,8 +327,9 @@ def run_engine(
 def twin_config(ctx: Setup, pol: str, params: dict, run: EngineRun, curves_path: Path, acc_cfg):
     """The simulator's twin of an engine run: the engine's cost table (linear), its curves, the draft pass
     priced by the measured draft cost by drafting requests (`drafter.cost` = the run's draft CSV, which the
-    engine's adaptive policy planned with too; the same policy.draft), and the measured per-join seconds
-    beyond the prompt tokens' table cost (which the simulator already charges)."""
+    engine's adaptive policy planned with too; the same policy.draft), the measured per-join seconds
+    beyond the prompt tokens' table cost (which the simulator already charges), and verify rows padded to
+    the longest as the engine pads them (server.pad_verify: a step with ragged ℓ costs R·(1 + max ℓ))."""
     from sim.config import DrafterConfig, MetricsConfig, PolicyConfig, ServerConfig, SimConfig
 
     a, n, table = ctx.args, ctx.n, run.table
@@ -355,6 +356,7 @@ def twin_config(ctx: Setup, pol: str, params: dict, run: EngineRun, curves_path:
             max_num_seqs=n,
             policy_cost=None if run.policy_path is None else str(run.policy_path),
             prefill_request_seconds=max(run.join_s - by_tokens, 0.0),
+            pad_verify=True,  # the engine pads its verify rows to the longest (engine.drafter.pad_batch)
         ),
         acceptance=acc_cfg,
         metrics=MetricsConfig(warmup=a.warmup, drain=a.drain),

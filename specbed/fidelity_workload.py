@@ -67,15 +67,21 @@ def build_workload(args: argparse.Namespace, corpus) -> tuple[list[str], list]:
     return domains, reqs
 
 
+#: noise-seed offset of `--curves-noise other` (any fixed number: a second, independent draw of the noise)
+OTHER_NOISE = 7_919
+
+
 def measurement_requests(reqs, domains: list[str], corpus, args: argparse.Namespace) -> dict:
-    """The workload's requests by (engine) domain with other noise seeds, rids kept (so the simulator's
-    in-order groups match them); a domain the workload lacks gets a few fresh test prompts."""
+    """The workload's requests by (engine) domain, rids kept (so the simulator's in-order groups match them),
+    with the workload's own noise seeds (`--curves-noise same`: common random numbers) or other ones
+    (`other`); a domain the workload lacks gets a few fresh test prompts."""
     from engine.lm.data import DOMAINS, requests_for
 
+    shift = OTHER_NOISE if getattr(args, "curves_noise", "same") == "other" else 0
     out = {}
     for i, d in enumerate(DOMAINS):
         mine = [
-            type(r)(r.rid, r.prompt, r.max_new_tokens, r.params, seed=r.seed + 7_919)
+            type(r)(r.rid, r.prompt, r.max_new_tokens, r.params, seed=r.seed + shift)
             for r, x in zip(reqs, domains)
             if x == d
         ]
