@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from specsched.cost import CostTable
-from specsched.policies import Policy, _check_budget, _int_param, check_conf, make_base_policy
+from specsched.policies import Policy, _check_budget, _int_param, check_call, check_conf, make_base_policy
 
 DRAFT_MODES = ("full", "adaptive")
 DRAFT_KINDS = ("parallel", "autoregressive", "free")
@@ -148,65 +148,79 @@ def plan_depths(
         return np.zeros(R, dtype=np.int64)
     if prices is None:
         prices = plan_prices(cost, draft, R, gamma)
+    return _plan(s, prices, budget, slack, draft.kind == "autoregressive")
+
+
+def _plan(s: np.ndarray, prices, budget: int | None, slack: float, deep: bool, fixed=None) -> np.ndarray:
+    """`plan_depths` on checked input (s float64[R, γ], R, γ ≥ 1; deep: price the deepest depth, for an
+    autoregressive drafter; fixed: None or the step's fixed seconds, see `plan_prices`).
+
+    Everything is carried ×LEVELS (a power of two, so every product, sum and quotient below is the
+    reference's float scaled exactly): survival·LEVELS truncates straight to the level, the weighted
+    histogram gives LEVELS·tokens, and Θ = (LEVELS·tokens + LEVELS·R) / (LEVELS·seconds) is the same float.
+    """
+    R, gamma = s.shape
     surv = _survival(s)
-    # Levels 0..LEVELS (plan g drafts every candidate with level ≥ g), then row 0 again, shifted by
-    # LEVELS + 1: one histogram gives positions and drafting requests per level.
+    # Levels 0..LEVELS (plan g drafts every candidate with level ≥ g; LEVELS + 1 stays empty, so the
+    # suffix sums start at 0 = "draft nothing"), then row 0 again, shifted by LEVELS + 2: one histogram
+    # gives positions and drafting requests per level.
     level = np.empty((gamma + 1, R), dtype=np.intp)
-    level[:gamma] = surv * LEVELS  # truncation, as astype(intp)
-    np.add(level[0], LEVELS + 1, out=level[gamma])
-    flat = level[:gamma].ravel()
+    level[:gamma] = surv  # truncation, as astype(intp)
+    np.add(level[0], LEVELS + 2, out=level[gamma])
     # Per plan, best first: index 0 drafts nothing, index i ≥ 1 drafts levels ≥ LEVELS + 1 − i.
-    tokens = _suffix(np.bincount(flat, weights=surv.ravel(), minlength=LEVELS + 1))
-    counts = _suffix(np.bincount(level.ravel(), minlength=2 * (LEVELS + 1)).reshape(2, LEVELS + 1))
-    positions, drafting = counts
-    deepest = None
-    if draft.kind == "autoregressive":
-        deepest = _suffix(np.bincount(level[:gamma].max(axis=1), minlength=LEVELS + 1))
-    seconds = prices(positions, drafting, deepest)
-    theta = (tokens + R) / seconds
+    theta = _suffix(np.bincount(level[:gamma].ravel(), weights=surv.ravel(), minlength=LEVELS + 2))
+    positions, drafting = _suffix(np.bincount(level.ravel(), minlength=2 * (LEVELS + 2)).reshape(2, -1))
+    deepest = _suffix(np.bincount(level[:gamma].max(axis=1), minlength=LEVELS + 2)) if deep else None
+    theta += R * LEVELS
+    theta /= prices(positions, drafting, deepest, fixed)
     if budget is not None:
         theta[positions > budget - R] = -np.inf
     best = int(theta.argmax())  # first maximum: on equal Θ the plan with fewer drafts
-    if slack and best:
-        best = int(np.flatnonzero(theta >= theta[best] * (1.0 - slack))[-1])
+    if slack and best:  # the deepest plan within `slack` of the best
+        best = LEVELS - int((theta[::-1] >= theta[best] * (1.0 - slack)).argmax())
     if best == 0:
         return np.zeros(R, dtype=np.int64)
     return np.add.reduce(level[:gamma] >= LEVELS + 1 - best, axis=0, dtype=np.int64)
 
 
 def plan_prices(cost: CostTable, draft: DraftCost, R: int, gamma: int):
-    """`prices(positions, drafting, deepest) -> float64[n]`: the step seconds of plans over R requests (the
-    target's fixed cost, the draft pass and the verify forward at R + positions), as `plan_depths` prices
-    them. Everything that depends on one count alone is tabulated here once per (table, drafter, R, γ),
-    in the operation order of `DraftCost.price`, so the cached and uncached figures are the same floats.
+    """`prices(positions, drafting, deepest, fixed=None) -> float64[n]`: LEVELS × the step seconds of plans
+    over R requests (the target's fixed cost, the draft pass and the verify forward at R + positions), as
+    `plan_depths` prices them; fixed (seconds) replaces the table's draft_seconds + request_seconds·R (the
+    simulator's per-step context) without a new table. Everything that depends on one count alone is
+    tabulated here once per (table, drafter, R, γ), scaled by LEVELS (exact: a power of two) and in the
+    operation order of `DraftCost.price`, so the cached and uncached figures are the same floats.
     """
     top = R * gamma
-    fixed = cost.draft_seconds + cost.request_seconds * R
-    verify = cost.latency_range(R, R + top)  # float64[top + 1] at B = R + positions
-    if draft.kind == "free":
-        total = (np.zeros(top + 1) + fixed) + verify
-        return lambda positions, drafting, deepest: total[positions]
+    own = LEVELS * (cost.draft_seconds + cost.request_seconds * R)
+    verify = LEVELS * cost.latency_range(R, R + top)  # float64[top + 1] at B = R + positions
     if draft.measured is not None and draft.index == "fit":  # not separable: price each plan
 
-        def fit(positions, drafting, deepest):
+        def fit(positions, drafting, deepest, fixed=None):
             out = draft.price(positions, drafting, deepest, cost)
-            out += fixed
-            out += verify[positions]
-            return out
+            out += own / LEVELS if fixed is None else fixed
+            out += verify[positions] / LEVELS
+            return out * LEVELS
 
         return fit
     per_pos, per_req, per_deep = _draft_parts(cost, draft, R, top)
     if per_req is None and per_deep is None:  # depends on positions alone: one lookup per call
-        total = (per_pos + fixed) + verify
-        return lambda positions, drafting, deepest: total[positions]
+        total = (per_pos + own) + verify
 
-    def separable(positions, drafting, deepest):
+        def by_positions(positions, drafting, deepest, fixed=None):
+            if fixed is None:
+                return total[positions]
+            return (per_pos[positions] + LEVELS * fixed) + verify[positions]
+
+        return by_positions
+
+    def separable(positions, drafting, deepest, fixed=None):
         out = per_pos[positions]
         if per_deep is not None:
             out = out + (deepest * draft.layers) * per_deep[drafting]
         if per_req is not None:
             out += per_req[drafting]
-        out += fixed
+        out += own if fixed is None else LEVELS * fixed
         out += verify[positions]
         return out
 
@@ -215,10 +229,13 @@ def plan_prices(cost: CostTable, draft: DraftCost, R: int, gamma: int):
 
 def _draft_parts(cost: CostTable, draft: DraftCost, R: int, top: int):
     """(float64[top + 1] by positions, float64[R + 1] by drafting requests or None, float64[R + 1]
-    multiplied by the deepest depth or None): `DraftCost.price` split by what each term depends on, zero
-    where nothing is drafted (positions 0 ⇔ drafting 0: a drafting request drafts its position 0)."""
+    multiplied by the deepest depth or None), each ×LEVELS: `DraftCost.price` split by what each term
+    depends on, zero where nothing is drafted (positions 0 ⇔ drafting 0: a drafting request drafts its
+    position 0)."""
     per_pos = np.zeros(top + 1)
     per_req = per_deep = None
+    if draft.kind == "free":
+        return per_pos, per_req, per_deep
     if draft.measured is not None:
         if draft.index == "tokens":
             per_pos = draft.measured.latency(np.arange(top + 1, dtype=np.int64))
@@ -234,17 +251,21 @@ def _draft_parts(cost: CostTable, draft: DraftCost, R: int, top: int):
             per_req = draft.overhead * cost.latency_range(0, R)
     for part in (per_pos, per_req, per_deep):
         if part is not None:
+            part *= LEVELS
             part[0] = 0.0
     return per_pos, per_req, per_deep
 
 
 def _survival(s: np.ndarray) -> np.ndarray:
-    """Position-major survival float64[γ, R] of rows s float64[R, γ] (the same products either way)."""
+    """LEVELS × the survival, position-major float64[γ, R], of rows s float64[R, γ] (R, γ ≥ 1): the first
+    column is scaled (exact, a power of two), so every product is the unscaled one's float ×LEVELS."""
     R, gamma = s.shape
     if R <= 64:  # one accumulate call: measured faster while numpy's per-call overhead dominates
-        return np.multiply.accumulate(s.T, axis=0)
+        surv = s.T.copy()
+        surv[0] *= LEVELS
+        return np.multiply.accumulate(surv, axis=0, out=surv)
     surv = np.empty((gamma, R))  # a column loop beats a strided accumulate at large R
-    surv[0] = s[:, 0]
+    np.multiply(s[:, 0], LEVELS, out=surv[0])
     for j in range(1, gamma):
         np.multiply(surv[j - 1], s[:, j], out=surv[j])
     return surv
@@ -263,11 +284,9 @@ def _latency(cost: CostTable, b) -> np.ndarray:
 
 
 def _suffix(per_level: np.ndarray) -> np.ndarray:
-    """[..., LEVELS + 1] per-level totals -> [..., LEVELS + 1] per plan: 0, then Σ over levels ≥ LEVELS,
-    ≥ LEVELS − 1, …, ≥ 1 (level 0, survival below 1/LEVELS, is never drafted)."""
-    out = np.zeros(per_level.shape, dtype=per_level.dtype)
-    np.cumsum(per_level[..., :0:-1], axis=-1, out=out[..., 1:])
-    return out
+    """[..., LEVELS + 2] per-level totals (level LEVELS + 1 empty) -> [..., LEVELS + 1] per plan: 0, then Σ
+    over levels ≥ LEVELS, ≥ LEVELS − 1, …, ≥ 1 (level 0, survival below 1/LEVELS, is never drafted)."""
+    return np.add.accumulate(per_level[..., :0:-1], axis=-1)  # cumsum's own loop, without its wrapper
 
 
 @dataclass(frozen=True, eq=False)
@@ -286,6 +305,8 @@ class AdaptivePolicy:
     slack: float = SLACK
     # plan_prices per (cost table, drafter, R, γ), filled on first use: {table: {(draft, R, γ): prices}}
     _prices: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary, repr=False)
+    # {γ: float64[γ + 1, γ]}: row d is 1 at positions < d, else 0 (the verify mask of depth d)
+    _tri: dict = field(default_factory=dict, repr=False)
 
     draft = "adaptive"
     uses_stale = True
@@ -303,33 +324,72 @@ class AdaptivePolicy:
         return self.base.lossless and self.delay >= 1
 
     def depths(self, stale, cost: CostTable, draft: DraftCost, *, max_batch_tokens=None) -> np.ndarray:
-        shape = np.shape(stale)
-        prices = None
-        if len(shape) == 2 and isinstance(cost, CostTable) and isinstance(draft, DraftCost):
-            by_key = self._prices.get(cost)
-            if by_key is None:
-                by_key = self._prices[cost] = {}
-            prices = by_key.get((draft, *shape))
-            if prices is None and shape[0] and shape[1]:
-                prices = by_key[(draft, *shape)] = plan_prices(cost, draft, *shape)
-        return plan_depths(
-            stale, cost, draft, max_batch_tokens=max_batch_tokens, slack=self.slack, prices=prices
-        )
+        """int64[R]: the depth plan (`plan_depths` with this policy's slack and cached prices)."""
+        s = check_conf(stale, "stale")
+        budget = _check_budget(max_batch_tokens)
+        if not isinstance(cost, CostTable):
+            raise ValueError(f"cost: expected a specsched.CostTable, got {type(cost).__name__}")
+        if not isinstance(draft, DraftCost):
+            raise ValueError(f"draft: expected a specsched.DraftCost, got {type(draft).__name__}")
+        return self.trusted_depths(s, cost, draft, budget)
+
+    def trusted_depths(
+        self, stale: np.ndarray, cost: CostTable, draft: DraftCost, budget: int | None = None, draft_s=None
+    ) -> np.ndarray:
+        """`depths` without input checks, for the simulator and the engine (stale float64[R, γ] in [0, 1]
+        by construction; budget a positive int or None). draft_s (seconds): replaces the table's
+        draft_seconds, as `cost.with_draft(draft_s)` would, but keeps the prices cached per `cost`."""
+        R, gamma = stale.shape
+        if R == 0 or gamma == 0:
+            return np.zeros(R, dtype=np.int64)
+        by_key = self._prices.get(cost)
+        if by_key is None:
+            by_key = self._prices[cost] = {}
+        prices = by_key.get((draft, R, gamma))
+        if prices is None:
+            prices = by_key[(draft, R, gamma)] = plan_prices(cost, draft, R, gamma)
+        fixed = None if draft_s is None else draft_s + cost.request_seconds * R
+        return _plan(stale, prices, budget, self.slack, draft.kind == "autoregressive", fixed)
 
     def __call__(self, conf, cost: CostTable, *, stale=None, max_batch_tokens=None, depths=None):
+        conf, stale, budget = check_call(conf, cost, stale, max_batch_tokens)
+        if depths is not None:
+            d = np.asarray(depths)
+            R, gamma = conf.shape
+            if d.shape != (R,) or not np.issubdtype(d.dtype, np.integer):
+                raise ValueError(f"depths: expected int64[{R}], got {d.dtype}{list(d.shape)}")
+            if d.size and not (d.min() >= 0 and d.max() <= gamma):
+                raise ValueError(f"depths: values must be in 0..{gamma}, got {d.min()}..{d.max()}")
+            depths = d.astype(np.int64, copy=False)
+        return self.trusted(conf, cost, stale, budget, depths)
+
+    def trusted(
+        self,
+        conf: np.ndarray,
+        cost: CostTable,
+        stale: np.ndarray | None = None,
+        budget: int | None = None,
+        depths: np.ndarray | None = None,
+        draft_s=None,
+    ) -> np.ndarray:
+        """The call without input checks (conf, stale as for `Policy.trusted`; depths int64[R] in 0..γ or
+        None for full drafting). draft_s (seconds): verify on `cost.with_draft(draft_s)` without building
+        it (`Policy.trusted_priced`: nothing cached for a price that changes every step)."""
         use = stale if self.base.uses_stale else None
-        if depths is None:
-            return self.base(conf, cost, stale=use, max_batch_tokens=max_batch_tokens)
-        conf = check_conf(conf, "conf")
-        d = np.asarray(depths)
-        if d.shape != (conf.shape[0],) or not np.issubdtype(d.dtype, np.integer):
-            raise ValueError(f"depths: expected int64[{conf.shape[0]}], got {d.dtype}{list(d.shape)}")
-        if d.size and d.max() <= 0:  # nobody drafts: plain decoding steps
-            return np.zeros(d.size, dtype=np.int64)
-        if d.size and d.min() < conf.shape[1]:  # full depths need no mask
-            conf = np.where(np.arange(conf.shape[1]) < d[:, None], conf, 0.0)
-        lengths = self.base(conf, cost, stale=use, max_batch_tokens=max_batch_tokens)
-        return np.minimum(lengths, d.astype(np.int64))
+        R, gamma = conf.shape
+        if depths is not None and R:
+            if depths.max() <= 0:  # nobody drafts: plain decoding steps
+                return np.zeros(R, dtype=np.int64)
+            if depths.min() < gamma:  # full depths need no mask; conf·1 = conf and conf·0 = 0 exactly
+                tri = self._tri.get(gamma)
+                if tri is None:
+                    tri = self._tri[gamma] = np.tri(gamma + 1, gamma, -1)
+                conf = conf * tri.take(depths, axis=0)
+        if draft_s is None:
+            lengths = self.base.trusted(conf, cost, use, budget)
+        else:
+            lengths = self.base.trusted_priced(conf, cost, draft_s, use, budget)
+        return lengths if depths is None else np.minimum(lengths, depths)
 
     def __repr__(self) -> str:
         return f"{self.base!r}"[:-1] + f", draft='adaptive', delay={self.delay}, slack={self.slack!r})"
