@@ -13,12 +13,22 @@ s[r, j] = Π_{i≤j} stale[r, i]:
 
 where draft(d) is `DraftCost.seconds`: a parallel drafter runs its layers over Σ d_r positions, an
 autoregressive one runs max d_r sequential passes over the requests with d_r > 0, a free one (n-gram)
-costs nothing; plus a per-step sampling overhead (DSpark's Markov head) over the drafting requests.
+costs nothing; plus a per-step sampling overhead (DSpark's Markov head) over the drafting requests
+(priced in `specsched.draft_cost`).
 
 Search: the plans are thresholds on the stale survival, g / LEVELS for g = LEVELS..1 (plus "draft
 nothing"): plan g drafts every candidate with s ≥ g / LEVELS, so tied candidates are drafted or refused
-together and the plan never depends on row order. Θ is evaluated for all of them at once from per-level
-histograms (bincount), and the first maximum wins (on equal Θ the plan with fewer drafts).
+together and the plan never depends on row order. Θ is evaluated for all of them at once, about twenty
+numpy calls: the survival ×LEVELS (a column loop whose first column is scaled by LEVELS, a power of two,
+so every figure is the unscaled float ×LEVELS exactly) truncates straight to levels; one weighted
+histogram gives the tokens per level and one more the positions and drafting requests; suffix sums
+(np.add.accumulate) give every plan's totals; the step seconds are lookups in tables cached per (table,
+drafter, R, γ) (`specsched.draft_cost.plan_prices`). The first maximum wins (on equal Θ the plan with
+fewer drafts). Decisions are identical to the frozen pre-fast-path plan (tests/specsched/test_depth_fast.py).
+Speed: ~23 µs at R = 256, γ = 7 on the 2-core dev machine, bounded by numpy's fixed cost per call
+(~0.5–2.7 µs each at R·γ = 1792; the column loop alone is ~5 µs): see README, issue 14. The simulator
+calls the unchecked `trusted_depths` and `AdaptivePolicy.trusted`, passing each step's draft price as a
+number (`draft_s`) so the caches, keyed by table, keep hitting; the public calls validate.
 
 Slack (the hedge): the plan prices every drafted position as verified, but verification later sees the
 CURRENT confidences and verifies what pays on those. Refusing to draft a position the fresh confidences
@@ -29,20 +39,18 @@ saturating table) the plans that draft lose far more than that and it still draf
 slack 0 adaptive DSpark-5 lost 4–6 % to full drafting on h200-v4flash at 32–384 users; with 0.1 it is
 within 1 % (see the issue-14 notes in README).
 Depths are then d_r = #{j : s[r, j] ≥ the plan's threshold}, a prefix of each row because s is
-non-increasing along j. Zero-survival candidates are never drafted. One value sort of R·γ floats (no
-argsort), a cumulative sum and two searchsorted calls: vectorised numpy.
+non-increasing along j. Zero-survival candidates are never drafted.
 
 Losslessness: depths are a function of `stale` (rows from ≥ 1 step earlier, or a prior: see
 specsched.stale), the cost table and the drafter's cost — all fixed before this step's drafts exist — so
 restricting drafting and verification to them cannot change the target's output distribution. Planning
 depths from the current step's confidences (delay = 0) is the negative control and is marked lossy.
 
-May import: numpy, the standard library, specsched.cost, specsched.policies.
+May import: numpy, the standard library, specsched.cost, specsched.draft_cost, specsched.policies.
 """
 
 from __future__ import annotations
 
-import math
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -50,83 +58,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from specsched.cost import CostTable
+from specsched.draft_cost import LEVELS, DraftCost, plan_prices
 from specsched.policies import Policy, _check_budget, _int_param, check_call, check_conf, make_base_policy
 
 DRAFT_MODES = ("full", "adaptive")
-DRAFT_KINDS = ("parallel", "autoregressive", "free")
-#: survival resolution of the depth search: plans draft every candidate with survival ≥ g / LEVELS
-LEVELS = 256
 #: default hedge of adaptive policies (see the module doc, "Slack")
 SLACK = 0.1
-
-
-@dataclass(frozen=True)
-class DraftCost:
-    """What one draft pass costs, priced from the target's cost table.
-
-    kind: "parallel" (DFlash/DSpark: one pass of `layers` layers over every drafted position),
-        "autoregressive" (EAGLE/MTP: one pass per draft position over the drafting requests), "free".
-    layers: draft layers in target-layer units (draft layers × relative layer cost); one layer over B
-        tokens costs `cost.layer_seconds(B)`.
-    overhead: per-step sampling overhead as a fraction of `cost.latency(m)`, m = drafting requests
-        (DSpark's Markov head; 0 for the others).
-    measured: optional measured draft cost replacing the layer pricing (not for "free"): a table whose
-        `latency` is the whole draft pass, indexed by `index` — "tokens" (drafted positions Σ d_r),
-        "requests" (drafting requests) or "fit" (`step_seconds(Σ d_r, drafting requests)`).
-    """
-
-    kind: str = "parallel"
-    layers: float = 1.0
-    overhead: float = 0.0
-    measured: CostTable | None = None
-    index: str = "tokens"
-
-    def __post_init__(self) -> None:
-        if self.kind not in DRAFT_KINDS:
-            raise ValueError(f"draft cost: kind must be one of {', '.join(DRAFT_KINDS)}; got {self.kind!r}")
-        for key in ("layers", "overhead"):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v >= 0):
-                raise ValueError(f"draft cost: {key} must be a finite number ≥ 0; got {v!r}")
-        if self.index not in ("tokens", "requests", "fit"):
-            raise ValueError(f"draft cost: index must be tokens, requests or fit; got {self.index!r}")
-
-    def price(self, positions, drafting, deepest, cost: CostTable) -> np.ndarray:
-        """float64[n]: draft seconds of plans with `positions` = Σ d_r, `drafting` = #{d_r > 0} and
-        `deepest` = max d_r (int64[n] each; a plan with no draft costs 0)."""
-        out = np.zeros(len(positions))
-        if self.kind == "free":
-            return out
-        if self.measured is not None:
-            return self._measured(positions, drafting, out)
-        # Operation order as layers · layer_seconds(B), so full depths reproduce the full pass to the ulp.
-        if self.kind == "parallel" and self.layers:
-            out += self.layers * (_latency(cost, positions) / cost.layers)
-        elif self.kind == "autoregressive" and self.layers:
-            out += (np.asarray(deepest) * self.layers) * (_latency(cost, drafting) / cost.layers)
-        if self.overhead:
-            out += self.overhead * _latency(cost, drafting)
-        out[np.asarray(drafting) == 0] = 0.0
-        return out
-
-    def _measured(self, positions, drafting, out: np.ndarray) -> np.ndarray:
-        table = self.measured
-        if self.index == "requests":
-            out += table.latency(np.asarray(drafting, dtype=np.int64))
-        elif self.index == "tokens":
-            out += table.latency(np.asarray(positions, dtype=np.int64))
-        else:
-            drafting = np.asarray(drafting, dtype=np.int64)
-            out += table.step_seconds(np.asarray(positions, dtype=np.int64), drafting)
-        out[np.asarray(drafting) == 0] = 0.0
-        return out
-
-    def seconds(self, depths, cost: CostTable) -> float:
-        """Draft seconds of one step whose requests draft `depths` (int64[R])."""
-        d = np.asarray(depths, dtype=np.int64)
-        if d.size == 0:
-            return 0.0
-        return float(self.price([d.sum()], [np.count_nonzero(d)], [d.max()], cost)[0])
 
 
 def plan_depths(
@@ -183,79 +120,6 @@ def _plan(s: np.ndarray, prices, budget: int | None, slack: float, deep: bool, f
     return np.add.reduce(level[:gamma] >= LEVELS + 1 - best, axis=0, dtype=np.int64)
 
 
-def plan_prices(cost: CostTable, draft: DraftCost, R: int, gamma: int):
-    """`prices(positions, drafting, deepest, fixed=None) -> float64[n]`: LEVELS × the step seconds of plans
-    over R requests (the target's fixed cost, the draft pass and the verify forward at R + positions), as
-    `plan_depths` prices them; fixed (seconds) replaces the table's draft_seconds + request_seconds·R (the
-    simulator's per-step context) without a new table. Everything that depends on one count alone is
-    tabulated here once per (table, drafter, R, γ), scaled by LEVELS (exact: a power of two) and in the
-    operation order of `DraftCost.price`, so the cached and uncached figures are the same floats.
-    """
-    top = R * gamma
-    own = LEVELS * (cost.draft_seconds + cost.request_seconds * R)
-    verify = LEVELS * cost.latency_range(R, R + top)  # float64[top + 1] at B = R + positions
-    if draft.measured is not None and draft.index == "fit":  # not separable: price each plan
-
-        def fit(positions, drafting, deepest, fixed=None):
-            out = draft.price(positions, drafting, deepest, cost)
-            out += own / LEVELS if fixed is None else fixed
-            out += verify[positions] / LEVELS
-            return out * LEVELS
-
-        return fit
-    per_pos, per_req, per_deep = _draft_parts(cost, draft, R, top)
-    if per_req is None and per_deep is None:  # depends on positions alone: one lookup per call
-        total = (per_pos + own) + verify
-
-        def by_positions(positions, drafting, deepest, fixed=None):
-            if fixed is None:
-                return total[positions]
-            return (per_pos[positions] + LEVELS * fixed) + verify[positions]
-
-        return by_positions
-
-    def separable(positions, drafting, deepest, fixed=None):
-        out = per_pos[positions]
-        if per_deep is not None:
-            out = out + (deepest * draft.layers) * per_deep[drafting]
-        if per_req is not None:
-            out += per_req[drafting]
-        out += own if fixed is None else LEVELS * fixed
-        out += verify[positions]
-        return out
-
-    return separable
-
-
-def _draft_parts(cost: CostTable, draft: DraftCost, R: int, top: int):
-    """(float64[top + 1] by positions, float64[R + 1] by drafting requests or None, float64[R + 1]
-    multiplied by the deepest depth or None), each ×LEVELS: `DraftCost.price` split by what each term
-    depends on, zero where nothing is drafted (positions 0 ⇔ drafting 0: a drafting request drafts its
-    position 0)."""
-    per_pos = np.zeros(top + 1)
-    per_req = per_deep = None
-    if draft.kind == "free":
-        return per_pos, per_req, per_deep
-    if draft.measured is not None:
-        if draft.index == "tokens":
-            per_pos = draft.measured.latency(np.arange(top + 1, dtype=np.int64))
-        else:
-            per_req = draft.measured.latency(np.arange(R + 1, dtype=np.int64))
-    else:
-        if draft.kind == "parallel" and draft.layers:
-            per_pos = draft.layers * (cost.latency_range(0, top) / cost.layers)
-        elif draft.kind == "autoregressive" and draft.layers:
-            # (deepest · layers) · (latency(m) / layers_target), as `price` groups it
-            per_deep = cost.latency_range(0, R) / cost.layers
-        if draft.overhead:
-            per_req = draft.overhead * cost.latency_range(0, R)
-    for part in (per_pos, per_req, per_deep):
-        if part is not None:
-            part *= LEVELS
-            part[0] = 0.0
-    return per_pos, per_req, per_deep
-
-
 def _survival(s: np.ndarray) -> np.ndarray:
     """LEVELS × the survival, position-major float64[γ, R], of rows s float64[R, γ] (R, γ ≥ 1): the first
     column is scaled (exact, a power of two), so every product is the unscaled one's float ×LEVELS."""
@@ -275,12 +139,6 @@ def _check_slack(slack) -> float:
     if isinstance(slack, bool) or not isinstance(slack, (int, float)) or not (0.0 <= slack < 1.0):
         raise ValueError(f"slack: must be a number in [0, 1), got {slack!r}")
     return float(slack)
-
-
-def _latency(cost: CostTable, b) -> np.ndarray:
-    """cost.latency(b) for an int64 array b ≥ 0, via the table's dense range (one fancy index)."""
-    b = np.asarray(b, dtype=np.int64)
-    return cost.latency_range(0, int(b.max()))[b] if b.size else np.zeros(0)
 
 
 def _suffix(per_level: np.ndarray) -> np.ndarray:
