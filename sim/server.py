@@ -274,14 +274,14 @@ class Replica:
         else:
             stale = self.hist.lagged(di, age, prior)
         plan_cost = eng.cost if eng.policy_cost is None else eng.policy_cost
-        # The context's KV reads are a fixed (depth- and ℓ-independent) term, carried as draft_seconds.
+        # The context's KV reads are a fixed (depth- and ℓ-independent) term, carried as draft seconds
+        # (draft_s= prices it as plan_cost.with_draft would, keeping the policy's caches on plan_cost).
         context = plan_cost.kv_token_seconds * self.kv_used
-        fixed = plan_cost.with_draft(context) if context else plan_cost
-        depths = eng.policy.depths(stale, fixed, eng.drafter, max_batch_tokens=eng.max_batch_tokens)
+        budget, fixed = eng.max_batch_tokens, (context if context else None)
+        depths = eng.policy.trusted_depths(stale, plan_cost, eng.drafter, budget, fixed)
         draft_s = eng.drafter.seconds(depths, eng.cost)
         plan_s = draft_s if eng.policy_cost is None else eng.drafter.seconds(depths, plan_cost)
-        view = plan_cost.with_draft(plan_s + context)
-        lengths = eng.policy(conf, view, stale=stale, max_batch_tokens=eng.max_batch_tokens, depths=depths)
+        lengths = eng.policy.trusted(conf, plan_cost, stale, budget, depths, plan_s + context)
         if eng.policy.delay:
             self.hist.record(di, age, conf, depths=depths, prior=prior)
         return lengths, draft_s

@@ -13,12 +13,22 @@ s[r, j] = Π_{i≤j} stale[r, i]:
 
 where draft(d) is `DraftCost.seconds`: a parallel drafter runs its layers over Σ d_r positions, an
 autoregressive one runs max d_r sequential passes over the requests with d_r > 0, a free one (n-gram)
-costs nothing; plus a per-step sampling overhead (DSpark's Markov head) over the drafting requests.
+costs nothing; plus a per-step sampling overhead (DSpark's Markov head) over the drafting requests
+(priced in `specsched.draft_cost`).
 
 Search: the plans are thresholds on the stale survival, g / LEVELS for g = LEVELS..1 (plus "draft
 nothing"): plan g drafts every candidate with s ≥ g / LEVELS, so tied candidates are drafted or refused
-together and the plan never depends on row order. Θ is evaluated for all of them at once from per-level
-histograms (bincount), and the first maximum wins (on equal Θ the plan with fewer drafts).
+together and the plan never depends on row order. Θ is evaluated for all of them at once, about twenty
+numpy calls: the survival ×LEVELS (a column loop whose first column is scaled by LEVELS, a power of two,
+so every figure is the unscaled float ×LEVELS exactly) truncates straight to levels; one weighted
+histogram gives the tokens per level and one more the positions and drafting requests; suffix sums
+(np.add.accumulate) give every plan's totals; the step seconds are lookups in tables cached per (table,
+drafter, R, γ) (`specsched.draft_cost.plan_prices`). The first maximum wins (on equal Θ the plan with
+fewer drafts). Decisions are identical to the frozen pre-fast-path plan (tests/specsched/test_depth_fast.py).
+Speed: ~23 µs at R = 256, γ = 7 on the 2-core dev machine, bounded by numpy's fixed cost per call
+(~0.5–2.7 µs each at R·γ = 1792; the column loop alone is ~5 µs): see README, issue 14. The simulator
+calls the unchecked `trusted_depths` and `AdaptivePolicy.trusted`, passing each step's draft price as a
+number (`draft_s`) so the caches, keyed by table, keep hitting; the public calls validate.
 
 Slack (the hedge): the plan prices every drafted position as verified, but verification later sees the
 CURRENT confidences and verifies what pays on those. Refusing to draft a position the fresh confidences
@@ -29,20 +39,18 @@ saturating table) the plans that draft lose far more than that and it still draf
 slack 0 adaptive DSpark-5 lost 4–6 % to full drafting on h200-v4flash at 32–384 users; with 0.1 it is
 within 1 % (see the issue-14 notes in README).
 Depths are then d_r = #{j : s[r, j] ≥ the plan's threshold}, a prefix of each row because s is
-non-increasing along j. Zero-survival candidates are never drafted. One value sort of R·γ floats (no
-argsort), a cumulative sum and two searchsorted calls: vectorised numpy.
+non-increasing along j. Zero-survival candidates are never drafted.
 
 Losslessness: depths are a function of `stale` (rows from ≥ 1 step earlier, or a prior: see
 specsched.stale), the cost table and the drafter's cost — all fixed before this step's drafts exist — so
 restricting drafting and verification to them cannot change the target's output distribution. Planning
 depths from the current step's confidences (delay = 0) is the negative control and is marked lossy.
 
-May import: numpy, the standard library, specsched.cost, specsched.policies.
+May import: numpy, the standard library, specsched.cost, specsched.draft_cost, specsched.policies.
 """
 
 from __future__ import annotations
 
-import math
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -50,83 +58,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from specsched.cost import CostTable
-from specsched.policies import Policy, _check_budget, _int_param, check_conf, make_base_policy
+from specsched.draft_cost import LEVELS, DraftCost, plan_prices
+from specsched.policies import Policy, _check_budget, _int_param, check_call, check_conf, make_base_policy
 
 DRAFT_MODES = ("full", "adaptive")
-DRAFT_KINDS = ("parallel", "autoregressive", "free")
-#: survival resolution of the depth search: plans draft every candidate with survival ≥ g / LEVELS
-LEVELS = 256
 #: default hedge of adaptive policies (see the module doc, "Slack")
 SLACK = 0.1
-
-
-@dataclass(frozen=True)
-class DraftCost:
-    """What one draft pass costs, priced from the target's cost table.
-
-    kind: "parallel" (DFlash/DSpark: one pass of `layers` layers over every drafted position),
-        "autoregressive" (EAGLE/MTP: one pass per draft position over the drafting requests), "free".
-    layers: draft layers in target-layer units (draft layers × relative layer cost); one layer over B
-        tokens costs `cost.layer_seconds(B)`.
-    overhead: per-step sampling overhead as a fraction of `cost.latency(m)`, m = drafting requests
-        (DSpark's Markov head; 0 for the others).
-    measured: optional measured draft cost replacing the layer pricing (not for "free"): a table whose
-        `latency` is the whole draft pass, indexed by `index` — "tokens" (drafted positions Σ d_r),
-        "requests" (drafting requests) or "fit" (`step_seconds(Σ d_r, drafting requests)`).
-    """
-
-    kind: str = "parallel"
-    layers: float = 1.0
-    overhead: float = 0.0
-    measured: CostTable | None = None
-    index: str = "tokens"
-
-    def __post_init__(self) -> None:
-        if self.kind not in DRAFT_KINDS:
-            raise ValueError(f"draft cost: kind must be one of {', '.join(DRAFT_KINDS)}; got {self.kind!r}")
-        for key in ("layers", "overhead"):
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v >= 0):
-                raise ValueError(f"draft cost: {key} must be a finite number ≥ 0; got {v!r}")
-        if self.index not in ("tokens", "requests", "fit"):
-            raise ValueError(f"draft cost: index must be tokens, requests or fit; got {self.index!r}")
-
-    def price(self, positions, drafting, deepest, cost: CostTable) -> np.ndarray:
-        """float64[n]: draft seconds of plans with `positions` = Σ d_r, `drafting` = #{d_r > 0} and
-        `deepest` = max d_r (int64[n] each; a plan with no draft costs 0)."""
-        out = np.zeros(len(positions))
-        if self.kind == "free":
-            return out
-        if self.measured is not None:
-            return self._measured(positions, drafting, out)
-        # Operation order as layers · layer_seconds(B), so full depths reproduce the full pass to the ulp.
-        if self.kind == "parallel" and self.layers:
-            out += self.layers * (_latency(cost, positions) / cost.layers)
-        elif self.kind == "autoregressive" and self.layers:
-            out += (np.asarray(deepest) * self.layers) * (_latency(cost, drafting) / cost.layers)
-        if self.overhead:
-            out += self.overhead * _latency(cost, drafting)
-        out[np.asarray(drafting) == 0] = 0.0
-        return out
-
-    def _measured(self, positions, drafting, out: np.ndarray) -> np.ndarray:
-        table = self.measured
-        if self.index == "requests":
-            out += table.latency(np.asarray(drafting, dtype=np.int64))
-        elif self.index == "tokens":
-            out += table.latency(np.asarray(positions, dtype=np.int64))
-        else:
-            drafting = np.asarray(drafting, dtype=np.int64)
-            out += table.step_seconds(np.asarray(positions, dtype=np.int64), drafting)
-        out[np.asarray(drafting) == 0] = 0.0
-        return out
-
-    def seconds(self, depths, cost: CostTable) -> float:
-        """Draft seconds of one step whose requests draft `depths` (int64[R])."""
-        d = np.asarray(depths, dtype=np.int64)
-        if d.size == 0:
-            return 0.0
-        return float(self.price([d.sum()], [np.count_nonzero(d)], [d.max()], cost)[0])
 
 
 def plan_depths(
@@ -148,103 +85,51 @@ def plan_depths(
         return np.zeros(R, dtype=np.int64)
     if prices is None:
         prices = plan_prices(cost, draft, R, gamma)
+    return _plan(s, prices, budget, slack, draft.kind == "autoregressive")
+
+
+def _plan(s: np.ndarray, prices, budget: int | None, slack: float, deep: bool, fixed=None) -> np.ndarray:
+    """`plan_depths` on checked input (s float64[R, γ], R, γ ≥ 1; deep: price the deepest depth, for an
+    autoregressive drafter; fixed: None or the step's fixed seconds, see `plan_prices`).
+
+    Everything is carried ×LEVELS (a power of two, so every product, sum and quotient below is the
+    reference's float scaled exactly): survival·LEVELS truncates straight to the level, the weighted
+    histogram gives LEVELS·tokens, and Θ = (LEVELS·tokens + LEVELS·R) / (LEVELS·seconds) is the same float.
+    """
+    R, gamma = s.shape
     surv = _survival(s)
-    # Levels 0..LEVELS (plan g drafts every candidate with level ≥ g), then row 0 again, shifted by
-    # LEVELS + 1: one histogram gives positions and drafting requests per level.
+    # Levels 0..LEVELS (plan g drafts every candidate with level ≥ g; LEVELS + 1 stays empty, so the
+    # suffix sums start at 0 = "draft nothing"), then row 0 again, shifted by LEVELS + 2: one histogram
+    # gives positions and drafting requests per level.
     level = np.empty((gamma + 1, R), dtype=np.intp)
-    level[:gamma] = surv * LEVELS  # truncation, as astype(intp)
-    np.add(level[0], LEVELS + 1, out=level[gamma])
-    flat = level[:gamma].ravel()
+    level[:gamma] = surv  # truncation, as astype(intp)
+    np.add(level[0], LEVELS + 2, out=level[gamma])
     # Per plan, best first: index 0 drafts nothing, index i ≥ 1 drafts levels ≥ LEVELS + 1 − i.
-    tokens = _suffix(np.bincount(flat, weights=surv.ravel(), minlength=LEVELS + 1))
-    counts = _suffix(np.bincount(level.ravel(), minlength=2 * (LEVELS + 1)).reshape(2, LEVELS + 1))
-    positions, drafting = counts
-    deepest = None
-    if draft.kind == "autoregressive":
-        deepest = _suffix(np.bincount(level[:gamma].max(axis=1), minlength=LEVELS + 1))
-    seconds = prices(positions, drafting, deepest)
-    theta = (tokens + R) / seconds
+    theta = _suffix(np.bincount(level[:gamma].ravel(), weights=surv.ravel(), minlength=LEVELS + 2))
+    positions, drafting = _suffix(np.bincount(level.ravel(), minlength=2 * (LEVELS + 2)).reshape(2, -1))
+    deepest = _suffix(np.bincount(level[:gamma].max(axis=1), minlength=LEVELS + 2)) if deep else None
+    theta += R * LEVELS
+    theta /= prices(positions, drafting, deepest, fixed)
     if budget is not None:
         theta[positions > budget - R] = -np.inf
     best = int(theta.argmax())  # first maximum: on equal Θ the plan with fewer drafts
-    if slack and best:
-        best = int(np.flatnonzero(theta >= theta[best] * (1.0 - slack))[-1])
+    if slack and best:  # the deepest plan within `slack` of the best
+        best = LEVELS - int((theta[::-1] >= theta[best] * (1.0 - slack)).argmax())
     if best == 0:
         return np.zeros(R, dtype=np.int64)
     return np.add.reduce(level[:gamma] >= LEVELS + 1 - best, axis=0, dtype=np.int64)
 
 
-def plan_prices(cost: CostTable, draft: DraftCost, R: int, gamma: int):
-    """`prices(positions, drafting, deepest) -> float64[n]`: the step seconds of plans over R requests (the
-    target's fixed cost, the draft pass and the verify forward at R + positions), as `plan_depths` prices
-    them. Everything that depends on one count alone is tabulated here once per (table, drafter, R, γ),
-    in the operation order of `DraftCost.price`, so the cached and uncached figures are the same floats.
-    """
-    top = R * gamma
-    fixed = cost.draft_seconds + cost.request_seconds * R
-    verify = cost.latency_range(R, R + top)  # float64[top + 1] at B = R + positions
-    if draft.kind == "free":
-        total = (np.zeros(top + 1) + fixed) + verify
-        return lambda positions, drafting, deepest: total[positions]
-    if draft.measured is not None and draft.index == "fit":  # not separable: price each plan
-
-        def fit(positions, drafting, deepest):
-            out = draft.price(positions, drafting, deepest, cost)
-            out += fixed
-            out += verify[positions]
-            return out
-
-        return fit
-    per_pos, per_req, per_deep = _draft_parts(cost, draft, R, top)
-    if per_req is None and per_deep is None:  # depends on positions alone: one lookup per call
-        total = (per_pos + fixed) + verify
-        return lambda positions, drafting, deepest: total[positions]
-
-    def separable(positions, drafting, deepest):
-        out = per_pos[positions]
-        if per_deep is not None:
-            out = out + (deepest * draft.layers) * per_deep[drafting]
-        if per_req is not None:
-            out += per_req[drafting]
-        out += fixed
-        out += verify[positions]
-        return out
-
-    return separable
-
-
-def _draft_parts(cost: CostTable, draft: DraftCost, R: int, top: int):
-    """(float64[top + 1] by positions, float64[R + 1] by drafting requests or None, float64[R + 1]
-    multiplied by the deepest depth or None): `DraftCost.price` split by what each term depends on, zero
-    where nothing is drafted (positions 0 ⇔ drafting 0: a drafting request drafts its position 0)."""
-    per_pos = np.zeros(top + 1)
-    per_req = per_deep = None
-    if draft.measured is not None:
-        if draft.index == "tokens":
-            per_pos = draft.measured.latency(np.arange(top + 1, dtype=np.int64))
-        else:
-            per_req = draft.measured.latency(np.arange(R + 1, dtype=np.int64))
-    else:
-        if draft.kind == "parallel" and draft.layers:
-            per_pos = draft.layers * (cost.latency_range(0, top) / cost.layers)
-        elif draft.kind == "autoregressive" and draft.layers:
-            # (deepest · layers) · (latency(m) / layers_target), as `price` groups it
-            per_deep = cost.latency_range(0, R) / cost.layers
-        if draft.overhead:
-            per_req = draft.overhead * cost.latency_range(0, R)
-    for part in (per_pos, per_req, per_deep):
-        if part is not None:
-            part[0] = 0.0
-    return per_pos, per_req, per_deep
-
-
 def _survival(s: np.ndarray) -> np.ndarray:
-    """Position-major survival float64[γ, R] of rows s float64[R, γ] (the same products either way)."""
+    """LEVELS × the survival, position-major float64[γ, R], of rows s float64[R, γ] (R, γ ≥ 1): the first
+    column is scaled (exact, a power of two), so every product is the unscaled one's float ×LEVELS."""
     R, gamma = s.shape
     if R <= 64:  # one accumulate call: measured faster while numpy's per-call overhead dominates
-        return np.multiply.accumulate(s.T, axis=0)
+        surv = s.T.copy()
+        surv[0] *= LEVELS
+        return np.multiply.accumulate(surv, axis=0, out=surv)
     surv = np.empty((gamma, R))  # a column loop beats a strided accumulate at large R
-    surv[0] = s[:, 0]
+    np.multiply(s[:, 0], LEVELS, out=surv[0])
     for j in range(1, gamma):
         np.multiply(surv[j - 1], s[:, j], out=surv[j])
     return surv
@@ -256,18 +141,10 @@ def _check_slack(slack) -> float:
     return float(slack)
 
 
-def _latency(cost: CostTable, b) -> np.ndarray:
-    """cost.latency(b) for an int64 array b ≥ 0, via the table's dense range (one fancy index)."""
-    b = np.asarray(b, dtype=np.int64)
-    return cost.latency_range(0, int(b.max()))[b] if b.size else np.zeros(0)
-
-
 def _suffix(per_level: np.ndarray) -> np.ndarray:
-    """[..., LEVELS + 1] per-level totals -> [..., LEVELS + 1] per plan: 0, then Σ over levels ≥ LEVELS,
-    ≥ LEVELS − 1, …, ≥ 1 (level 0, survival below 1/LEVELS, is never drafted)."""
-    out = np.zeros(per_level.shape, dtype=per_level.dtype)
-    np.cumsum(per_level[..., :0:-1], axis=-1, out=out[..., 1:])
-    return out
+    """[..., LEVELS + 2] per-level totals (level LEVELS + 1 empty) -> [..., LEVELS + 1] per plan: 0, then Σ
+    over levels ≥ LEVELS, ≥ LEVELS − 1, …, ≥ 1 (level 0, survival below 1/LEVELS, is never drafted)."""
+    return np.add.accumulate(per_level[..., :0:-1], axis=-1)  # cumsum's own loop, without its wrapper
 
 
 @dataclass(frozen=True, eq=False)
@@ -286,6 +163,8 @@ class AdaptivePolicy:
     slack: float = SLACK
     # plan_prices per (cost table, drafter, R, γ), filled on first use: {table: {(draft, R, γ): prices}}
     _prices: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary, repr=False)
+    # {γ: float64[γ + 1, γ]}: row d is 1 at positions < d, else 0 (the verify mask of depth d)
+    _tri: dict = field(default_factory=dict, repr=False)
 
     draft = "adaptive"
     uses_stale = True
@@ -303,33 +182,72 @@ class AdaptivePolicy:
         return self.base.lossless and self.delay >= 1
 
     def depths(self, stale, cost: CostTable, draft: DraftCost, *, max_batch_tokens=None) -> np.ndarray:
-        shape = np.shape(stale)
-        prices = None
-        if len(shape) == 2 and isinstance(cost, CostTable) and isinstance(draft, DraftCost):
-            by_key = self._prices.get(cost)
-            if by_key is None:
-                by_key = self._prices[cost] = {}
-            prices = by_key.get((draft, *shape))
-            if prices is None and shape[0] and shape[1]:
-                prices = by_key[(draft, *shape)] = plan_prices(cost, draft, *shape)
-        return plan_depths(
-            stale, cost, draft, max_batch_tokens=max_batch_tokens, slack=self.slack, prices=prices
-        )
+        """int64[R]: the depth plan (`plan_depths` with this policy's slack and cached prices)."""
+        s = check_conf(stale, "stale")
+        budget = _check_budget(max_batch_tokens)
+        if not isinstance(cost, CostTable):
+            raise ValueError(f"cost: expected a specsched.CostTable, got {type(cost).__name__}")
+        if not isinstance(draft, DraftCost):
+            raise ValueError(f"draft: expected a specsched.DraftCost, got {type(draft).__name__}")
+        return self.trusted_depths(s, cost, draft, budget)
+
+    def trusted_depths(
+        self, stale: np.ndarray, cost: CostTable, draft: DraftCost, budget: int | None = None, draft_s=None
+    ) -> np.ndarray:
+        """`depths` without input checks, for the simulator and the engine (stale float64[R, γ] in [0, 1]
+        by construction; budget a positive int or None). draft_s (seconds): replaces the table's
+        draft_seconds, as `cost.with_draft(draft_s)` would, but keeps the prices cached per `cost`."""
+        R, gamma = stale.shape
+        if R == 0 or gamma == 0:
+            return np.zeros(R, dtype=np.int64)
+        by_key = self._prices.get(cost)
+        if by_key is None:
+            by_key = self._prices[cost] = {}
+        prices = by_key.get((draft, R, gamma))
+        if prices is None:
+            prices = by_key[(draft, R, gamma)] = plan_prices(cost, draft, R, gamma)
+        fixed = None if draft_s is None else draft_s + cost.request_seconds * R
+        return _plan(stale, prices, budget, self.slack, draft.kind == "autoregressive", fixed)
 
     def __call__(self, conf, cost: CostTable, *, stale=None, max_batch_tokens=None, depths=None):
+        conf, stale, budget = check_call(conf, cost, stale, max_batch_tokens)
+        if depths is not None:
+            d = np.asarray(depths)
+            R, gamma = conf.shape
+            if d.shape != (R,) or not np.issubdtype(d.dtype, np.integer):
+                raise ValueError(f"depths: expected int64[{R}], got {d.dtype}{list(d.shape)}")
+            if d.size and not (d.min() >= 0 and d.max() <= gamma):
+                raise ValueError(f"depths: values must be in 0..{gamma}, got {d.min()}..{d.max()}")
+            depths = d.astype(np.int64, copy=False)
+        return self.trusted(conf, cost, stale, budget, depths)
+
+    def trusted(
+        self,
+        conf: np.ndarray,
+        cost: CostTable,
+        stale: np.ndarray | None = None,
+        budget: int | None = None,
+        depths: np.ndarray | None = None,
+        draft_s=None,
+    ) -> np.ndarray:
+        """The call without input checks (conf, stale as for `Policy.trusted`; depths int64[R] in 0..γ or
+        None for full drafting). draft_s (seconds): verify on `cost.with_draft(draft_s)` without building
+        it (`Policy.trusted_priced`: nothing cached for a price that changes every step)."""
         use = stale if self.base.uses_stale else None
-        if depths is None:
-            return self.base(conf, cost, stale=use, max_batch_tokens=max_batch_tokens)
-        conf = check_conf(conf, "conf")
-        d = np.asarray(depths)
-        if d.shape != (conf.shape[0],) or not np.issubdtype(d.dtype, np.integer):
-            raise ValueError(f"depths: expected int64[{conf.shape[0]}], got {d.dtype}{list(d.shape)}")
-        if d.size and d.max() <= 0:  # nobody drafts: plain decoding steps
-            return np.zeros(d.size, dtype=np.int64)
-        if d.size and d.min() < conf.shape[1]:  # full depths need no mask
-            conf = np.where(np.arange(conf.shape[1]) < d[:, None], conf, 0.0)
-        lengths = self.base(conf, cost, stale=use, max_batch_tokens=max_batch_tokens)
-        return np.minimum(lengths, d.astype(np.int64))
+        R, gamma = conf.shape
+        if depths is not None and R:
+            if depths.max() <= 0:  # nobody drafts: plain decoding steps
+                return np.zeros(R, dtype=np.int64)
+            if depths.min() < gamma:  # full depths need no mask; conf·1 = conf and conf·0 = 0 exactly
+                tri = self._tri.get(gamma)
+                if tri is None:
+                    tri = self._tri[gamma] = np.tri(gamma + 1, gamma, -1)
+                conf = conf * tri.take(depths, axis=0)
+        if draft_s is None:
+            lengths = self.base.trusted(conf, cost, use, budget)
+        else:
+            lengths = self.base.trusted_priced(conf, cost, draft_s, use, budget)
+        return lengths if depths is None else np.minimum(lengths, depths)
 
     def __repr__(self) -> str:
         return f"{self.base!r}"[:-1] + f", draft='adaptive', delay={self.delay}, slack={self.slack!r})"

@@ -98,12 +98,14 @@ def _small(conf: np.ndarray, R: int, budget: int | None, inv) -> np.ndarray:
     return np.array(lengths, dtype=np.int64)
 
 
-def inv_step(cost: CostTable, R: int, n: int) -> tuple[np.ndarray, list[float]]:
-    """(float64[n+1], the same as a list): 1 / step seconds for B = R..R+n, as the reference `_theta`
-    computes it."""
-    fixed = cost.draft_seconds + cost.request_seconds * R
+def inv_step(
+    cost: CostTable, R: int, n: int, *, draft_s: float | None = None, listed: bool = True
+) -> tuple[np.ndarray, list[float] | None]:
+    """(float64[n+1], the same as a list, or None unless `listed`): 1 / step seconds for B = R..R+n, as the
+    reference `_theta` computes it; draft_s replaces the table's draft_seconds (as `cost.with_draft`)."""
+    fixed = (cost.draft_seconds if draft_s is None else draft_s) + cost.request_seconds * R
     inv = 1.0 / (fixed + cost.latency_range(R, R + n))
-    return inv, inv.tolist()
+    return inv, (inv.tolist() if listed else None)
 
 
 def dspark_many(conf: np.ndarray, budget: int | None, inv) -> np.ndarray:

@@ -42,7 +42,7 @@ from types import MappingProxyType
 import numpy as np
 
 from specsched.cost import CostTable
-from specsched.dspark import _room, dspark, dspark_many, inv_step
+from specsched.dspark import _SMALL, _room, dspark, dspark_many, inv_step
 
 
 class LosslessnessWarning(UserWarning):
@@ -66,6 +66,22 @@ def check_conf(conf, name: str = "conf") -> np.ndarray:
         r, k = np.argwhere((arr < 0.0) | (arr > 1.0))[0]
         raise ValueError(f"{name}: value {float(arr[r, k])!r} at [{r}, {k}] is outside [0, 1]")
     return arr
+
+
+def check_call(conf, cost, stale, max_batch_tokens) -> tuple[np.ndarray, np.ndarray | None, int | None]:
+    """(conf, stale, budget) of a public policy call, checked (ValueError naming the argument)."""
+    conf = check_conf(conf, "conf")
+    if stale is not None:
+        stale = check_conf(stale, "stale")
+        if stale.shape != conf.shape:
+            raise ValueError(
+                f"stale: shape {stale.shape} does not match conf {conf.shape} "
+                "(one row per request, γ columns)"
+            )
+    budget = _check_budget(max_batch_tokens)
+    if not isinstance(cost, CostTable):
+        raise ValueError(f"cost: expected a specsched.CostTable, got {type(cost).__name__}")
+    return conf, stale, budget
 
 
 def _check_budget(max_batch_tokens) -> int | None:
@@ -259,17 +275,7 @@ class Policy:
     _inv: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary, repr=False)
 
     def __call__(self, conf, cost: CostTable, *, stale=None, max_batch_tokens=None) -> np.ndarray:
-        conf = check_conf(conf, "conf")
-        if stale is not None:
-            stale = check_conf(stale, "stale")
-            if stale.shape != conf.shape:
-                raise ValueError(
-                    f"stale: shape {stale.shape} does not match conf {conf.shape} "
-                    "(one row per request, γ columns)"
-                )
-        budget = _check_budget(max_batch_tokens)
-        if not isinstance(cost, CostTable):
-            raise ValueError(f"cost: expected a specsched.CostTable, got {type(cost).__name__}")
+        conf, stale, budget = check_call(conf, cost, stale, max_batch_tokens)
         return self.trusted(conf, cost, stale, budget)
 
     def trusted(
@@ -283,6 +289,20 @@ class Policy:
         if self._fn is dspark:
             return dspark(conf, cost, stale, budget, inv=functools.partial(self._inv_step, cost))
         return self._fn(conf, cost, stale, budget, **self.params)
+
+    def trusted_priced(
+        self, conf: np.ndarray, cost: CostTable, draft_s: float, stale=None, budget: int | None = None
+    ) -> np.ndarray:
+        """`trusted(conf, cost.with_draft(draft_s), stale, budget)` for a draft price that changes every step
+        (the adaptive simulator's, priced from the planned depths): `dspark` computes only the 1 / step
+        seconds it reads and caches nothing (a cache per throw-away table only fills and misses)."""
+        R, gamma = conf.shape
+        if R == 0:
+            return np.zeros(0, dtype=np.int64)
+        if self._fn is dspark:
+            inv = functools.partial(inv_step, cost, draft_s=draft_s, listed=R * gamma <= _SMALL)
+            return dspark(conf, cost, stale, budget, inv=inv)
+        return self._fn(conf, cost.with_draft(draft_s), stale, budget, **self.params)
 
     def trusted_many(self, conf: np.ndarray, cost: CostTable, budget: int | None = None) -> np.ndarray:
         """int64[K, R]: `trusted` on each of K steps' confidences conf[k] (float64[K, R, γ]), for policies
