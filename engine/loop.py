@@ -166,6 +166,9 @@ class EngineConfig:
             )
         if self.max_running < 1:
             raise ValueError(f"EngineConfig field 'max_running': must be >= 1, got {self.max_running}")
+        budget = self.max_batch_tokens
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+            raise ValueError(f"EngineConfig field 'max_batch_tokens': a positive integer or None, got {budget!r}")
         try:
             kind = torch.device(self.device).type
         except (RuntimeError, TypeError):
@@ -409,7 +412,7 @@ class Engine:
         never verified; the parallel block keeps its trained size, so what it computes for k < d_r is what
         full drafting computes)."""
         gamma = self.config.gamma
-        if depths is None:
+        if depths is None or depths.min() >= gamma:  # full drafting (a plan of full depths drafts the same)
             return self.drafter.propose(running, gamma, e_draft, **self._hidden(running))
         drafting = np.flatnonzero(depths)
         rows = torch.as_tensor(drafting, device=e_draft.device)
@@ -424,8 +427,8 @@ class Engine:
         return {"hidden": self._relay.hand([x.rid for x in reqs], self.cache.k)}
 
     def _depths(self, stale: np.ndarray) -> np.ndarray:
-        limit = self.config.max_batch_tokens
-        return self.policy.depths(stale, self.cost, self._draft_cost, max_batch_tokens=limit)
+        # trusted: the rows come from the engine's own buffer, the budget is checked by EngineConfig
+        return self.policy.trusted_depths(stale, self.cost, self._draft_cost, self.config.max_batch_tokens)
 
     def _draft_noise(self, seeds, rids, t0, offs):
         """(e_pos, e_draft): coupled mode drafts with the target's own noise at absolute positions

@@ -138,6 +138,12 @@ class DrafterConfig:
         `requests,seconds` (requests drafting, R → seconds), or a fit file (`specbed cost fit` on
         `phase = draft` rows, priced at R·γ tokens over R requests). A `context_tokens` column (or a
         context-aware fit) adds the drafter's KV reads per context token held. See `sim.drafter`.
+    intake_seconds: seconds per token a drafting request takes in beyond one: a drafter that first reads the
+        target's features of every position committed since it last drafted (specbed's engine drafters,
+        EAGLE-style hidden-state intake) pays for the drafts accepted in its previous step; `specbed
+        fidelity` and `specbed engine profile` measure it. 0 (default): the pass ignores acceptance.
+    intake_tokens: the mean extra intake per drafting request at which the draft cost (`cost`, or the
+        layer pricing) was measured; a step is charged intake_seconds × (its extra intake − that).
     """
 
     _section: ClassVar[str] = "drafter"
@@ -149,6 +155,8 @@ class DrafterConfig:
     curves: str | None = None
     cost: str | None = None
     kind: str | None = None
+    intake_seconds: float = 0.0
+    intake_tokens: float = 0.0
 
     def __post_init__(self) -> None:
         s = self._section
@@ -170,6 +178,8 @@ class DrafterConfig:
             _check_range(s, "layers", self.layers, 1)
         _check_range(s, "layer_cost", self.layer_cost, 0)
         _check_range(s, "markov_overhead", self.markov_overhead, 0, 1)
+        _check_range(s, "intake_seconds", self.intake_seconds, 0.0)
+        _check_range(s, "intake_tokens", self.intake_tokens, 0.0)
         check_not_empty(s, "curves", self.curves)
 
     @property
@@ -270,9 +280,6 @@ class ServerConfig:
     prefill_request_seconds: seconds added to a step per request prefilling in it, beyond its prompt
         tokens' share of the cost table (an engine that pads the batch to the prompt, or runs prefill steps
         outside its captured decode graphs); 0 = prompt tokens cost what verify tokens cost.
-    pad_verify: price the verify forward at R·(1 + max_r ℓ_r) tokens instead of Σ_r (1 + ℓ_r): an engine
-        that pads its requests' verify rows to the longest one (specbed's own engine, dense [R, 1 + ℓ]
-        batches); verified tokens (and the statistics) stay Σ (1 + ℓ_r). false (default): a flattened batch.
     max_cudagraph_capture_size / cudagraph_capture_sizes: model an engine replaying captured CUDA graphs
         (`specsched.graphs`): a step of B tokens pays the smallest captured size ≥ B, and past the largest
         it runs eagerly at `eager_factor` × the cost. Sizes default to vLLM's list up to the maximum (1,
@@ -294,7 +301,6 @@ class ServerConfig:
     kv_tokens: int = 2_000_000
     policy_cost: str | None = None
     prefill_request_seconds: float = 0.0
-    pad_verify: bool = False
     max_cudagraph_capture_size: int | None = None
     cudagraph_capture_sizes: tuple[float, ...] | None = None
     eager_factor: float | None = None
@@ -327,8 +333,6 @@ class ServerConfig:
             )
         _check_range(s, "kv_tokens", self.kv_tokens, 1)
         _check_range(s, "prefill_request_seconds", self.prefill_request_seconds, 0.0)
-        if not isinstance(self.pad_verify, bool):
-            raise _fail(s, "pad_verify", f"must be true or false, got {self.pad_verify!r}")
 
     def _check_graphs(self) -> None:
         s = self._section

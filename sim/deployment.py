@@ -30,9 +30,9 @@ class Deployment:
     policy_cost, policy_draft_s: the table and draft seconds the policy plans with when they differ from
     the ones that time the steps (server.policy_cost); None = cost and draft_s.
     prefill_request_s: seconds added per request prefilling in a step (server.prefill_request_seconds).
-    pad_verify: the verify forward is priced at R·(1 + max ℓ) tokens (server.pad_verify); `latency` then
-    reaches max_batch_tokens + max_num_seqs·γ (the padding on top of a full budget).
     drafter: how the draft pass is priced from planned depths (used with draft = "adaptive").
+    intake_s, intake_ref: seconds per extra token a drafting request takes in, and the extra tokens per
+    drafting request the draft cost was measured at (drafter.intake_seconds / intake_tokens).
     observer: optional per-step callback (e.g. `sim.timeline.TimelineWriter`), see the field.
     draft_kv_s: the measured draft cost's seconds per KV token held (drafter.cost with a context column).
     rng_accept, rng_conf, rng_verify: truth noise, estimate noise, accept/reject uniforms; replica i draws
@@ -64,7 +64,8 @@ class Deployment:
     policy_cost: CostTable | None = None
     policy_draft_s: np.ndarray | None = None
     prefill_request_s: float = 0.0
-    pad_verify: bool = False
+    intake_s: float = 0.0
+    intake_ref: float = 0.0
     drafter: DraftCost | None = None
     #: called at the end of every step as observer(replica, start, seconds, decoding requests, verify
     #: tokens, prefill tokens, lengths, accepted, emitted tokens); None (the default) costs nothing
@@ -95,14 +96,8 @@ class Deployment:
             and not self.policy.uses_stale
             and self.kv_s == 0.0
             and plan_kv_s == 0.0
+            and self.intake_s == 0.0  # the draft pass then depends on the previous step's acceptance
         )
-
-    def priced_tokens(self, r: int, lengths) -> int:
-        """Verify tokens the forward is priced at for r decoding requests verifying `lengths` (int64[r]):
-        Σ (1 + ℓ), or r·(1 + max ℓ) with pad_verify."""
-        if self.pad_verify:
-            return r * (1 + int(lengths.max(initial=0)))
-        return r + int(np.add.reduce(lengths))
 
     def step_seconds(self, r: int, n: int, tokens):
         """Seconds of a step with r decoding of n running requests and `tokens` batched tokens (int or

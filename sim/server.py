@@ -26,8 +26,7 @@ One engine step of a replica, at time t (`Replica._plan`, then `yield timeout`, 
 4. Time: step = draft seconds (draft_s(R), or priced from the planned depths) + cost.request_seconds ·
    (running requests) + cost.kv_token_seconds · (KV tokens they hold: prompt + generated, or the computed
    part of a prompt) + cost.latency(prefill tokens + Σ (1 + ℓ_r)) + server.prefill_request_seconds ·
-   (requests prefilling in this step) (see `sim.drafter` and `specsched.CostTable`); with
-   server.pad_verify the verify part is priced at R·(1 + max ℓ_r) tokens (rows padded to the longest).
+   (requests prefilling in this step) (see `sim.drafter` and `specsched.CostTable`).
 5. At t + step: each decoding request emits min(accepted + 1, tokens still owed); a request whose
    prefill completes emits its first token (TTFT); requests that reached their output length leave.
 
@@ -55,6 +54,7 @@ import numpy as np
 import simpy
 
 from sim.deployment import Deployment
+from sim.drafting import adaptive_step, intake, stale_rows
 from sim.steps import DecodeRun, NormalStream, StepPlan, plan_decode_run, run_length
 from specsched import StaleBuffer
 
@@ -62,8 +62,9 @@ from specsched import StaleBuffer
 class Replica:
     """One engine: a FIFO queue of request ids and a running batch held in slot arrays.
 
-    Slot state is one int64[9, max_num_seqs] array (rows: request id, prefill tokens left, tokens emitted,
-    output length, domain, prompt length, and since admission: accepted drafts, decode steps, Σ ℓ) plus
+    Slot state is one int64[10, max_num_seqs] array (rows: request id, prefill tokens left, tokens emitted,
+    output length, domain, prompt length, and since admission: accepted drafts, decode steps, Σ ℓ; tokens
+    emitted since the request last drafted, kept with drafter.intake_seconds) plus
     the latent float64[max_num_seqs], so leaving requests are compacted with one fancy index. A slot's
     KV is prompt + emitted − prefill left (prefill: what was computed; decode: prompt + output so far);
     `kv_used` and `n_decoding` keep the replica totals.
@@ -77,10 +78,11 @@ class Replica:
         self.n = 0
         self.n_decoding = 0
         self.kv_used = 0
-        self.state = np.zeros((9, s), dtype=np.int64)
+        self.state = np.zeros((10, s), dtype=np.int64)
         (self.rid, self.pleft, self.gen, self.olen, self.dom, self.inp, self.acc, self.dsteps, self.lsum) = (
-            self.state
+            self.state[:9]
         )
+        self.pend = self.state[9]
         self.lat = np.zeros(s)
         # θ[dom] + latent by slot (`AcceptanceModel.offsets`), set at admission: the draws' fixed part
         self.offsets = np.zeros((s, eng.gamma)) if eng.vector_draws else None
@@ -201,7 +203,6 @@ class Replica:
             else:
                 lengths = accepted = np.zeros(r, dtype=np.int64)
                 verify = r
-            priced = eng.priced_tokens(r, lengths) if eng.pad_verify else verify
             room = min(eng.max_batch_tokens - verify, eng.kv_tokens - self.kv_used - (gamma + 1) * r)
             chunks = None
             if pf is not None:
@@ -219,7 +220,7 @@ class Replica:
         # Attention reads every running request's KV once per step, prefilling ones included: a fixed
         # charge per request plus, for a context-aware table, one per KV token held (kv_used = Σ context).
         seconds = float(draft_s + eng.cost.request_seconds * self.n + eng.kv_s * self.kv_used)
-        seconds += float(eng.latency[priced + prefill])
+        seconds += float(eng.latency[verify + prefill])
         if eng.prefill_request_s and prefill:
             seconds += eng.prefill_request_s * int(np.count_nonzero(chunks))
         return StepPlan(di, r, lengths, accepted, pf, chunks, prefill, now, seconds, verify, draft_s)
@@ -239,52 +240,15 @@ class Replica:
             true, conf = model.step(dom, lat, self.rng_truth, self.rng_conf)
         draft_s = float(eng.draft_s[r])
         if eng.adaptive:
-            lengths, draft_s = self._adaptive(di, conf)
+            lengths, draft_s = adaptive_step(self, di, conf)
         else:
-            stale = self._stale(di, conf) if self.hist is not None else None
+            stale = stale_rows(self, di, conf) if self.hist is not None else None
             lengths = eng.policy.trusted(conf, eng.view(r, self.kv_used), stale, eng.max_batch_tokens)
+            if eng.intake_s:
+                draft_s = intake(self, di, draft_s)
         if eng.vector_draws:
             return lengths, model.accept_steps(w, lengths[None], self.rng_verify)[0], draft_s
         return lengths, model.sample_accepted(true, lengths, self.rng_verify), draft_s
-
-    def _stale(self, di, conf: np.ndarray) -> np.ndarray:
-        """Record `conf` for the decoding slots `di`; return their confidences from `delay` steps earlier.
-
-        A request younger than `delay` decode steps has no such row: it passes its domain's population
-        curve (`model.curves`, a constant known before any token is drafted), never its current row —
-        sizing the batch from current confidences is exactly the lookahead bias the delay exists to avoid.
-        """
-        if isinstance(di, slice):
-            di = np.arange(di.start, di.stop)
-        age = self.dsteps[di]  # decode steps since admission
-        return self.hist.exchange(di, age, conf, self.eng.model.curves[self.dom[di]])
-
-    def _adaptive(self, di, conf: np.ndarray) -> tuple[np.ndarray, float]:
-        """Plan depths from the lagged rows (delay 0, the negative control: the current ones), price the
-        draft pass from them, verify within them; record only drafted positions (the rest hold the prior).
-        The policy uses its own table (server.policy_cost, when set); the step is timed with the hardware's.
-        """
-        eng = self.eng
-        if isinstance(di, slice):
-            di = np.arange(di.start, di.stop)
-        age = self.dsteps[di]
-        prior = eng.model.curves[self.dom[di]]
-        if eng.policy.delay == 0:
-            stale = self.hist.exchange(di, age, conf, prior)
-        else:
-            stale = self.hist.lagged(di, age, prior)
-        plan_cost = eng.cost if eng.policy_cost is None else eng.policy_cost
-        # The context's KV reads are a fixed (depth- and ℓ-independent) term, carried as draft seconds
-        # (draft_s= prices it as plan_cost.with_draft would, keeping the policy's caches on plan_cost).
-        context = plan_cost.kv_token_seconds * self.kv_used
-        budget, fixed = eng.max_batch_tokens, (context if context else None)
-        depths = eng.policy.trusted_depths(stale, plan_cost, eng.drafter, budget, fixed)
-        draft_s = eng.drafter.seconds(depths, eng.cost)
-        plan_s = draft_s if eng.policy_cost is None else eng.drafter.seconds(depths, plan_cost)
-        lengths = eng.policy.trusted(conf, plan_cost, stale, budget, depths, plan_s + context)
-        if eng.policy.delay:
-            self.hist.record(di, age, conf, depths=depths, prior=prior)
-        return lengths, draft_s
 
     def _make_room(self) -> bool:
         """Preempt newest requests until held KV plus decode reservations fit; True if any was preempted."""
@@ -317,7 +281,7 @@ class Replica:
             done = int(rec.generated[rid])
             prompt = int(eng.input_tokens[rid])
             # A preempted request recomputes its prompt and the tokens it already emitted.
-            row = (rid, prompt + done, done, eng.output_tokens[rid], eng.domain[rid], prompt, 0, 0, 0)
+            row = (rid, prompt + done, done, eng.output_tokens[rid], eng.domain[rid], prompt, 0, 0, 0, 0)
             self.state[:, s] = row
             self.lat[s] = eng.latent[rid]
             chunk = min(prompt + done, room)
@@ -343,6 +307,8 @@ class Replica:
         if r:
             emit = np.minimum(accepted + 1, self.olen[di] - self.gen[di])
             self.gen[di] += emit
+            if eng.intake_s:
+                self.pend[di] += emit
             self.acc[di] += accepted
             self.dsteps[di] += 1
             self.lsum[di] += lengths
@@ -352,6 +318,7 @@ class Replica:
             ready = pf[self.pleft[pf] == 0]
             if ready.size:  # prefill complete: the step also samples the next token
                 self.gen[ready] += 1
+                self.pend[ready] = 1
                 emitted += int(ready.size)
                 self.n_decoding += int(ready.size)
                 rec.prefilled(self.rid[ready], now, self.index)

@@ -150,11 +150,9 @@ def plan_decode_run(rep, k: int, now: float) -> DecodeRun:
     verify = np.add.reduce(lengths, axis=1)
     verify += n
     verify = verify.tolist()
-    # rows padded to the longest (server.pad_verify): the forward is priced at n·(1 + max ℓ) tokens
-    priced = (n * (1 + lengths.max(axis=1, initial=0))).tolist() if eng.pad_verify else verify
     # `Deployment.step_seconds` in Python floats (the same IEEE additions, in the same order): K is small
     fixed, latency = float(eng.draft_s[n] + eng.cost.request_seconds * n), eng.latency_list
-    seconds = [fixed + latency[b] for b in priced]
+    seconds = [fixed + latency[b] for b in verify]
     horizon, t, keep = (rep.horizon or eng.horizon)(), now, 0
     for step in seconds:  # start times summed left to right, as simpy sums them
         if not t < horizon:

@@ -124,16 +124,13 @@ def _deployment(prep: Prepared, env: simpy.Environment, rec: Recorder, observer)
     cfg, wl = prep.config, prep.workload
     budget = cfg.server.max_num_batched_tokens
     tp = cfg.server.tp or 1
-    gamma = cfg.drafter.effective_gamma
-    # With padded verify rows a step can be priced past the budget by the padding: R·γ at most.
-    priced = budget + (cfg.server.max_num_seqs * gamma if cfg.server.pad_verify else 0)
     return Deployment(
         env=env,
         recorder=rec,
         model=prep.model,
         policy=prep.policy,
         cost=prep.cost,
-        gamma=gamma,
+        gamma=cfg.drafter.effective_gamma,
         max_num_seqs=cfg.server.max_num_seqs,
         max_batch_tokens=budget,
         kv_tokens=cfg.server.kv_tokens,
@@ -142,13 +139,14 @@ def _deployment(prep: Prepared, env: simpy.Environment, rec: Recorder, observer)
         domain=wl.domain,
         latent=prep.latent,
         draft_s=draft_seconds_table(cfg.drafter, prep.cost, cfg.server.max_num_seqs, tp=tp),
-        latency=np.asarray(prep.cost.latency(np.arange(priced + 1)), dtype=np.float64),
+        latency=np.asarray(prep.cost.latency(np.arange(budget + 1)), dtype=np.float64),
         rng_accept=prep.rngs["acceptance"],
         rng_conf=prep.rngs["confidence"],
         rng_verify=prep.rngs["verify"],
         policy_cost=prep.policy_cost,
         prefill_request_s=float(cfg.server.prefill_request_seconds),
-        pad_verify=cfg.server.pad_verify,
+        intake_s=float(cfg.drafter.intake_seconds) if cfg.drafter.effective_gamma else 0.0,
+        intake_ref=float(cfg.drafter.intake_tokens),
         drafter=draft_cost(cfg.drafter, tp=tp),
         observer=observer,
         draft_kv_s=draft_kv_seconds(cfg.drafter, tp=tp),

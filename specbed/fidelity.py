@@ -124,7 +124,7 @@ def _parser() -> argparse.ArgumentParser:
         choices=("same", "other"),
         default="same",
         help="with --curves-prompts workload: measure with the workload's own noise seeds (default: common "
-        "random numbers, so the twin's acceptance is not off by one noise draw against another) or other ones",
+        "random numbers, so the twin's acceptance is not off by one noise draw against another) or others",
     )
     p.add_argument(
         "--max-drift",
@@ -134,6 +134,14 @@ def _parser() -> argparse.ArgumentParser:
         "and after its engine run differ by more than this fraction (a machine whose speed changed)",
     )
     p.add_argument("--attempts", type=int, default=3)
+    p.add_argument(
+        "--probe-every",
+        type=int,
+        default=8,
+        help="time a fixed slice of engine work (one target forward) every N engine steps, in the profiles "
+        "and in the run, and scale the twin's costs by the run's probe time over the profiles' (the "
+        "machine's speed drift; the probe's time is taken out of the engine's timings); 0 = off",
+    )
     p.add_argument("--warmup", type=float, default=0.1)
     p.add_argument("--drain", type=float, default=0.1)
     p.add_argument("--seed", type=int, default=0)
@@ -154,6 +162,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args = _parser().parse_args(argv)
     if args.draft not in DRAFT_CHOICES:
         raise InputError(f"one of {', '.join(DRAFT_CHOICES)}, got {args.draft!r}", field="--draft")
+    if args.probe_every < 0:
+        raise InputError(f"must be >= 0, got {args.probe_every}", field="--probe-every")
     if not args.max_drift >= 0:
         raise InputError(f"must be >= 0, got {args.max_drift}", field="--max-drift")
     for name in (

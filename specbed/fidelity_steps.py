@@ -29,6 +29,7 @@ from specsched.contracts import Profile, load_curves, read_profile, save_curves
 from specsched.errors import InputError
 
 SIM_NAME = {"eagle": "eagle3", "dflash": "dflash", "dspark": "dspark"}
+INTAKE = ("intake_s", "intake_tokens")  # the Profile fields behind drafter.intake_seconds / intake_tokens
 
 
 @dataclass
@@ -40,6 +41,7 @@ class Inputs:
     draft_s: float | None
     join_s: float
     curves: object | None
+    intake: tuple[float, float] = (0.0, 0.0)  # (drafter.intake_seconds, intake_tokens) of the given profile
 
 
 @dataclass
@@ -54,6 +56,7 @@ class Setup:
     out: Path
     say: object
     prior: tuple[float, ...] = ()  # the young requests' stale prior (population_prior), set with the curves
+    probe: object = None  # engine.measure.rollout.SpeedProbe timed in every profile and run (--probe-every)
 
     @property
     def n(self) -> int:
@@ -73,11 +76,12 @@ def load_inputs(args: argparse.Namespace) -> Inputs:
         n = args.concurrency
         draft_s = args.draft_seconds if args.draft_seconds is not None else given.draft_s.get(n)
         join_s = given.join_s.get(n, 0.0)
+        intake = (given.intake_s.get(n, 0.0), given.intake_tokens.get(n, 0.0))
         if draft_s is None:
             raise InputError(
                 f"no draft seconds for R={n} in the cost file; pass --draft-seconds", file=args.cost
             )
-    return Inputs(given, draft_s, join_s, curves)
+    return Inputs(given, draft_s, join_s, curves, intake if given is not None else (0.0, 0.0))
 
 
 def setup(args: argparse.Namespace, inputs: Inputs) -> Setup:
@@ -115,6 +119,10 @@ def setup(args: argparse.Namespace, inputs: Inputs) -> Setup:
             f"prompt + output + gamma + 1 exceeds the target's context {max_len}", field="--output-len"
         )
     warm_up(bundle, corpus, args.drafter, ctx.n, args.gamma, args.prompt_len, args.device)
+    if args.probe_every:
+        from engine.measure.rollout import SpeedProbe
+
+        ctx.probe = SpeedProbe(bundle.target(args.device), rows=ctx.n)
     return ctx
 
 
@@ -175,7 +183,7 @@ def profile_now(ctx: Setup) -> Profile:
         statistic="mean",
         extra_requests=max(ctx.n // 2, 2),
     )
-    return profile(ctx.bundle, ctx.corpus, pcfg, warm=False)
+    return profile(ctx.bundle, ctx.corpus, pcfg, warm=False, probe=ctx.probe, probe_every=a.probe_every)
 
 
 @dataclass
@@ -194,6 +202,8 @@ class EngineRun:
     cost_path: Path
     policy_path: Path | None
     draft_path: Path
+    intake: tuple[float, float] = (0.0, 0.0)  # drafter.intake_seconds, intake_tokens (the profiles' mean)
+    speed: float = 1.0  # the speed probe's time during the run / during the profiles around it
 
 
 def write_draft_cost(by_r: dict[int, float], n: int, path: Path) -> Path:
@@ -254,29 +264,54 @@ def _engine_once(ctx: Setup, pol: str, params: dict, reqs, table, draft_s: float
     temps = ctx.bundle.drafters[a.drafter][1]
     drafter = runtime_drafter(ctx.net, target, slots=ctx.n, max_len=max_len, temps=temps)
     cost = table.with_draft(draft_s)
-    ro, _ = run_rollout(target, drafter, ecfg, reqs, max_len=max_len, cost=cost, clock=ctx.clock)
+    ro, _ = run_rollout(
+        target,
+        drafter,
+        ecfg,
+        reqs,
+        max_len=max_len,
+        cost=cost,
+        clock=ctx.clock,
+        probe=ctx.probe,
+        probe_every=a.probe_every,
+    )
     return ro
 
 
-def _bracketed(ctx: Setup, before: Profile, after: Profile, cost_path: Path, draft_path: Path):
-    """(table, draft_s, join_s, drift): the mean of the profiles just before and after the engine run (which
-    cancels slow drifts of a shared machine), written to cost_path (verify) and draft_path (draft seconds by
-    drafting requests) for the simulator."""
+def speed_ratio(run_probe, before: Profile, after: Profile) -> float:
+    """The speed probe's mean time during the engine run over its mean time during the profiles around it
+    (1.0 without probe samples): > 1 when the machine ran the engine's kind of work slower during the run."""
+    ref = 0.5 * (before.probe_s + after.probe_s)
+    return float(np.mean(run_probe)) / ref if len(run_probe) and before.probe_s and after.probe_s else 1.0
+
+
+def _bracketed(
+    ctx: Setup, before: Profile, after: Profile, cost_path: Path, draft_path: Path, speed: float = 1.0
+):
+    """(table, draft_s, join_s, drift, intake): the mean of the profiles just before and after the engine run
+    (which cancels slow drifts of a shared machine), times `speed` (the machine's speed during the run
+    relative to the profiles, from the speed probe), written to cost_path (verify) and draft_path (draft
+    seconds by drafting requests) for the simulator; intake = (seconds per extra token the drafter takes
+    in, extra tokens per drafting request in the draft seconds)."""
     n, layers = ctx.n, ctx.bundle.config.n_layers
     drift = level_drift(before.seconds, before.draft_s[n], after.seconds, after.draft_s[n])
-    draft_s = 0.5 * (before.draft_s[n] + after.draft_s[n])
-    join_s = float(np.mean([p.join_s[n] for p in (before, after) if n in p.join_s] or [0.0]))
+    draft_s = speed * 0.5 * (before.draft_s[n] + after.draft_s[n])
+    intake = tuple(0.5 * (getattr(before, k).get(n, 0.0) + getattr(after, k).get(n, 0.0)) for k in INTAKE)
+    intake = (speed * intake[0], intake[1])
+    join_s = speed * float(np.mean([p.join_s[n] for p in (before, after) if n in p.join_s] or [0.0]))
     avg = Profile(
         before.tokens,
-        0.5 * (before.seconds + after.seconds),
+        speed * 0.5 * (before.seconds + after.seconds),
         {n: draft_s},
         note=before.note + "; mean of the profiles just before and after the engine run",
         join_s={n: join_s},
+        intake_s={n: intake[0]},
+        intake_tokens={n: intake[1]},
     )
     avg.write(cost_path)
-    both = {r: 0.5 * (before.draft_s[r] + after.draft_s[r]) for r in before.draft_s if r in after.draft_s}
+    both = {r: speed * 0.5 * (b + after.draft_s[r]) for r, b in before.draft_s.items() if r in after.draft_s}
     write_draft_cost(both, n, draft_path)
-    return avg.table(layers=layers), draft_s, join_s, drift
+    return avg.table(layers=layers), draft_s, join_s, drift, intake
 
 
 def run_engine(
@@ -290,6 +325,7 @@ def run_engine(
     cost_path, policy_path = ctx.out / f"cost_{label}.csv", None
     draft_path = ctx.out / f"draft_{label}.csv"
     for attempt in range(1, a.attempts + 1):
+        intake, speed = inputs.intake, 1.0
         if inputs.given is None:
             before = profile_now(ctx)
             table, draft_s, join_s = before.table(layers=layers), before.draft_s[ctx.n], 0.0
@@ -305,7 +341,11 @@ def run_engine(
         eng, eng_tpot = engine_summary(ro, a.warmup, a.drain)
         drift = 0.0
         if inputs.given is None:
-            table, draft_s, join_s, drift = _bracketed(ctx, before, profile_now(ctx), cost_path, draft_path)
+            after = profile_now(ctx)
+            speed = speed_ratio(ro.probe_s, before, after)
+            table, draft_s, join_s, drift, intake = _bracketed(
+                ctx, before, after, cost_path, draft_path, speed
+            )
         if drift <= a.max_drift or attempt == a.attempts:
             break
         ctx.say(
@@ -313,13 +353,25 @@ def run_engine(
             f"{100 * a.max_drift:.0f}%); the machine's speed changed: attempt {attempt + 1} of {a.attempts}"
         )
     run = EngineRun(
-        eng, eng_tpot, ro.wall_s, table, draft_s, join_s, drift, attempt, cost_path, policy_path, draft_path
+        eng,
+        eng_tpot,
+        ro.wall_s,
+        table,
+        draft_s,
+        join_s,
+        drift,
+        attempt,
+        cost_path,
+        policy_path,
+        draft_path,
+        intake,
+        speed,
     )
     ms = table.seconds * 1e3
     ctx.say(
         f"{label}: engine {ro.wall_s:.1f}s, {eng['steps']} steps, verify {ms[0]:.2f}..{ms[-1]:.2f} ms, "
         f"draft {draft_s * 1e3:.2f} ms, join {join_s * 1e3:.2f} ms, profile drift {100 * drift:.0f}% "
-        f"(attempt {attempt})"
+        f"(attempt {attempt}), machine speed during the run x{speed:.3f} of the profiles'"
     )
     return run
 
@@ -328,8 +380,8 @@ def twin_config(ctx: Setup, pol: str, params: dict, run: EngineRun, curves_path:
     """The simulator's twin of an engine run: the engine's cost table (linear), its curves, the draft pass
     priced by the measured draft cost by drafting requests (`drafter.cost` = the run's draft CSV, which the
     engine's adaptive policy planned with too; the same policy.draft), the measured per-join seconds
-    beyond the prompt tokens' table cost (which the simulator already charges), and verify rows padded to
-    the longest as the engine pads them (server.pad_verify: a step with ragged ℓ costs R·(1 + max ℓ))."""
+    beyond the prompt tokens' table cost (which the simulator already charges), and the drafter's intake
+    of accepted drafts' features as the profiles measured it (drafter.intake_seconds)."""
     from sim.config import DrafterConfig, MetricsConfig, PolicyConfig, ServerConfig, SimConfig
 
     a, n, table = ctx.args, ctx.n, run.table
@@ -342,6 +394,8 @@ def twin_config(ctx: Setup, pol: str, params: dict, run: EngineRun, curves_path:
         markov_overhead=0.0,
         curves=str(curves_path),
         cost=str(run.draft_path),
+        intake_seconds=run.intake[0],
+        intake_tokens=run.intake[1],
     )
     return SimConfig(
         seed=a.seed,
@@ -356,7 +410,6 @@ def twin_config(ctx: Setup, pol: str, params: dict, run: EngineRun, curves_path:
             max_num_seqs=n,
             policy_cost=None if run.policy_path is None else str(run.policy_path),
             prefill_request_seconds=max(run.join_s - by_tokens, 0.0),
-            pad_verify=True,  # the engine pads its verify rows to the longest (engine.drafter.pad_batch)
         ),
         acceptance=acc_cfg,
         metrics=MetricsConfig(warmup=a.warmup, drain=a.drain),
@@ -378,6 +431,7 @@ def compare(
     entry = {
         "profile_drift": run.drift,
         "attempts": run.attempt,
+        "speed_ratio": run.speed,
         "engine": run.eng,
         "sim": simres,
         "ks_tpot": ks,

@@ -67,7 +67,7 @@ class StaleBuffer:
         a zero there would stop the request from ever drafting deeper again.
         """
         age = np.asarray(age, dtype=np.int64)
-        if depths is not None:
+        if depths is not None and np.asarray(depths).min(initial=self.gamma) < self.gamma:
             drafted = np.arange(self.gamma) < np.asarray(depths)[:, None]
             p = np.broadcast_to(np.asarray(prior, dtype=np.float64), drafted.shape)
             conf = np.where(drafted, conf, p)

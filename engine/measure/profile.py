@@ -11,6 +11,13 @@ statistic, by R) are returned too, R counted as the requests the drafter ran for
 the batch sizes profiled from their clean steps, for smaller R from the drain tail's steps; the simulator
 prices drafting from them (specbed.fidelity: a `requests,seconds` draft cost).
 
+Intake: the drafter first reads the target's features of every position a request committed since it last
+drafted, so a draft pass after accepted drafts costs more. Over the clean steps at each profiled R (all ℓ),
+the draft seconds are regressed on the extra tokens taken in (Σ of the drafts each request accepted in its
+previous step): the slope (seconds per extra token, floored at 0) and the mean extra tokens per drafting
+request of those steps go into the profile (`intake_s`, `intake_tokens`; sim drafter.intake_seconds /
+intake_tokens), so a twin can charge a high-acceptance policy's dearer draft passes.
+
 Joins (`extra_requests` > 0): each run decodes R + extra requests, R at a time, so the extra ones join one
 by one as the first finish; a join step (a request's first step: its whole prompt is fed with the others'
 drafts) costs more than its tokens, and the step after it the drafter takes in the prompt's features. The
@@ -110,9 +117,18 @@ def warm_up(
     run_rollout(target, d, ecfg, reqs, max_len=max_len)
 
 
-def profile(bundle: Bundle, corpus: Corpus, cfg: ProfileConfig, progress=None, warm: bool = True) -> Profile:
+def profile(
+    bundle: Bundle,
+    corpus: Corpus,
+    cfg: ProfileConfig,
+    progress=None,
+    warm: bool = True,
+    probe=None,
+    probe_every: int = 8,
+) -> Profile:
     """Measure the verify latency at B = R·(1 + ℓ) for every R in cfg.requests and ℓ = 0..γ (after one
-    discarded warm-up rollout unless `warm` is False)."""
+    discarded warm-up rollout unless `warm` is False); with a `probe` (engine.measure.rollout.SpeedProbe)
+    timed every `probe_every` steps, `Profile.probe_s` is its mean time (how fast the machine ran)."""
     net = bundle.net(cfg.drafter)
     temps = bundle.drafters[cfg.drafter][1]
     max_len = bundle.config.max_len
@@ -126,7 +142,9 @@ def profile(bundle: Bundle, corpus: Corpus, cfg: ProfileConfig, progress=None, w
         warm_up(bundle, corpus, cfg.drafter, max(cfg.requests), cfg.gamma, cfg.prompt_len, cfg.device)
     joins: dict[int, list[float]] = {}
     by_requests: dict[int, list[float]] = {}  # draft seconds by drafting requests, the drain tail's too
+    intake: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}  # (extra tokens, draft seconds) by R
     steps: list[dict] = []
+    probes: list[np.ndarray] = []
     for r in cfg.requests:
         reqs = mixed_requests(corpus, r + cfg.extra_requests, cfg.prompt_len, cfg.new_tokens, cfg.seed)
         for k in range(cfg.gamma + 1):
@@ -135,7 +153,17 @@ def profile(bundle: Bundle, corpus: Corpus, cfg: ProfileConfig, progress=None, w
             )
             target = bundle.target(cfg.device)
             drafter = runtime_drafter(net, target, slots=r, max_len=max_len, temps=temps)
-            ro, _ = run_rollout(target, drafter, ecfg, reqs, max_len=max_len, clock=cfg.clock)
+            ro, _ = run_rollout(
+                target,
+                drafter,
+                ecfg,
+                reqs,
+                max_len=max_len,
+                clock=cfg.clock,
+                probe=probe,
+                probe_every=probe_every,
+            )
+            probes.append(ro.probe_s)
             st, rs = ro.steps, ro.request_steps
             ok = (st["requests"] == r).copy()
             bad = (rs["length"] != k) | rs["first"]
@@ -153,6 +181,7 @@ def profile(bundle: Bundle, corpus: Corpus, cfg: ProfileConfig, progress=None, w
                 joins.setdefault(r, []).extend(_join_excess(ro, r, k, float(stat(verify)), stat))
             counts[b] = counts.get(b, 0) + int(ok.sum())
             draft.setdefault(r, []).extend(st["draft_s"][ok].tolist())
+            intake.setdefault(r, []).append((intake_tokens(ro)[ok], st["draft_s"][ok]))
             _draft_by_requests(ro, by_requests)
             if progress:
                 progress(
@@ -168,6 +197,7 @@ def profile(bundle: Bundle, corpus: Corpus, cfg: ProfileConfig, progress=None, w
     )
     draft_s = {n: float(stat(v)) for n, v in by_requests.items() if n not in draft}
     draft_s.update({r: float(stat(v)) for r, v in draft.items()})
+    fits = {r: _intake_fit(r, pairs) for r, pairs in intake.items()}
     return Profile(
         tokens,
         seconds,
@@ -176,7 +206,35 @@ def profile(bundle: Bundle, corpus: Corpus, cfg: ProfileConfig, progress=None, w
         note,
         {r: float(np.mean(v)) for r, v in joins.items() if v},
         steps,
+        intake_s={r: f[0] for r, f in fits.items()},
+        intake_tokens={r: f[1] for r, f in fits.items()},
+        probe_s=float(np.concatenate(probes).mean()) if sum(p.size for p in probes) else 0.0,
     )
+
+
+def intake_tokens(ro) -> np.ndarray:
+    """float64[steps]: per step, the tokens its requests took in beyond one each before drafting: Σ of the
+    drafts each accepted in its previous step (0 after a request's first step, its prefill: the prompt's
+    intake is the join cost's)."""
+    rs = ro.request_steps
+    order = np.lexsort((rs["step"], rs["rid"]))  # by request, then step
+    rid, acc, first = rs["rid"][order], rs["accepted"][order], rs["first"][order]
+    prev = np.zeros(order.size)
+    follows = (rid[1:] == rid[:-1]) & ~first[:-1]
+    prev[1:][follows] = acc[:-1][follows]
+    out = np.zeros(ro.steps["end_s"].size)
+    np.add.at(out, rs["step"][order], prev)
+    return out
+
+
+def _intake_fit(r: int, pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[float, float]:
+    """(seconds per extra token taken in, floored at 0; mean extra tokens per drafting request) from the
+    clean steps' (extra tokens, draft seconds) at R = r: the least-squares slope."""
+    x = np.concatenate([p[0] for p in pairs])
+    y = np.concatenate([p[1] for p in pairs])
+    var = float(np.var(x)) if x.size > 1 else 0.0
+    slope = float(np.mean((x - x.mean()) * (y - y.mean()))) / var if var > 0 else 0.0
+    return max(slope, 0.0), float(x.mean()) / r if x.size else 0.0
 
 
 def _draft_by_requests(ro, acc: dict[int, list[float]]) -> None:

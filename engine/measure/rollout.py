@@ -12,20 +12,26 @@ overridden. `run_rollout` decodes a list of requests and returns a `Rollout` of 
 - per request: arrival_s (0 for the first `max_running`, else the start of its first step: a closed loop
   with zero think time), first_token_s, finish_s, output tokens.
 
+Speed probe (optional): every `probe_every` steps the recorder times a `SpeedProbe` (one target forward over
+a fixed batch) between two steps and takes that time out of every later timestamp, so the rollout's times
+are the engine's alone; `Rollout.probe_s` holds the probe's times: how fast the machine ran the engine's kind
+of work during this rollout (a shared machine's speed drifts by several % over tens of seconds).
+
 Clocks (`engine.step.CLOCKS`, EngineConfig.clock): "wall" or "process" (this process's CPU seconds: on a
 CPU shared with other jobs it measures what the engine's steps take on the cores it uses; it cannot see GPU
 time, so on CUDA use "wall").
 
-May import: numpy, stdlib, specsched, engine.* (never sim).
+May import: numpy, torch, stdlib, specsched, engine.* (never sim).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
+import torch
 
 from engine.loop import Engine, EngineConfig, Request
 from engine.step import CLOCKS, StepOutput, full_rows
@@ -47,6 +53,7 @@ class Rollout:
     requests: dict[str, np.ndarray]
     gamma: int
     wall_s: float
+    probe_s: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the speed probe's seconds
 
     def full_steps(self) -> np.ndarray:
         """bool mask over request-steps that verified all γ drafts and were not a request's first step."""
@@ -54,14 +61,49 @@ class Rollout:
         return full_rows(rs["length"], rs["first"], self.gamma)
 
 
-class RolloutRecorder:
-    """An engine observer: keeps every StepOutput of one generate() call; `rollout` assembles the arrays."""
+class SpeedProbe:
+    """A fixed slice of the engine's work: one forward of `target` over `rows` × `tokens` tokens at a fixed
+    context, on its own small KV cache. Called between steps, its time says how fast the machine runs this
+    kind of work right now (module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, target, rows: int = 8, tokens: int = 4, context: int = 32) -> None:
+        from engine.model import KVCache
+
+        cfg = target.config
+        context = max(0, min(context, cfg.max_len - tokens))
+        dev = next(iter(target.w.values())).device
+        self.target, self.context = target, context
+        self.cache = KVCache(cfg, rows, context + tokens, device=dev)
+        self.tokens = torch.ones((rows, tokens), dtype=torch.int64, device=dev)
+        self.n_valid = torch.full((rows,), tokens, dtype=torch.int64, device=dev)
+        self.slots = torch.arange(rows, device=dev)
+
+    def __call__(self) -> None:
+        with torch.inference_mode():
+            self.cache.lengths[:] = self.context
+            self.target.run(self.tokens, self.n_valid, self.slots, self.cache, hidden=True)
+
+
+class RolloutRecorder:
+    """An engine observer: keeps every StepOutput of one generate() call; `rollout` assembles the arrays.
+    With a `probe`, times it every `every` steps on `clock` and shifts later steps' times back by it."""
+
+    def __init__(self, probe=None, every: int = 8, clock: str = "wall") -> None:
         self.outputs: list[StepOutput] = []
+        self.probe, self.every, self._now = probe, max(int(every), 1), clock_fn(clock)
+        self.offset = 0.0  # seconds spent probing so far: taken out of every later step's times
+        self.probe_s: list[float] = []
 
     def __call__(self, out: StepOutput) -> None:
+        if self.offset:
+            out = replace(out, start_s=out.start_s - self.offset, end_s=out.end_s - self.offset)
         self.outputs.append(out)
+        if self.probe is not None and len(self.outputs) % self.every == 0:
+            t = self._now()
+            self.probe()
+            took = self._now() - t
+            self.probe_s.append(took)
+            self.offset += took
 
     def _per_request(self) -> tuple[dict[int, float], dict[int, float], dict[int, float]]:
         """(first step's start, first step's end, finishing step's end) by rid."""
@@ -112,7 +154,8 @@ class RolloutRecorder:
                 "output_tokens": np.array([q.max_new_tokens for q in requests], dtype=np.int64),
             },
             gamma=gamma,
-            wall_s=wall_s,
+            wall_s=wall_s - self.offset,
+            probe_s=np.array(self.probe_s),
         )
 
 
@@ -142,13 +185,16 @@ def run_rollout(
     cost: CostTable | None = None,
     speculative: bool = True,
     clock: str = "wall",
+    probe=None,
+    probe_every: int = 8,
 ) -> tuple[Rollout, dict[int, list[int]]]:
     """Decode `requests` with a fresh engine observed by a RolloutRecorder; returns (rollout, outputs by rid).
     `cost`: a CostTable for the policy instead of `config.cost` (e.g. the profiled table with the measured
-    draft seconds); `clock`: "wall" or "process" (module docstring)."""
+    draft seconds); `clock`: "wall" or "process"; `probe`: a SpeedProbe timed every `probe_every` steps
+    (module docstring)."""
     clock_fn(clock)
     config = replace(config, clock=clock) if cost is None else replace(config, clock=clock, cost=cost)
-    recorder = RolloutRecorder()
+    recorder = RolloutRecorder(probe, probe_every, clock)
     eng = Engine(target, drafter, config, max_len=max_len, observers=[recorder])
     t = time.perf_counter()
     out = eng.generate(requests, speculative=speculative)

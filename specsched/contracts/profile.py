@@ -7,11 +7,17 @@ preceded by `#` comment lines; two of them carry numbers by batch size R:
     # specbed engine profile: <free-text note: device, clock, torch, drafter, ...>
     # draft_seconds_by_R: 8=0.00123, 16=0.00201      <- the drafter's seconds per engine step
     # join_seconds_by_R: 8=0.000456                   <- extra seconds per request joining (optional)
+    # draft_intake_seconds_by_R: 8=1.3e-05            <- draft seconds per extra token taken in (optional)
+    # draft_intake_tokens_by_R: 8=1.9                 <- extra tokens per drafting request in draft_s
     tokens,seconds
     8,0.00412
     ...
 
 tokens: int64[n] strictly increasing verify tokens B per step; seconds: float64[n] verify latency at B.
+The intake lines: a drafter that reads the target's features of every position a request committed since it
+last drafted costs more after accepted drafts; `draft_seconds_by_R` is the mean over steps whose drafting
+requests took in `draft_intake_tokens_by_R` tokens each beyond one, and each extra token costs
+`draft_intake_seconds_by_R` (sim: drafter.intake_seconds / intake_tokens).
 
 May import: numpy, the standard library, `specsched.errors`, `specsched.cost`, `specsched.measured`,
 `specsched.safeio`.
@@ -33,12 +39,15 @@ from specsched.measured import write_steps
 NOTE_PREFIX = "# specbed engine profile: "
 DRAFT_KEY = "draft_seconds_by_R"
 JOIN_KEY = "join_seconds_by_R"
+INTAKE_KEY = "draft_intake_seconds_by_R"
+INTAKE_TOKENS_KEY = "draft_intake_tokens_by_R"
 
 
 @dataclass
 class Profile:
     """tokens int64[n] (strictly increasing), seconds float64[n], draft_s {R: seconds}, samples per point,
-    join_s {R: extra seconds per request joining} (measured with extra requests > 0)."""
+    join_s {R: extra seconds per request joining} (measured with extra requests > 0), intake_s {R: draft
+    seconds per extra token taken in} and intake_tokens {R: extra tokens per drafting request in draft_s}."""
 
     tokens: np.ndarray
     seconds: np.ndarray
@@ -47,6 +56,9 @@ class Profile:
     note: str = ""
     join_s: dict[int, float] = field(default_factory=dict)
     steps: list[dict] = field(default_factory=list)  # specbed measured-step rows (specsched.measured)
+    intake_s: dict[int, float] = field(default_factory=dict)
+    intake_tokens: dict[int, float] = field(default_factory=dict)
+    probe_s: float = 0.0  # mean speed-probe seconds while profiling (in memory only: not written)
 
     def write_steps(self, path: str | Path) -> None:
         """specbed's measured-step CSV of this profile (what `specbed cost fit` reads)."""
@@ -58,8 +70,11 @@ class Profile:
 
     def to_csv(self) -> str:
         head = [NOTE_PREFIX + self.note, _by_r_line(DRAFT_KEY, self.draft_s)]
-        if self.join_s:
-            head.append(_by_r_line(JOIN_KEY, self.join_s))
+        for key, values in ((JOIN_KEY, self.join_s), (INTAKE_KEY, self.intake_s)):
+            if values:
+                head.append(_by_r_line(key, values))
+        if self.intake_s:
+            head.append(_by_r_line(INTAKE_TOKENS_KEY, self.intake_tokens))
         head += ["tokens,seconds"]
         return "\n".join(head + [f"{int(t)},{s:.6g}" for t, s in zip(self.tokens, self.seconds)]) + "\n"
 
@@ -94,11 +109,23 @@ def read_profile(path: str | Path) -> Profile:
     empty). Raises `InputError` naming the file, line and field for a malformed comment or table."""
     file = str(path)
     table = CostTable.from_csv(path, mode="linear")  # the table's own checks, one CSV reader
-    note, by_r = "", {DRAFT_KEY: {}, JOIN_KEY: {}}
+    note, by_r = "", {DRAFT_KEY: {}, JOIN_KEY: {}, INTAKE_KEY: {}, INTAKE_TOKENS_KEY: {}}
     for i, line in enumerate(Path(path).read_text().splitlines(), start=1):
         if line.startswith(NOTE_PREFIX):
             note = line[len(NOTE_PREFIX) :]
         for key in by_r:
             if line.startswith(f"# {key}:"):
                 by_r[key] = _parse_by_r(line.split(":", 1)[1], file, i, key)
-    return Profile(table.tokens, table.seconds, by_r[DRAFT_KEY], note=note, join_s=by_r[JOIN_KEY])
+    for key in (INTAKE_KEY, INTAKE_TOKENS_KEY):
+        bad = [v for v in by_r[key].values() if v < 0]
+        if bad:
+            raise InputError(f"must be >= 0, got {bad[0]!r}", file=file, field=key)
+    return Profile(
+        table.tokens,
+        table.seconds,
+        by_r[DRAFT_KEY],
+        note=note,
+        join_s=by_r[JOIN_KEY],
+        intake_s=by_r[INTAKE_KEY],
+        intake_tokens=by_r[INTAKE_TOKENS_KEY],
+    )

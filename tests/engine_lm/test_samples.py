@@ -48,9 +48,12 @@ def test_evaluate_on_given_requests_and_measurement_requests(tiny_bundle):
     reqs = requests_for(corpus, "math", 2, 10, 16, seed=5)
     doms = ["math", "math"]
     given = measurement_requests(reqs, doms, corpus, args)
+    # --curves-noise same (default): the workload's own requests, noise seeds included (common random numbers)
     assert [r.rid for r in given["math"]] == [0, 1] and all(
-        a.seed != b.seed and a.prompt == b.prompt for a, b in zip(given["math"], reqs)
+        a.seed == b.seed and a.prompt == b.prompt for a, b in zip(given["math"], reqs)
     )
+    other = measurement_requests(reqs, doms, corpus, parse_args(["--curves-noise", "other"]))
+    assert all(a.seed != b.seed and a.prompt == b.prompt for a, b in zip(other["math"], reqs))
     assert len(given["code"]) == 4 and len(given["prose"]) == 4  # absent domains get fresh prompts
     res = evaluate(bundle, corpus, EvalConfig(gamma=3), ["dspark1"], requests=given)
     assert set(np.unique(res["drafters"]["dspark1"]["_samples"]["math"][2])) <= {0, 1}

@@ -22,6 +22,8 @@ OWN = [
     "sim.drafter",
     "sim.recorder",
     "sim.server",
+    "sim.drafting",
+    "sim.steps",
     "sim.metrics",
     "sim.run",
     "sim.cli",
