@@ -168,7 +168,9 @@ class EngineConfig:
             raise ValueError(f"EngineConfig field 'max_running': must be >= 1, got {self.max_running}")
         budget = self.max_batch_tokens
         if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
-            raise ValueError(f"EngineConfig field 'max_batch_tokens': a positive integer or None, got {budget!r}")
+            raise ValueError(
+                f"EngineConfig field 'max_batch_tokens': a positive integer or None, got {budget!r}"
+            )
         try:
             kind = torch.device(self.device).type
         except (RuntimeError, TypeError):

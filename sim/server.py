@@ -237,7 +237,8 @@ class Replica:
             w, conf = model.draw_steps(dom, lat, 1, self.rng_truth, self.rng_conf, self.offsets[di])
             conf = conf[0]
         else:
-            true, conf = model.step(dom, lat, self.rng_truth, self.rng_conf)
+            pos = {"position": self.gen[di]} if getattr(model, "by_position", False) else {}
+            true, conf = model.step(dom, lat, self.rng_truth, self.rng_conf, **pos)
         draft_s = float(eng.draft_s[r])
         if eng.adaptive:
             lengths, draft_s = adaptive_step(self, di, conf)

@@ -137,10 +137,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--probe-every",
         type=int,
-        default=8,
+        default=4,
         help="time a fixed slice of engine work (one target forward) every N engine steps, in the profiles "
-        "and in the run, and scale the twin's costs by the run's probe time over the profiles' (the "
-        "machine's speed drift; the probe's time is taken out of the engine's timings); 0 = off",
+        "and in the runs, and express every engine time in probe-normalized seconds (the machine's speed "
+        "drift taken out; the probe's own time is excluded); 0 = off (raw times)",
     )
     p.add_argument("--warmup", type=float, default=0.1)
     p.add_argument("--drain", type=float, default=0.1)

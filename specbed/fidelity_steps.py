@@ -203,7 +203,7 @@ class EngineRun:
     policy_path: Path | None
     draft_path: Path
     intake: tuple[float, float] = (0.0, 0.0)  # drafter.intake_seconds, intake_tokens (the profiles' mean)
-    speed: float = 1.0  # the speed probe's time during the run / during the profiles around it
+    speed: float = 1.0  # the speed probe's raw time during the run / during the profiles (a diagnostic)
 
 
 def write_draft_cost(by_r: dict[int, float], n: int, path: Path) -> Path:
@@ -280,28 +280,25 @@ def _engine_once(ctx: Setup, pol: str, params: dict, reqs, table, draft_s: float
 
 def speed_ratio(run_probe, before: Profile, after: Profile) -> float:
     """The speed probe's mean time during the engine run over its mean time during the profiles around it
-    (1.0 without probe samples): > 1 when the machine ran the engine's kind of work slower during the run."""
+    (1.0 without probe samples): > 1 when the machine ran the engine's kind of work slower during the run.
+    Reported only: the rollouts' times are already probe-normalized (engine.measure.rollout)."""
     ref = 0.5 * (before.probe_s + after.probe_s)
     return float(np.mean(run_probe)) / ref if len(run_probe) and before.probe_s and after.probe_s else 1.0
 
 
-def _bracketed(
-    ctx: Setup, before: Profile, after: Profile, cost_path: Path, draft_path: Path, speed: float = 1.0
-):
+def _bracketed(ctx: Setup, before: Profile, after: Profile, cost_path: Path, draft_path: Path):
     """(table, draft_s, join_s, drift, intake): the mean of the profiles just before and after the engine run
-    (which cancels slow drifts of a shared machine), times `speed` (the machine's speed during the run
-    relative to the profiles, from the speed probe), written to cost_path (verify) and draft_path (draft
+    (which cancels slow drifts of a shared machine), written to cost_path (verify) and draft_path (draft
     seconds by drafting requests) for the simulator; intake = (seconds per extra token the drafter takes
     in, extra tokens per drafting request in the draft seconds)."""
     n, layers = ctx.n, ctx.bundle.config.n_layers
     drift = level_drift(before.seconds, before.draft_s[n], after.seconds, after.draft_s[n])
-    draft_s = speed * 0.5 * (before.draft_s[n] + after.draft_s[n])
+    draft_s = 0.5 * (before.draft_s[n] + after.draft_s[n])
     intake = tuple(0.5 * (getattr(before, k).get(n, 0.0) + getattr(after, k).get(n, 0.0)) for k in INTAKE)
-    intake = (speed * intake[0], intake[1])
-    join_s = speed * float(np.mean([p.join_s[n] for p in (before, after) if n in p.join_s] or [0.0]))
+    join_s = float(np.mean([p.join_s[n] for p in (before, after) if n in p.join_s] or [0.0]))
     avg = Profile(
         before.tokens,
-        speed * 0.5 * (before.seconds + after.seconds),
+        0.5 * (before.seconds + after.seconds),
         {n: draft_s},
         note=before.note + "; mean of the profiles just before and after the engine run",
         join_s={n: join_s},
@@ -309,7 +306,7 @@ def _bracketed(
         intake_tokens={n: intake[1]},
     )
     avg.write(cost_path)
-    both = {r: speed * 0.5 * (b + after.draft_s[r]) for r, b in before.draft_s.items() if r in after.draft_s}
+    both = {r: 0.5 * (b + after.draft_s[r]) for r, b in before.draft_s.items() if r in after.draft_s}
     write_draft_cost(both, n, draft_path)
     return avg.table(layers=layers), draft_s, join_s, drift, intake
 
@@ -343,9 +340,7 @@ def run_engine(
         if inputs.given is None:
             after = profile_now(ctx)
             speed = speed_ratio(ro.probe_s, before, after)
-            table, draft_s, join_s, drift, intake = _bracketed(
-                ctx, before, after, cost_path, draft_path, speed
-            )
+            table, draft_s, join_s, drift, intake = _bracketed(ctx, before, after, cost_path, draft_path)
         if drift <= a.max_drift or attempt == a.attempts:
             break
         ctx.say(
@@ -371,7 +366,7 @@ def run_engine(
     ctx.say(
         f"{label}: engine {ro.wall_s:.1f}s, {eng['steps']} steps, verify {ms[0]:.2f}..{ms[-1]:.2f} ms, "
         f"draft {draft_s * 1e3:.2f} ms, join {join_s * 1e3:.2f} ms, profile drift {100 * drift:.0f}% "
-        f"(attempt {attempt}), machine speed during the run x{speed:.3f} of the profiles'"
+        f"(attempt {attempt}), probe time during the run x{speed:.3f} of the profiles'"
     )
     return run
 

@@ -129,8 +129,6 @@ def profile(
     """Measure the verify latency at B = R·(1 + ℓ) for every R in cfg.requests and ℓ = 0..γ (after one
     discarded warm-up rollout unless `warm` is False); with a `probe` (engine.measure.rollout.SpeedProbe)
     timed every `probe_every` steps, `Profile.probe_s` is its mean time (how fast the machine ran)."""
-    net = bundle.net(cfg.drafter)
-    temps = bundle.drafters[cfg.drafter][1]
     max_len = bundle.config.max_len
     if cfg.prompt_len + cfg.new_tokens + cfg.gamma + 1 > max_len:
         raise ValueError(f"profile: prompt_len + new_tokens + gamma + 1 exceeds the context {max_len}")
@@ -144,50 +142,34 @@ def profile(
     by_requests: dict[int, list[float]] = {}  # draft seconds by drafting requests, the drain tail's too
     intake: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}  # (extra tokens, draft seconds) by R
     steps: list[dict] = []
-    probes: list[np.ndarray] = []
-    for r in cfg.requests:
-        reqs = mixed_requests(corpus, r + cfg.extra_requests, cfg.prompt_len, cfg.new_tokens, cfg.seed)
-        for k in range(cfg.gamma + 1):
-            ecfg = engine_config(
-                cfg.device, gamma=cfg.gamma, policy="fixed", policy_params={"k": k}, max_running=r
+    runs = _rollouts(bundle, corpus, cfg, probe, probe_every, progress)
+    probes = [ro.probe_s for _, _, ro in runs]
+    ref = float(np.concatenate(probes).mean()) if sum(p.size for p in probes) else 0.0
+    for r, k, ro in runs:
+        st, rs = ro.steps, ro.request_steps
+        ok = (st["requests"] == r).copy()
+        bad = (rs["length"] != k) | rs["first"]
+        ok[np.unique(rs["step"][bad])] = False
+        if not ok.any():
+            raise ValueError(f"profile: no clean step at R={r}, l={k} (raise new_tokens)")
+        verify = st["end_s"][ok] - st["start_s"][ok] - st["draft_s"][ok]
+        b = r * (1 + k)
+        points.setdefault(b, []).append(float(stat(verify)))
+        ctx = r * (cfg.prompt_len + cfg.new_tokens / 2)
+        for phase, tokens, secs in (("decode", b, verify), ("draft", r * cfg.gamma, st["draft_s"][ok])):
+            row = {"tp": 1, "requests": r, "tokens": tokens, "context_tokens": ctx}
+            steps.append(dict(row, phase=phase, seconds=float(stat(secs))))
+        if cfg.extra_requests:
+            joins.setdefault(r, []).extend(_join_excess(ro, r, k, float(stat(verify)), stat))
+        counts[b] = counts.get(b, 0) + int(ok.sum())
+        draft.setdefault(r, []).extend(st["draft_s"][ok].tolist())
+        intake.setdefault(r, []).append((intake_tokens(ro)[ok], st["draft_s"][ok]))
+        _draft_by_requests(ro, by_requests)
+        if progress:
+            progress(
+                f"R={r} l={k}: B={b} verify {stat(verify) * 1e3:.2f} ms, "
+                f"draft {stat(st['draft_s'][ok]) * 1e3:.2f} ms ({int(ok.sum())} steps)"
             )
-            target = bundle.target(cfg.device)
-            drafter = runtime_drafter(net, target, slots=r, max_len=max_len, temps=temps)
-            ro, _ = run_rollout(
-                target,
-                drafter,
-                ecfg,
-                reqs,
-                max_len=max_len,
-                clock=cfg.clock,
-                probe=probe,
-                probe_every=probe_every,
-            )
-            probes.append(ro.probe_s)
-            st, rs = ro.steps, ro.request_steps
-            ok = (st["requests"] == r).copy()
-            bad = (rs["length"] != k) | rs["first"]
-            ok[np.unique(rs["step"][bad])] = False
-            if not ok.any():
-                raise ValueError(f"profile: no clean step at R={r}, l={k} (raise new_tokens)")
-            verify = st["end_s"][ok] - st["start_s"][ok] - st["draft_s"][ok]
-            b = r * (1 + k)
-            points.setdefault(b, []).append(float(stat(verify)))
-            ctx = r * (cfg.prompt_len + cfg.new_tokens / 2)
-            for phase, tokens, secs in (("decode", b, verify), ("draft", r * cfg.gamma, st["draft_s"][ok])):
-                row = {"tp": 1, "requests": r, "tokens": tokens, "context_tokens": ctx}
-                steps.append(dict(row, phase=phase, seconds=float(stat(secs))))
-            if cfg.extra_requests:
-                joins.setdefault(r, []).extend(_join_excess(ro, r, k, float(stat(verify)), stat))
-            counts[b] = counts.get(b, 0) + int(ok.sum())
-            draft.setdefault(r, []).extend(st["draft_s"][ok].tolist())
-            intake.setdefault(r, []).append((intake_tokens(ro)[ok], st["draft_s"][ok]))
-            _draft_by_requests(ro, by_requests)
-            if progress:
-                progress(
-                    f"R={r} l={k}: B={b} verify {stat(verify) * 1e3:.2f} ms, "
-                    f"draft {stat(st['draft_s'][ok]) * 1e3:.2f} ms ({int(ok.sum())} steps)"
-                )
     tokens = np.array(sorted(points), dtype=np.int64)
     seconds = np.array([float(np.mean(points[b])) for b in tokens])
     note = (
@@ -208,8 +190,37 @@ def profile(
         steps,
         intake_s={r: f[0] for r, f in fits.items()},
         intake_tokens={r: f[1] for r, f in fits.items()},
-        probe_s=float(np.concatenate(probes).mean()) if sum(p.size for p in probes) else 0.0,
+        probe_s=ref,
     )
+
+
+def _rollouts(bundle: Bundle, corpus: Corpus, cfg: ProfileConfig, probe, probe_every: int, progress):
+    """[(R, ℓ, Rollout)]: the fixed-ℓ rollouts of the profile, every R of cfg.requests and ℓ = 0..γ."""
+    net, temps = bundle.net(cfg.drafter), bundle.drafters[cfg.drafter][1]
+    max_len = bundle.config.max_len
+    out = []
+    for r in cfg.requests:
+        reqs = mixed_requests(corpus, r + cfg.extra_requests, cfg.prompt_len, cfg.new_tokens, cfg.seed)
+        for k in range(cfg.gamma + 1):
+            ecfg = engine_config(
+                cfg.device, gamma=cfg.gamma, policy="fixed", policy_params={"k": k}, max_running=r
+            )
+            target = bundle.target(cfg.device)
+            drafter = runtime_drafter(net, target, slots=r, max_len=max_len, temps=temps)
+            ro, _ = run_rollout(
+                target,
+                drafter,
+                ecfg,
+                reqs,
+                max_len=max_len,
+                clock=cfg.clock,
+                probe=probe,
+                probe_every=probe_every,
+            )
+            out.append((r, k, ro))
+            if progress:
+                progress(f"R={r} l={k}: {ro.steps['end_s'].size} steps decoded")
+    return out
 
 
 def intake_tokens(ro) -> np.ndarray:

@@ -14,8 +14,12 @@ overridden. `run_rollout` decodes a list of requests and returns a `Rollout` of 
 
 Speed probe (optional): every `probe_every` steps the recorder times a `SpeedProbe` (one target forward over
 a fixed batch) between two steps and takes that time out of every later timestamp, so the rollout's times
-are the engine's alone; `Rollout.probe_s` holds the probe's times: how fast the machine ran the engine's kind
-of work during this rollout (a shared machine's speed drifts by several % over tens of seconds).
+are the engine's alone. The probe's time says how fast the machine ran the engine's kind of work just then
+(a shared machine's speed drifts by several % over seconds): the rollout's step times are then expressed in
+probe-normalized seconds, each step's duration × (probe.reference / the median of the probe times around
+it), i.e. seconds at the speed the machine had when the probe was calibrated. Rollouts measured with one
+probe (a profile and a run) are then comparable even if the machine's speed moved in between;
+`Rollout.probe_s` holds the raw probe times.
 
 Clocks (`engine.step.CLOCKS`, EngineConfig.clock): "wall" or "process" (this process's CPU seconds: on a
 CPU shared with other jobs it measures what the engine's steps take on the cores it uses; it cannot see GPU
@@ -77,6 +81,18 @@ class SpeedProbe:
         self.tokens = torch.ones((rows, tokens), dtype=torch.int64, device=dev)
         self.n_valid = torch.full((rows,), tokens, dtype=torch.int64, device=dev)
         self.slots = torch.arange(rows, device=dev)
+        self.reference = 0.0
+        self.reference = self.calibrate()
+
+    def calibrate(self, calls: int = 41, clock: str = "process") -> float:
+        """The median time of `calls` probes on `clock` (seconds): the unit of probe-normalized time."""
+        now = clock_fn(clock)
+        times = []
+        for _ in range(calls):
+            t = now()
+            self()
+            times.append(now() - t)
+        return float(np.median(times))
 
     def __call__(self) -> None:
         with torch.inference_mode():
@@ -105,16 +121,36 @@ class RolloutRecorder:
             self.probe_s.append(took)
             self.offset += took
 
-    def _per_request(self) -> tuple[dict[int, float], dict[int, float], dict[int, float]]:
-        """(first step's start, first step's end, finishing step's end) by rid."""
+    def _per_request(self, start, end) -> tuple[dict[int, float], dict[int, float], dict[int, float]]:
+        """(first step's start, first step's end, finishing step's end) by rid, from the steps' times."""
         first, first_tok, finish = {}, {}, {}
-        for out in self.outputs:
+        for s, out in enumerate(self.outputs):
             for rid, is_first, done in zip(out.rids.tolist(), out.first, out.finished):
                 if is_first:
-                    first[rid], first_tok[rid] = out.start_s, out.end_s
+                    first[rid], first_tok[rid] = start[s], end[s]
                 if done:
-                    finish[rid] = out.end_s
+                    finish[rid] = end[s]
         return first, first_tok, finish
+
+    def _times(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(start_s, end_s, draft_s) float64[steps]: as measured, or probe-normalized (module docstring):
+        steps i·every .. i·every + every − 1 precede probe i; each step (and the gap before it) is scaled by
+        reference / the running median of 5 probe times around its own."""
+        outs = self.outputs
+        start = np.array([o.start_s for o in outs])
+        end = np.array([o.end_s for o in outs])
+        draft = np.array([o.draft_s for o in outs])
+        ref = getattr(self.probe, "reference", 0.0)
+        if not self.probe_s or not ref or not outs:
+            return start, end, draft
+        p = np.array(self.probe_s)
+        pad = np.concatenate([np.full(2, p[0]), p, np.full(2, p[-1])])
+        smooth = np.median(np.lib.stride_tricks.sliding_window_view(pad, 5), axis=1)
+        window = np.minimum(np.arange(len(outs)) // self.every, p.size - 1)
+        f = ref / smooth[window]
+        seg = end - np.concatenate([[0.0], end[:-1]])  # the step and the gap before it
+        new_end = np.cumsum(seg * f)
+        return new_end - (end - start) * f, new_end, draft * f
 
     def rollout(self, requests: Sequence[Request], wall_s: float, gamma: int, max_running: int) -> Rollout:
         outs = self.outputs
@@ -131,14 +167,15 @@ class RolloutRecorder:
         request_steps["first"] = request_steps["first"].astype(bool)
         for key, attr in (("conf", "conf"), ("raw_conf", "raw_conf")):
             request_steps[key] = cat([getattr(o, attr) for o in outs]) if outs else np.zeros((0, gamma))
-        first, first_tok, finish = self._per_request()
+        start, end, draft = self._times()
+        first, first_tok, finish = self._per_request(start, end)
         rids = [q.rid for q in requests]
         first_batch = set(rids[:max_running])
         return Rollout(
             steps={
-                "start_s": np.array([o.start_s for o in outs]),
-                "end_s": np.array([o.end_s for o in outs]),
-                "draft_s": np.array([o.draft_s for o in outs]),
+                "start_s": start,
+                "end_s": end,
+                "draft_s": draft,
                 "requests": np.array([o.rids.size for o in outs], dtype=np.int64),
                 "verify_tokens": np.array([o.verify_tokens for o in outs], dtype=np.int64),
                 "emitted": np.array([int(o.emitted.sum()) for o in outs], dtype=np.int64),

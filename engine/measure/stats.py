@@ -51,9 +51,18 @@ def full_conf(ro: Rollout) -> tuple[np.ndarray, np.ndarray]:
     return ro.request_steps["raw_conf"][sel], ro.request_steps["accepted"][sel]
 
 
-def policy_samples(ro: Rollout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(conf float64[N, γ] as the policy saw it, accepted int64[N], rid int64[N]) of the full request-steps:
-    the simulator's empirical acceptance model resamples them."""
+def policy_samples(ro: Rollout) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(conf float64[N, γ] as the policy saw it, accepted int64[N], rid int64[N], position int64[N]: tokens
+    the request had emitted before the step) of the full request-steps: the simulator's empirical
+    acceptance model resamples them."""
     sel = ro.full_steps()
     rs = ro.request_steps
-    return rs["conf"][sel], rs["accepted"][sel], rs["rid"][sel]
+    order = np.lexsort((rs["step"], rs["rid"]))  # by request, then step
+    emitted = rs["accepted"][order] + 1
+    before = np.cumsum(emitted) - emitted  # tokens emitted before each row, over all rows so far
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = rs["rid"][order][1:] != rs["rid"][order][:-1]
+    start = np.maximum.accumulate(np.where(first, np.arange(order.size), 0))  # the request's first row
+    position = np.empty(order.size, dtype=np.int64)
+    position[order] = before - before[start]
+    return rs["conf"][sel], rs["accepted"][sel], rs["rid"][sel], position[sel]

@@ -72,16 +72,19 @@ def clipped(values, lo: float = 0.0, hi: float = 1.0) -> tuple[float, ...] | Non
 @dataclass(frozen=True)
 class Samples:
     """Engine request-steps of one (drafter, domain), every draft verified: `conf: float64[N, γ]` (what the
-    policy saw), `accepted: int64[N]` (0..γ), `group: int64[N]` (engine request id: steps of one request)."""
+    policy saw), `accepted: int64[N]` (0..γ), `group: int64[N]` (engine request id: steps of one request),
+    optional `position: int64[N]` (tokens the request had emitted before that step)."""
 
     conf: np.ndarray
     accepted: np.ndarray
     group: np.ndarray
+    position: np.ndarray | None = None
 
     @classmethod
-    def measured(cls, conf, accepted, group, max_samples: int = MAX_SAMPLES) -> Samples:
-        """The writer's side: measured rows (`conf` float[N, γ], `accepted` int[N], `group` int[N]) evenly
-        thinned to at most `max_samples` rows (first and last kept), confidences clipped into [0, 1]."""
+    def measured(cls, conf, accepted, group, position=None, max_samples: int = MAX_SAMPLES) -> Samples:
+        """The writer's side: measured rows (`conf` float[N, γ], `accepted` int[N], `group` int[N], optional
+        `position` int[N]) evenly thinned to at most `max_samples` rows (first and last kept), confidences
+        clipped into [0, 1]."""
         n = len(accepted)
         keep = (
             np.arange(n)
@@ -92,15 +95,19 @@ class Samples:
             np.clip(np.asarray(conf, dtype=np.float64)[keep], 0.0, 1.0),
             np.asarray(accepted, dtype=np.int64)[keep],
             np.asarray(group, dtype=np.int64)[keep],
+            None if position is None else np.asarray(position, dtype=np.int64)[keep],
         )
 
     def to_json(self) -> dict[str, Any]:
         """The file's "samples" object of one domain (confidences rounded to 6 decimals)."""
-        return {
+        out = {
             "conf": [[round(float(x), 6) for x in row] for row in self.conf],
             "accepted": [int(a) for a in self.accepted],
             "group": [int(g) for g in self.group],
         }
+        if self.position is not None:
+            out["position"] = [int(p) for p in self.position]
+        return out
 
 
 @dataclass(frozen=True)
@@ -302,12 +309,13 @@ def _ints(value: Any, where: str, file: str, lo: int, hi: int | None) -> np.ndar
 
 
 def _samples(value: Any, where: str, file: str, gamma: int) -> Samples:
-    """One domain's samples: conf rows of `gamma` values in [0, 1], accepted in 0..γ, group ids >= 0."""
+    """One domain's samples: conf rows of `gamma` values in [0, 1], accepted in 0..γ, group ids >= 0,
+    optional positions >= 0."""
     obj = _obj(value, where, file)
     for key in obj:
-        if key not in ("conf", "accepted", "group"):
+        if key not in ("conf", "accepted", "group", "position"):
             raise InputError(
-                "unknown key (expected conf, accepted, group)", file=file, field=f"{where}.{key}"
+                "unknown key (expected conf, accepted, group, position)", file=file, field=f"{where}.{key}"
             )
     for key in ("conf", "accepted", "group"):
         if key not in obj:
@@ -324,12 +332,13 @@ def _samples(value: Any, where: str, file: str, gamma: int) -> Samples:
         conf[i] = vals
     accepted = _ints(obj["accepted"], f"{where}.accepted", file, 0, gamma)
     group = _ints(obj["group"], f"{where}.group", file, 0, None)
-    for key, arr in (("accepted", accepted), ("group", group)):
-        if arr.size != conf.shape[0]:
+    position = _ints(obj["position"], f"{where}.position", file, 0, None) if "position" in obj else None
+    for key, arr in (("accepted", accepted), ("group", group), ("position", position)):
+        if arr is not None and arr.size != conf.shape[0]:
             raise InputError(
                 f"has {arr.size} values but conf has {conf.shape[0]} rows", file=file, field=f"{where}.{key}"
             )
-    return Samples(conf, accepted, group)
+    return Samples(conf, accepted, group, position)
 
 
 def load_curves(path: str | Path) -> Curves:

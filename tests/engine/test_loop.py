@@ -1,6 +1,5 @@
 """The decode loop: KV cache and rollback, coupled mode = plain decoding, batch invariance, end-to-end law."""
 
-
 import pytest
 import torch
 from hypothesis import given, settings

@@ -1,7 +1,6 @@
 """The real engine with draft-aware policies (draft="adaptive"): depths planned from the StaleBuffer before
 drafting, drafting stops at the deepest planned depth, verification within the depths, still lossless."""
 
-
 import numpy as np
 import pytest
 

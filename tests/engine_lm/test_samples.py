@@ -27,10 +27,16 @@ def test_samples_reach_the_simulator_unchanged(tiny_bundle, tmp_path):
     for sim_name, eng in parse_map(MAP).items():
         got = curves.samples_for(sim_name)
         for eng_dom, sim_dom in (("prose", "chat"), ("math", "math"), ("code", "code")):
-            conf, acc, rid = res["drafters"][eng]["_samples"][eng_dom]
+            conf, acc, rid, pos = res["drafters"][eng]["_samples"][eng_dom]
             np.testing.assert_allclose(got[sim_dom].conf, np.clip(conf, 0, 1), atol=1e-6)
             np.testing.assert_array_equal(got[sim_dom].accepted, acc)
             np.testing.assert_array_equal(got[sim_dom].group, rid)
+            np.testing.assert_array_equal(got[sim_dom].position, pos)
+            # tokens emitted before the step: rising within a request by at least accepted + 1 (steps that
+            # were not full are left out)
+            for g in np.unique(rid):
+                p, a = pos[rid == g], acc[rid == g]
+                assert p[0] >= 1 and np.all(np.diff(p) >= a[:-1] + 1)
             assert acc.max() <= 4 and conf.shape[1] == 4
     # The DSpark rows are the STS-calibrated confidences the policy saw, not the raw head's.
     raw, _ = res["drafters"]["dspark1"]["_raw"]

@@ -232,3 +232,23 @@ def test_prefill_request_seconds_charges_each_prefilling_request(tmp_path):
         with pytest.raises(InputError) as err:
             ServerConfig(prefill_request_seconds=bad)
         assert err.value.field == "server.prefill_request_seconds"
+
+
+def test_in_order_replay_near_the_position():
+    """With positions, an in-order request draws its step among the measured steps near its text position."""
+    from sim.empirical import WINDOW
+
+    bank = {}
+    for d in DOMAINS:
+        conf = np.tile(np.linspace(0.1, 0.9, 9)[:, None], (1, GAMMA))
+        pos = np.arange(9) * 2 * WINDOW  # rows 2·WINDOW apart: only one is ever within the window
+        bank[d] = Samples(conf, np.arange(9) % (GAMMA + 1), np.zeros(9, dtype=np.int64), pos)
+    model = EmpiricalModel(np.full((len(DOMAINS), GAMMA), 0.5), bank, in_order=True)
+    assert model.by_position
+    rng = np.random.default_rng(0)
+    dom = np.zeros(4, dtype=np.int64)
+    lat = model.request_latent(4, rng, dom)
+    where = np.array([0, 2 * WINDOW + 3, 4 * WINDOW - 1, 10_000])
+    _, est = model.step(dom, lat, rng, None, position=where)
+    np.testing.assert_allclose(est[:, 0], bank[DOMAINS[0]].conf[[0, 1, 2, 8], 0])
+    assert not EmpiricalModel(np.full((len(DOMAINS), GAMMA), 0.5), bank).by_position  # random groups: by step
