@@ -138,12 +138,12 @@ class DrafterConfig:
         `requests,seconds` (requests drafting, R → seconds), or a fit file (`specbed cost fit` on
         `phase = draft` rows, priced at R·γ tokens over R requests). A `context_tokens` column (or a
         context-aware fit) adds the drafter's KV reads per context token held. See `sim.drafter`.
-    intake_seconds: seconds per token a drafting request takes in beyond one: a drafter that first reads the
-        target's features of every position committed since it last drafted (specbed's engine drafters,
-        EAGLE-style hidden-state intake) pays for the drafts accepted in its previous step; `specbed
-        fidelity` and `specbed engine profile` measure it. 0 (default): the pass ignores acceptance.
-    intake_tokens: the mean extra intake per drafting request at which the draft cost (`cost`, or the
-        layer pricing) was measured; a step is charged intake_seconds × (its extra intake − that).
+    intake_seconds: seconds per draft a drafting request verified since it last drafted: a draft pass after
+        longer verify steps costs more (measured on specbed's CPU engine: the verify forward's size carries
+        over into the next pass; `specbed engine profile` and `specbed fidelity` regress it). 0 (default):
+        the draft pass does not depend on the previous step.
+    intake_tokens: the mean such drafts per drafting request at which the draft cost (`cost`, or the layer
+        pricing) was measured; a step is charged intake_seconds × (its drafts − that).
     """
 
     _section: ClassVar[str] = "drafter"

@@ -31,8 +31,8 @@ class Deployment:
     the ones that time the steps (server.policy_cost); None = cost and draft_s.
     prefill_request_s: seconds added per request prefilling in a step (server.prefill_request_seconds).
     drafter: how the draft pass is priced from planned depths (used with draft = "adaptive").
-    intake_s, intake_ref: seconds per extra token a drafting request takes in, and the extra tokens per
-    drafting request the draft cost was measured at (drafter.intake_seconds / intake_tokens).
+    intake_s, intake_ref: draft seconds per draft a drafting request verified since it last drafted, and
+    such drafts per drafting request the draft cost was measured at (drafter.intake_seconds / intake_tokens).
     observer: optional per-step callback (e.g. `sim.timeline.TimelineWriter`), see the field.
     draft_kv_s: the measured draft cost's seconds per KV token held (drafter.cost with a context column).
     rng_accept, rng_conf, rng_verify: truth noise, estimate noise, accept/reject uniforms; replica i draws

@@ -5,8 +5,8 @@ and deployment `rep.eng`) and the decoding slots `di` of this step (a slice or i
 - `stale_rows`: the confidences from `delay` steps earlier (full drafting with a stale-reading policy);
 - `adaptive_step`: draft = "adaptive": depths planned from the lagged rows, the draft pass priced from them,
   verify lengths chosen within them;
-- `intake`: drafter.intake_seconds, the drafter reading what each drafting request committed since it last
-  drafted (the engine's drafters take in the target's features of those positions before drafting).
+- `intake`: drafter.intake_seconds, a draft pass priced by the drafts each drafting request verified since
+  it last drafted (on specbed's CPU engine a longer verify step makes the next draft pass dearer).
 
 May import: numpy, the standard library.
 """
@@ -60,8 +60,8 @@ def adaptive_step(rep, di, conf: np.ndarray) -> tuple[np.ndarray, float]:
 
 
 def intake(rep, slots, draft_s: float) -> float:
-    """`draft_s` plus the intake of the requests drafting in `slots` (drafter.intake_seconds): each
-    takes in the tokens it emitted since it last drafted, one of them priced in the draft cost and
+    """`draft_s` plus the intake of the requests drafting in `slots` (drafter.intake_seconds): each counts
+    1 + the drafts it verified per step since it last drafted, one of them priced in the draft cost and
     `intake_ref` more on average; then their counts restart."""
     eng, pend = rep.eng, rep.pend[slots]
     extra = int(np.add.reduce(pend)) - pend.size * (1.0 + eng.intake_ref)

@@ -309,7 +309,7 @@ class Replica:
             emit = np.minimum(accepted + 1, self.olen[di] - self.gen[di])
             self.gen[di] += emit
             if eng.intake_s:
-                self.pend[di] += emit
+                self.pend[di] += lengths + 1
             self.acc[di] += accepted
             self.dsteps[di] += 1
             self.lsum[di] += lengths

@@ -8,13 +8,18 @@ Role: the bridge between engine/ and sim/ (the only module allowed to import bot
    cancels slow drifts of a shared machine) and its policy plans with the first, as the engine's did
    (server.policy_cost). When the mean step time of the two profiles differs by more than --max-drift the
    machine's speed changed during the run, and the policy is measured again (up to --attempts times; the
-   drift and attempts are printed). Or read `--cost CSV` (a measured profile,
-   specsched.contracts.profile: draft and join seconds by R from its comments, or `--draft-seconds`), used
-   by both sides.
+   drift and attempts are printed). Every profile and run times a speed probe (engine.measure.rollout.
+   SpeedProbe, one target forward on a fixed batch) every --probe-every steps and reports its times in
+   probe-normalized seconds, so the machine's speed drift between the profile and the run cancels. The
+   profile also measures the drafter's intake of accepted drafts (draft seconds per extra token taken in),
+   which the twin charges (drafter.intake_seconds). Or read `--cost CSV` (a measured profile,
+   specsched.contracts.profile: draft, join and intake seconds by R from its comments, or
+   `--draft-seconds`), used by both sides.
 2. Curves: measure the drafter's per-position acceptance, confidence stats and request-step samples in the
-   engine (engine.measure.evaluate, all γ verified): by default on the workload's own prompts with other
-   sampling noise (`--curves-prompts workload`; the simulator's i-th request of a domain then replays the
-   steps measured for the engine's i-th request of that domain: acceptance.groups "in_order"), or on
+   engine (engine.measure.evaluate, all γ verified): by default on the workload's own requests, noise seeds
+   included (`--curves-prompts workload`, `--curves-noise same`: common random numbers; `other` for other
+   seeds; the simulator's i-th request of a domain then replays the steps measured for the engine's i-th
+   request of that domain near its own text position: acceptance.groups "in_order"), or on
    --eval-prompts fresh test prompts per domain (`fresh`); or read `--curves JSON` (sim.curves). The
    simulator's acceptance model (`--acceptance`): "empirical" (default) resamples the measured request-steps
    (the confidences the policy saw and their outcomes; sim.empirical), "parametric" fits its truth +

@@ -11,12 +11,14 @@ statistic, by R) are returned too, R counted as the requests the drafter ran for
 the batch sizes profiled from their clean steps, for smaller R from the drain tail's steps; the simulator
 prices drafting from them (specbed.fidelity: a `requests,seconds` draft cost).
 
-Intake: the drafter first reads the target's features of every position a request committed since it last
-drafted, so a draft pass after accepted drafts costs more. Over the clean steps at each profiled R (all ℓ),
-the draft seconds are regressed on the extra tokens taken in (Σ of the drafts each request accepted in its
-previous step): the slope (seconds per extra token, floored at 0) and the mean extra tokens per drafting
-request of those steps go into the profile (`intake_s`, `intake_tokens`; sim drafter.intake_seconds /
-intake_tokens), so a twin can charge a high-acceptance policy's dearer draft passes.
+Intake: a draft pass after a step that verified more drafts costs more (measured on the CPU: regressed
+jointly on the drafts each request accepted and the drafts it verified in its previous step, the draft
+seconds follow the verified ones, about 5 µs per draft, and not the accepted ones; the verify forward's size
+carries over into the next pass). Over the clean steps at each profiled R (all ℓ), the draft seconds are
+regressed on Σ of the drafts each request verified in its previous step: the slope (seconds per draft,
+floored at 0) and the mean drafts per drafting request of those steps go into the profile (`intake_s`,
+`intake_tokens`; sim drafter.intake_seconds / intake_tokens), so a twin charges a long-verifying policy's
+dearer draft passes and an `ar` run's cheaper ones.
 
 Joins (`extra_requests` > 0): each run decodes R + extra requests, R at a time, so the extra ones join one
 by one as the first finish; a join step (a request's first step: its whole prompt is fed with the others'
@@ -224,12 +226,11 @@ def _rollouts(bundle: Bundle, corpus: Corpus, cfg: ProfileConfig, probe, probe_e
 
 
 def intake_tokens(ro) -> np.ndarray:
-    """float64[steps]: per step, the tokens its requests took in beyond one each before drafting: Σ of the
-    drafts each accepted in its previous step (0 after a request's first step, its prefill: the prompt's
-    intake is the join cost's)."""
+    """float64[steps]: per step, Σ over its requests of the drafts each verified in its previous step (0
+    after a request's first step, its prefill: the prompt's intake is the join cost's)."""
     rs = ro.request_steps
     order = np.lexsort((rs["step"], rs["rid"]))  # by request, then step
-    rid, acc, first = rs["rid"][order], rs["accepted"][order], rs["first"][order]
+    rid, acc, first = rs["rid"][order], rs["length"][order], rs["first"][order]
     prev = np.zeros(order.size)
     follows = (rid[1:] == rid[:-1]) & ~first[:-1]
     prev[1:][follows] = acc[:-1][follows]

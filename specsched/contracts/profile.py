@@ -7,16 +7,16 @@ preceded by `#` comment lines; two of them carry numbers by batch size R:
     # specbed engine profile: <free-text note: device, clock, torch, drafter, ...>
     # draft_seconds_by_R: 8=0.00123, 16=0.00201      <- the drafter's seconds per engine step
     # join_seconds_by_R: 8=0.000456                   <- extra seconds per request joining (optional)
-    # draft_intake_seconds_by_R: 8=1.3e-05            <- draft seconds per extra token taken in (optional)
-    # draft_intake_tokens_by_R: 8=1.9                 <- extra tokens per drafting request in draft_s
+    # draft_intake_seconds_by_R: 8=5e-06              <- draft seconds per draft verified the step before
+    # draft_intake_tokens_by_R: 8=1.9                 <- such drafts per drafting request in draft_s
     tokens,seconds
     8,0.00412
     ...
 
 tokens: int64[n] strictly increasing verify tokens B per step; seconds: float64[n] verify latency at B.
-The intake lines: a drafter that reads the target's features of every position a request committed since it
-last drafted costs more after accepted drafts; `draft_seconds_by_R` is the mean over steps whose drafting
-requests took in `draft_intake_tokens_by_R` tokens each beyond one, and each extra token costs
+The intake lines (optional): a draft pass after a step that verified more drafts costs more;
+`draft_seconds_by_R` is the mean over steps whose drafting requests had verified
+`draft_intake_tokens_by_R` drafts each in their previous step, and each such draft costs
 `draft_intake_seconds_by_R` (sim: drafter.intake_seconds / intake_tokens).
 
 May import: numpy, the standard library, `specsched.errors`, `specsched.cost`, `specsched.measured`,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -88,3 +90,41 @@ def test_profile_bad_comment_names_file_line_and_field(tmp_path, comment):
     path.write_text("tokens,seconds\n1,-0.5\n")
     with pytest.raises(InputError, match=r"p\.csv:2"):
         read_profile(path)
+
+
+def test_profile_intake_lines_round_trip_and_refuse_negatives(tmp_path):
+    prof = Profile(
+        np.array([8, 16]), np.array([0.01, 0.015]), {8: 0.004}, intake_s={8: 2e-5}, intake_tokens={8: 1.5}
+    )
+    prof.write(tmp_path / "p.csv")
+    back = read_profile(tmp_path / "p.csv")
+    assert back.intake_s == {8: 2e-5} and back.intake_tokens == {8: 1.5}
+    text = (
+        (tmp_path / "p.csv")
+        .read_text()
+        .replace("draft_intake_seconds_by_R: 8=2e-05", "draft_intake_seconds_by_R: 8=-1")
+    )
+    (tmp_path / "bad.csv").write_text(text)
+    with pytest.raises(InputError, match=r"bad\.csv: field 'draft_intake_seconds_by_R'"):
+        read_profile(tmp_path / "bad.csv")
+
+
+def test_samples_positions_round_trip_and_are_checked(tmp_path):
+    doc = {
+        "version": 2,
+        "curves": {"dspark": {d: [0.7, 0.6] for d in DOMAINS}},
+        "samples": {
+            "dspark": {
+                d: {"conf": [[0.7, 0.6], [0.8, 0.5]], "accepted": [1, 2], "group": [0, 0], "position": [1, 3]}
+                for d in DOMAINS
+            }
+        },
+    }
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(doc))
+    got = load_curves(path).samples_for("dspark")["math"]
+    np.testing.assert_array_equal(got.position, [1, 3])
+    doc["samples"]["dspark"]["math"]["position"] = [1]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match=r"samples\.dspark\.math\.position"):
+        load_curves(path)
