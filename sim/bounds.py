@@ -48,6 +48,7 @@ UPPER_BOUNDS: dict[str, float] = {
     "server.max_num_batched_tokens": 1 << 20,  # = specsched.cost.MAX_TOKENS, the largest table size
     "server.kv_tokens": 10**12,
     "server.prefill_request_seconds": 3600.0,
+    "server.pad_token_seconds": 3600.0,
     "server.max_cudagraph_capture_size": 1 << 16,  # eager points are tabulated per token up to 2× it
     "server.cudagraph_capture_sizes": 1 << 16,
     "server.eager_factor": 1000.0,

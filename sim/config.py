@@ -280,6 +280,9 @@ class ServerConfig:
     prefill_request_seconds: seconds added to a step per request prefilling in it, beyond its prompt
         tokens' share of the cost table (an engine that pads the batch to the prompt, or runs prefill steps
         outside its captured decode graphs); 0 = prompt tokens cost what verify tokens cost.
+    pad_token_seconds: seconds per verify slot the engine pads on a pure-decode step, R·(1 + max_r ℓ_r) −
+        Σ_r (1 + ℓ_r): specbed's engine runs its MLPs on the packed tokens but attention over the padded
+        [R, 1 + max ℓ] rows (`specbed engine profile` measures it); 0 (default) = a flattened batch.
     max_cudagraph_capture_size / cudagraph_capture_sizes: model an engine replaying captured CUDA graphs
         (`specsched.graphs`): a step of B tokens pays the smallest captured size ≥ B, and past the largest
         it runs eagerly at `eager_factor` × the cost. Sizes default to vLLM's list up to the maximum (1,
@@ -301,6 +304,7 @@ class ServerConfig:
     kv_tokens: int = 2_000_000
     policy_cost: str | None = None
     prefill_request_seconds: float = 0.0
+    pad_token_seconds: float = 0.0
     max_cudagraph_capture_size: int | None = None
     cudagraph_capture_sizes: tuple[float, ...] | None = None
     eager_factor: float | None = None
@@ -333,6 +337,7 @@ class ServerConfig:
             )
         _check_range(s, "kv_tokens", self.kv_tokens, 1)
         _check_range(s, "prefill_request_seconds", self.prefill_request_seconds, 0.0)
+        _check_range(s, "pad_token_seconds", self.pad_token_seconds, 0.0)
 
     def _check_graphs(self) -> None:
         s = self._section

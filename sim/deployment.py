@@ -31,6 +31,7 @@ class Deployment:
     the ones that time the steps (server.policy_cost); None = cost and draft_s.
     prefill_request_s: seconds added per request prefilling in a step (server.prefill_request_seconds).
     drafter: how the draft pass is priced from planned depths (used with draft = "adaptive").
+    pad_s: seconds per padded verify slot on a pure-decode step (server.pad_token_seconds).
     intake_s, intake_ref: draft seconds per draft a drafting request verified since it last drafted, and
     such drafts per drafting request the draft cost was measured at (drafter.intake_seconds / intake_tokens).
     observer: optional per-step callback (e.g. `sim.timeline.TimelineWriter`), see the field.
@@ -66,6 +67,7 @@ class Deployment:
     prefill_request_s: float = 0.0
     intake_s: float = 0.0
     intake_ref: float = 0.0
+    pad_s: float = 0.0
     drafter: DraftCost | None = None
     #: called at the end of every step as observer(replica, start, seconds, decoding requests, verify
     #: tokens, prefill tokens, lengths, accepted, emitted tokens); None (the default) costs nothing

@@ -26,7 +26,8 @@ One engine step of a replica, at time t (`Replica._plan`, then `yield timeout`, 
 4. Time: step = draft seconds (draft_s(R), or priced from the planned depths) + cost.request_seconds ·
    (running requests) + cost.kv_token_seconds · (KV tokens they hold: prompt + generated, or the computed
    part of a prompt) + cost.latency(prefill tokens + Σ (1 + ℓ_r)) + server.prefill_request_seconds ·
-   (requests prefilling in this step) (see `sim.drafter` and `specsched.CostTable`).
+   (requests prefilling in this step) + server.pad_token_seconds · (R·(1 + max ℓ_r) − Σ (1 + ℓ_r)) on a
+   pure-decode step (see `sim.drafter` and `specsched.CostTable`).
 5. At t + step: each decoding request emits min(accepted + 1, tokens still owed); a request whose
    prefill completes emits its first token (TTFT); requests that reached their output length leave.
 
@@ -223,6 +224,8 @@ class Replica:
         seconds += float(eng.latency[verify + prefill])
         if eng.prefill_request_s and prefill:
             seconds += eng.prefill_request_s * int(np.count_nonzero(chunks))
+        elif eng.pad_s and r:  # a pure-decode step: rows padded to the longest (a join's is in its own cost)
+            seconds += eng.pad_s * (r * (1 + int(lengths.max())) - verify)
         return StepPlan(di, r, lengths, accepted, pf, chunks, prefill, now, seconds, verify, draft_s)
 
     def _decide(self, di, r: int) -> tuple[np.ndarray, np.ndarray, float]:

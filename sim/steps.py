@@ -153,6 +153,9 @@ def plan_decode_run(rep, k: int, now: float) -> DecodeRun:
     # `Deployment.step_seconds` in Python floats (the same IEEE additions, in the same order): K is small
     fixed, latency = float(eng.draft_s[n] + eng.cost.request_seconds * n), eng.latency_list
     seconds = [fixed + latency[b] for b in verify]
+    if eng.pad_s:  # rows padded to the longest (server.pad_token_seconds), as `Replica._plan` charges them
+        padded = (n * (1 + lengths.max(axis=1, initial=0))).tolist()
+        seconds = [s + eng.pad_s * (p - b) for s, p, b in zip(seconds, padded, verify)]
     horizon, t, keep = (rep.horizon or eng.horizon)(), now, 0
     for step in seconds:  # start times summed left to right, as simpy sums them
         if not t < horizon:

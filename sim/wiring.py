@@ -147,6 +147,7 @@ def _deployment(prep: Prepared, env: simpy.Environment, rec: Recorder, observer)
         prefill_request_s=float(cfg.server.prefill_request_seconds),
         intake_s=float(cfg.drafter.intake_seconds) if cfg.drafter.effective_gamma else 0.0,
         intake_ref=float(cfg.drafter.intake_tokens),
+        pad_s=float(cfg.server.pad_token_seconds),
         drafter=draft_cost(cfg.drafter, tp=tp),
         observer=observer,
         draft_kv_s=draft_kv_seconds(cfg.drafter, tp=tp),

@@ -42,6 +42,7 @@ class Inputs:
     join_s: float
     curves: object | None
     intake: tuple[float, float] = (0.0, 0.0)  # (drafter.intake_seconds, intake_tokens) of the given profile
+    pad_s: float = 0.0  # server.pad_token_seconds of the given profile
 
 
 @dataclass
@@ -81,7 +82,9 @@ def load_inputs(args: argparse.Namespace) -> Inputs:
             raise InputError(
                 f"no draft seconds for R={n} in the cost file; pass --draft-seconds", file=args.cost
             )
-    return Inputs(given, draft_s, join_s, curves, intake if given is not None else (0.0, 0.0))
+    if given is None:
+        return Inputs(None, None, 0.0, curves)
+    return Inputs(given, draft_s, join_s, curves, intake, given.pad_s.get(args.concurrency, 0.0))
 
 
 def setup(args: argparse.Namespace, inputs: Inputs) -> Setup:
@@ -204,6 +207,7 @@ class EngineRun:
     draft_path: Path
     intake: tuple[float, float] = (0.0, 0.0)  # drafter.intake_seconds, intake_tokens (the profiles' mean)
     speed: float = 1.0  # the speed probe's raw time during the run / during the profiles (a diagnostic)
+    pad_s: float = 0.0  # server.pad_token_seconds (the profiles' mean)
 
 
 def write_draft_cost(by_r: dict[int, float], n: int, path: Path) -> Path:
@@ -287,10 +291,9 @@ def speed_ratio(run_probe, before: Profile, after: Profile) -> float:
 
 
 def _bracketed(ctx: Setup, before: Profile, after: Profile, cost_path: Path, draft_path: Path):
-    """(table, draft_s, join_s, drift, intake): the mean of the profiles just before and after the engine run
-    (which cancels slow drifts of a shared machine), written to cost_path (verify) and draft_path (draft
-    seconds by drafting requests) for the simulator; intake = (seconds per extra token the drafter takes
-    in, extra tokens per drafting request in the draft seconds)."""
+    """(table, draft_s, join_s, drift, (intake seconds, intake tokens, pad seconds)): the mean of the profiles
+    just before and after the engine run (which cancels slow drifts of a shared machine), written to
+    cost_path (verify) and draft_path (draft seconds by drafting requests) for the simulator."""
     n, layers = ctx.n, ctx.bundle.config.n_layers
     drift = level_drift(before.seconds, before.draft_s[n], after.seconds, after.draft_s[n])
     draft_s = 0.5 * (before.draft_s[n] + after.draft_s[n])
@@ -304,11 +307,12 @@ def _bracketed(ctx: Setup, before: Profile, after: Profile, cost_path: Path, dra
         join_s={n: join_s},
         intake_s={n: intake[0]},
         intake_tokens={n: intake[1]},
+        pad_s={n: 0.5 * (before.pad_s.get(n, 0.0) + after.pad_s.get(n, 0.0))},
     )
     avg.write(cost_path)
     both = {r: 0.5 * (b + after.draft_s[r]) for r, b in before.draft_s.items() if r in after.draft_s}
     write_draft_cost(both, n, draft_path)
-    return avg.table(layers=layers), draft_s, join_s, drift, intake
+    return avg.table(layers=layers), draft_s, join_s, drift, (*intake, avg.pad_s[n])
 
 
 def run_engine(
@@ -322,7 +326,7 @@ def run_engine(
     cost_path, policy_path = ctx.out / f"cost_{label}.csv", None
     draft_path = ctx.out / f"draft_{label}.csv"
     for attempt in range(1, a.attempts + 1):
-        intake, speed = inputs.intake, 1.0
+        intake, speed, pad = inputs.intake, 1.0, inputs.pad_s
         if inputs.given is None:
             before = profile_now(ctx)
             table, draft_s, join_s = before.table(layers=layers), before.draft_s[ctx.n], 0.0
@@ -340,7 +344,9 @@ def run_engine(
         if inputs.given is None:
             after = profile_now(ctx)
             speed = speed_ratio(ro.probe_s, before, after)
-            table, draft_s, join_s, drift, intake = _bracketed(ctx, before, after, cost_path, draft_path)
+            table, draft_s, join_s, drift, (*intake, pad) = _bracketed(
+                ctx, before, after, cost_path, draft_path
+            )
         if drift <= a.max_drift or attempt == a.attempts:
             break
         ctx.say(
@@ -359,8 +365,9 @@ def run_engine(
         cost_path,
         policy_path,
         draft_path,
-        intake,
+        tuple(intake),
         speed,
+        pad,
     )
     ms = table.seconds * 1e3
     ctx.say(
@@ -375,8 +382,9 @@ def twin_config(ctx: Setup, pol: str, params: dict, run: EngineRun, curves_path:
     """The simulator's twin of an engine run: the engine's cost table (linear), its curves, the draft pass
     priced by the measured draft cost by drafting requests (`drafter.cost` = the run's draft CSV, which the
     engine's adaptive policy planned with too; the same policy.draft), the measured per-join seconds
-    beyond the prompt tokens' table cost (which the simulator already charges), and the drafter's intake
-    of accepted drafts' features as the profiles measured it (drafter.intake_seconds)."""
+    beyond the prompt tokens' table cost (which the simulator already charges), the draft pass's intake
+    (drafter.intake_seconds) and the padded verify slots of ragged steps (server.pad_token_seconds), as
+    the profiles measured them."""
     from sim.config import DrafterConfig, MetricsConfig, PolicyConfig, ServerConfig, SimConfig
 
     a, n, table = ctx.args, ctx.n, run.table
@@ -405,6 +413,7 @@ def twin_config(ctx: Setup, pol: str, params: dict, run: EngineRun, curves_path:
             max_num_seqs=n,
             policy_cost=None if run.policy_path is None else str(run.policy_path),
             prefill_request_seconds=max(run.join_s - by_tokens, 0.0),
+            pad_token_seconds=run.pad_s,
         ),
         acceptance=acc_cfg,
         metrics=MetricsConfig(warmup=a.warmup, drain=a.drain),

@@ -20,6 +20,12 @@ floored at 0) and the mean drafts per drafting request of those steps go into th
 `intake_tokens`; sim drafter.intake_seconds / intake_tokens), so a twin charges a long-verifying policy's
 dearer draft passes and an `ar` run's cheaper ones.
 
+Padding: the engine runs its MLPs on the packed tokens but attention over rows padded to the longest, so a
+step whose requests verify different ℓ costs more than its Σ(1 + ℓ) tokens. `padding_seconds` times the
+target's forward over R rows of which one carries 1 + γ tokens and the others one, against uniform forwards
+of one and two tokens a row interpolated to the same total: the difference per padded slot is the
+profile's `pad_s` (sim server.pad_token_seconds).
+
 Joins (`extra_requests` > 0): each run decodes R + extra requests, R at a time, so the extra ones join one
 by one as the first finish; a join step (a request's first step: its whole prompt is fed with the others'
 drafts) costs more than its tokens, and the step after it the drafter takes in the prompt's features. The
@@ -51,6 +57,7 @@ from engine.lm.data import DOMAINS, Corpus
 from engine.lm.drafters import runtime_drafter
 from engine.measure.rollout import engine_config, run_rollout
 from engine.measure.stats import requests_for
+from engine.step import CLOCKS
 from specsched.contracts.profile import Profile
 
 
@@ -182,6 +189,8 @@ def profile(
     draft_s = {n: float(stat(v)) for n, v in by_requests.items() if n not in draft}
     draft_s.update({r: float(stat(v)) for r, v in draft.items()})
     fits = {r: _intake_fit(r, pairs) for r, pairs in intake.items()}
+    context = int(cfg.prompt_len + cfg.new_tokens / 2)
+    pads = {r: padding_seconds(bundle.target(cfg.device), r, cfg.gamma, context, probe) for r in cfg.requests}
     return Profile(
         tokens,
         seconds,
@@ -193,7 +202,43 @@ def profile(
         intake_s={r: f[0] for r, f in fits.items()},
         intake_tokens={r: f[1] for r, f in fits.items()},
         probe_s=ref,
+        pad_s=pads,
     )
+
+
+def padding_seconds(target, r: int, gamma: int, context: int, probe=None, reps: int = 31) -> float:
+    """Seconds per padded verify slot of `target`'s forward (module doc, "Padding"): medians of `reps`
+    interleaved forwards (process clock) over r rows at `context` tokens of KV, floored at 0; scaled to
+    probe-normalized seconds with a `probe` (its calibrated time / its median time meanwhile)."""
+    from engine.drafter import pad_batch
+    from engine.model import KVCache
+
+    if r < 2 or gamma < 1:
+        return 0.0
+    cfg = target.config
+    context = max(0, min(context, cfg.max_len - gamma - 1))
+    dev = next(iter(target.w.values())).device
+    cache = KVCache(cfg, r, context + gamma + 1, device=dev)
+    slots = torch.arange(r, device=dev)
+    shapes = {"one": [1] * r, "two": [2] * r, "ragged": [gamma + 1] + [1] * (r - 1)}
+    batches = {k: pad_batch([[1] * n for n in v], dev) for k, v in shapes.items()}
+    now = CLOCKS["process"]
+    times: dict[str, list[float]] = {k: [] for k in (*shapes, "probe")}
+    with torch.inference_mode():
+        for _ in range(reps):
+            for key, (tokens, n_valid) in batches.items():
+                cache.lengths[:] = context
+                t = now()
+                target.run(tokens, n_valid.to(dev), slots, cache, hidden=True)
+                times[key].append(now() - t)
+            if probe is not None:
+                t = now()
+                probe()
+                times["probe"].append(now() - t)
+    med = {k: float(np.median(v)) if v else 0.0 for k, v in times.items()}
+    uniform = med["one"] + (med["two"] - med["one"]) * gamma / r  # Σ = r + γ tokens, linear between r and 2r
+    per_slot = max(med["ragged"] - uniform, 0.0) / ((r - 1) * gamma)
+    return per_slot * (probe.reference / med["probe"]) if probe is not None and med["probe"] else per_slot
 
 
 def _rollouts(bundle: Bundle, corpus: Corpus, cfg: ProfileConfig, probe, probe_every: int, progress):

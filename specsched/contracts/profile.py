@@ -9,6 +9,7 @@ preceded by `#` comment lines; two of them carry numbers by batch size R:
     # join_seconds_by_R: 8=0.000456                   <- extra seconds per request joining (optional)
     # draft_intake_seconds_by_R: 8=5e-06              <- draft seconds per draft verified the step before
     # draft_intake_tokens_by_R: 8=1.9                 <- such drafts per drafting request in draft_s
+    # verify_pad_seconds_by_R: 8=5e-06                <- seconds per padded verify slot (optional)
     tokens,seconds
     8,0.00412
     ...
@@ -41,6 +42,7 @@ DRAFT_KEY = "draft_seconds_by_R"
 JOIN_KEY = "join_seconds_by_R"
 INTAKE_KEY = "draft_intake_seconds_by_R"
 INTAKE_TOKENS_KEY = "draft_intake_tokens_by_R"
+PAD_KEY = "verify_pad_seconds_by_R"
 
 
 @dataclass
@@ -59,6 +61,7 @@ class Profile:
     intake_s: dict[int, float] = field(default_factory=dict)
     intake_tokens: dict[int, float] = field(default_factory=dict)
     probe_s: float = 0.0  # mean speed-probe seconds while profiling (in memory only: not written)
+    pad_s: dict[int, float] = field(default_factory=dict)  # seconds per padded verify slot, by R
 
     def write_steps(self, path: str | Path) -> None:
         """specbed's measured-step CSV of this profile (what `specbed cost fit` reads)."""
@@ -75,6 +78,8 @@ class Profile:
                 head.append(_by_r_line(key, values))
         if self.intake_s:
             head.append(_by_r_line(INTAKE_TOKENS_KEY, self.intake_tokens))
+        if self.pad_s:
+            head.append(_by_r_line(PAD_KEY, self.pad_s))
         head += ["tokens,seconds"]
         return "\n".join(head + [f"{int(t)},{s:.6g}" for t, s in zip(self.tokens, self.seconds)]) + "\n"
 
@@ -109,14 +114,14 @@ def read_profile(path: str | Path) -> Profile:
     empty). Raises `InputError` naming the file, line and field for a malformed comment or table."""
     file = str(path)
     table = CostTable.from_csv(path, mode="linear")  # the table's own checks, one CSV reader
-    note, by_r = "", {DRAFT_KEY: {}, JOIN_KEY: {}, INTAKE_KEY: {}, INTAKE_TOKENS_KEY: {}}
+    note, by_r = "", {DRAFT_KEY: {}, JOIN_KEY: {}, INTAKE_KEY: {}, INTAKE_TOKENS_KEY: {}, PAD_KEY: {}}
     for i, line in enumerate(Path(path).read_text().splitlines(), start=1):
         if line.startswith(NOTE_PREFIX):
             note = line[len(NOTE_PREFIX) :]
         for key in by_r:
             if line.startswith(f"# {key}:"):
                 by_r[key] = _parse_by_r(line.split(":", 1)[1], file, i, key)
-    for key in (INTAKE_KEY, INTAKE_TOKENS_KEY):
+    for key in (INTAKE_KEY, INTAKE_TOKENS_KEY, PAD_KEY):
         bad = [v for v in by_r[key].values() if v < 0]
         if bad:
             raise InputError(f"must be >= 0, got {bad[0]!r}", file=file, field=key)
@@ -128,4 +133,5 @@ def read_profile(path: str | Path) -> Profile:
         join_s=by_r[JOIN_KEY],
         intake_s=by_r[INTAKE_KEY],
         intake_tokens=by_r[INTAKE_TOKENS_KEY],
+        pad_s=by_r[PAD_KEY],
     )

@@ -49,3 +49,19 @@ def test_bad_intake(key):
     with pytest.raises(InputError) as err:
         DrafterConfig(**{key: -1.0})
     assert err.value.field == f"drafter.{key}"
+
+
+def test_pad_token_seconds_charges_ragged_decode_steps():
+    """fixed k verifies k drafts for every request (nothing padded); dspark's ragged rows pay for padding."""
+    pad = ["server.pad_token_seconds=0.0005"]
+    fixed = _run(["policy.name=fixed", "policy.k=3"]).summary
+    same = _run(["policy.name=fixed", "policy.k=3", *pad]).summary
+    for key, value in fixed.items():
+        assert same[key] == value or (value != value and same[key] != same[key]), key
+    plain = _run(["policy.name=dspark"]).summary
+    assert _run(["policy.name=dspark", *pad]).summary["step_s_mean"] > plain["step_s_mean"]
+    with pytest.raises(InputError) as err:
+        from sim.config import ServerConfig
+
+        ServerConfig(pad_token_seconds=-1.0)
+    assert err.value.field == "server.pad_token_seconds"

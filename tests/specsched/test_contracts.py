@@ -128,3 +128,9 @@ def test_samples_positions_round_trip_and_are_checked(tmp_path):
     path.write_text(json.dumps(doc))
     with pytest.raises(InputError, match=r"samples\.dspark\.math\.position"):
         load_curves(path)
+
+
+def test_profile_pad_line_round_trips(tmp_path):
+    prof = Profile(np.array([8, 16]), np.array([0.01, 0.015]), {8: 0.004}, pad_s={8: 5e-6})
+    prof.write(tmp_path / "p.csv")
+    assert read_profile(tmp_path / "p.csv").pad_s == {8: 5e-6}
