@@ -38,6 +38,9 @@ UPPER_BOUNDS: dict[str, float] = {
     "drafter.gamma": 64,
     "drafter.layers": 1024,
     "drafter.layer_cost": 1000.0,
+    "drafter.padded_context_seconds": 3600.0,
+    "drafter.intake_seconds": 3600.0,
+    "drafter.intake_tokens": 1e6,  # drafts verified per drafting request since it last drafted
     "policy.k": 64,
     "policy.threshold": 1.0,
     "policy.delay": 64,  # steps of confidence history kept per running request
@@ -49,6 +52,7 @@ UPPER_BOUNDS: dict[str, float] = {
     "server.kv_tokens": 10**12,
     "server.prefill_request_seconds": 3600.0,
     "server.pad_token_seconds": 3600.0,
+    "server.padded_context_seconds": 3600.0,
     "server.max_cudagraph_capture_size": 1 << 16,  # eager points are tabulated per token up to 2× it
     "server.cudagraph_capture_sizes": 1 << 16,
     "server.eager_factor": 1000.0,

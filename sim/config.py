@@ -144,6 +144,10 @@ class DrafterConfig:
         the draft pass does not depend on the previous step.
     intake_tokens: the mean such drafts per drafting request at which the draft cost (`cost`, or the layer
         pricing) was measured; a step is charged intake_seconds × (its drafts − that).
+    padded_context_seconds: draft seconds per padded KV slot: (drafting requests) × the longest context
+        among the running requests (prompt + generated). Specbed's engine drafts over every drafting row's
+        context padded to the longest (`specbed engine profile --context 0` measures it, with draft
+        seconds at no context); 0 (default) = the draft cost holds the context (or its kv column does).
     """
 
     _section: ClassVar[str] = "drafter"
@@ -157,6 +161,7 @@ class DrafterConfig:
     kind: str | None = None
     intake_seconds: float = 0.0
     intake_tokens: float = 0.0
+    padded_context_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         s = self._section
@@ -180,6 +185,7 @@ class DrafterConfig:
         _check_range(s, "markov_overhead", self.markov_overhead, 0, 1)
         _check_range(s, "intake_seconds", self.intake_seconds, 0.0)
         _check_range(s, "intake_tokens", self.intake_tokens, 0.0)
+        _check_range(s, "padded_context_seconds", self.padded_context_seconds, 0.0)
         check_not_empty(s, "curves", self.curves)
 
     @property
@@ -283,6 +289,11 @@ class ServerConfig:
     pad_token_seconds: seconds per verify slot the engine pads on a pure-decode step, R·(1 + max_r ℓ_r) −
         Σ_r (1 + ℓ_r): specbed's engine runs its MLPs on the packed tokens but attention over the padded
         [R, 1 + max ℓ] rows (`specbed engine profile` measures it); 0 (default) = a flattened batch.
+    padded_context_seconds: seconds per padded KV slot, charged every step: (running requests) × the
+        longest context among them (prompt + generated tokens). Specbed's engine pads every row's KV to the
+        step's longest (`specbed engine profile --context 0` measures it, with a table at no context);
+        0 (default) = paged attention, which reads each request's own KV (the cost table's
+        kv_token_seconds prices that).
     max_cudagraph_capture_size / cudagraph_capture_sizes: model an engine replaying captured CUDA graphs
         (`specsched.graphs`): a step of B tokens pays the smallest captured size ≥ B, and past the largest
         it runs eagerly at `eager_factor` × the cost. Sizes default to vLLM's list up to the maximum (1,
@@ -305,6 +316,7 @@ class ServerConfig:
     policy_cost: str | None = None
     prefill_request_seconds: float = 0.0
     pad_token_seconds: float = 0.0
+    padded_context_seconds: float = 0.0
     max_cudagraph_capture_size: int | None = None
     cudagraph_capture_sizes: tuple[float, ...] | None = None
     eager_factor: float | None = None
@@ -338,6 +350,7 @@ class ServerConfig:
         _check_range(s, "kv_tokens", self.kv_tokens, 1)
         _check_range(s, "prefill_request_seconds", self.prefill_request_seconds, 0.0)
         _check_range(s, "pad_token_seconds", self.pad_token_seconds, 0.0)
+        _check_range(s, "padded_context_seconds", self.padded_context_seconds, 0.0)
 
     def _check_graphs(self) -> None:
         s = self._section

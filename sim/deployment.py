@@ -32,6 +32,9 @@ class Deployment:
     prefill_request_s: seconds added per request prefilling in a step (server.prefill_request_seconds).
     drafter: how the draft pass is priced from planned depths (used with draft = "adaptive").
     pad_s: seconds per padded verify slot on a pure-decode step (server.pad_token_seconds).
+    context_pad_s: seconds per padded KV slot, running requests × their longest context, every step
+    (server.padded_context_seconds); draft_context_s: draft seconds per padded KV slot, drafting requests ×
+    the longest context (drafter.padded_context_seconds).
     intake_s, intake_ref: draft seconds per draft a drafting request verified since it last drafted, and
     such drafts per drafting request the draft cost was measured at (drafter.intake_seconds / intake_tokens).
     observer: optional per-step callback (e.g. `sim.timeline.TimelineWriter`), see the field.
@@ -68,6 +71,8 @@ class Deployment:
     intake_s: float = 0.0
     intake_ref: float = 0.0
     pad_s: float = 0.0
+    context_pad_s: float = 0.0
+    draft_context_s: float = 0.0
     drafter: DraftCost | None = None
     #: called at the end of every step as observer(replica, start, seconds, decoding requests, verify
     #: tokens, prefill tokens, lengths, accepted, emitted tokens); None (the default) costs nothing
@@ -99,6 +104,8 @@ class Deployment:
             and self.kv_s == 0.0
             and plan_kv_s == 0.0
             and self.intake_s == 0.0  # the draft pass then depends on the previous step's acceptance
+            and self.context_pad_s == 0.0  # the longest context grows within a run
+            and self.draft_context_s == 0.0
         )
 
     def step_seconds(self, r: int, n: int, tokens):

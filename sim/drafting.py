@@ -6,7 +6,8 @@ and deployment `rep.eng`) and the decoding slots `di` of this step (a slice or i
 - `adaptive_step`: draft = "adaptive": depths planned from the lagged rows, the draft pass priced from them,
   verify lengths chosen within them;
 - `intake`: drafter.intake_seconds, a draft pass priced by the drafts each drafting request verified since
-  it last drafted (on specbed's CPU engine a longer verify step makes the next draft pass dearer).
+  it last drafted (on specbed's CPU engine a longer verify step makes the next draft pass dearer);
+- `longest_context`: the longest running context, which a padded engine's steps scale with.
 
 May import: numpy, the standard library.
 """
@@ -56,7 +57,16 @@ def adaptive_step(rep, di, conf: np.ndarray) -> tuple[np.ndarray, float]:
         rep.hist.record(di, age, conf, depths=depths, prior=prior)
     if eng.intake_s:
         draft_s = intake(rep, di[depths > 0], draft_s)
+    if eng.draft_context_s:  # every drafting row's context padded to the longest (drafter.padded_...)
+        draft_s += eng.draft_context_s * int(np.count_nonzero(depths)) * longest_context(rep)
     return lengths, draft_s
+
+
+def longest_context(rep) -> int:
+    """The longest context among the replica's running requests (prompt + generated tokens): what an
+    engine that pads every row's KV to the longest attends over (server / drafter.padded_context_seconds)."""
+    n = rep.n
+    return int(np.maximum.reduce(rep.inp[:n] + rep.gen[:n])) if n else 0
 
 
 def intake(rep, slots, draft_s: float) -> float:

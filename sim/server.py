@@ -27,7 +27,8 @@ One engine step of a replica, at time t (`Replica._plan`, then `yield timeout`, 
    (running requests) + cost.kv_token_seconds · (KV tokens they hold: prompt + generated, or the computed
    part of a prompt) + cost.latency(prefill tokens + Σ (1 + ℓ_r)) + server.prefill_request_seconds ·
    (requests prefilling in this step) + server.pad_token_seconds · (R·(1 + max ℓ_r) − Σ (1 + ℓ_r)) on a
-   pure-decode step (see `sim.drafter` and `specsched.CostTable`).
+   pure-decode step + server.padded_context_seconds · (running requests) · (the longest context among them:
+   prompt + generated) (see `sim.drafter` and `specsched.CostTable`).
 5. At t + step: each decoding request emits min(accepted + 1, tokens still owed); a request whose
    prefill completes emits its first token (TTFT); requests that reached their output length leave.
 
@@ -55,7 +56,7 @@ import numpy as np
 import simpy
 
 from sim.deployment import Deployment
-from sim.drafting import adaptive_step, intake, stale_rows
+from sim.drafting import adaptive_step, intake, longest_context, stale_rows
 from sim.steps import DecodeRun, NormalStream, StepPlan, plan_decode_run, run_length
 from specsched import StaleBuffer
 
@@ -226,6 +227,8 @@ class Replica:
             seconds += eng.prefill_request_s * int(np.count_nonzero(chunks))
         elif eng.pad_s and r:  # a pure-decode step: rows padded to the longest (a join's is in its own cost)
             seconds += eng.pad_s * (r * (1 + int(lengths.max())) - verify)
+        if eng.context_pad_s:  # every row's KV padded to the longest context (server.padded_context_seconds)
+            seconds += eng.context_pad_s * self.n * longest_context(self)
         return StepPlan(di, r, lengths, accepted, pf, chunks, prefill, now, seconds, verify, draft_s)
 
     def _decide(self, di, r: int) -> tuple[np.ndarray, np.ndarray, float]:
@@ -250,6 +253,8 @@ class Replica:
             lengths = eng.policy.trusted(conf, eng.view(r, self.kv_used), stale, eng.max_batch_tokens)
             if eng.intake_s:
                 draft_s = intake(self, di, draft_s)
+            if eng.draft_context_s:  # every drafting row's context padded to the longest
+                draft_s += eng.draft_context_s * r * longest_context(self)
         if eng.vector_draws:
             return lengths, model.accept_steps(w, lengths[None], self.rng_verify)[0], draft_s
         return lengths, model.sample_accepted(true, lengths, self.rng_verify), draft_s

@@ -148,6 +148,8 @@ def _deployment(prep: Prepared, env: simpy.Environment, rec: Recorder, observer)
         intake_s=float(cfg.drafter.intake_seconds) if cfg.drafter.effective_gamma else 0.0,
         intake_ref=float(cfg.drafter.intake_tokens),
         pad_s=float(cfg.server.pad_token_seconds),
+        context_pad_s=float(cfg.server.padded_context_seconds),
+        draft_context_s=float(cfg.drafter.padded_context_seconds) if cfg.drafter.effective_gamma else 0.0,
         drafter=draft_cost(cfg.drafter, tp=tp),
         observer=observer,
         draft_kv_s=draft_kv_seconds(cfg.drafter, tp=tp),

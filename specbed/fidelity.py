@@ -12,7 +12,10 @@ Role: the bridge between engine/ and sim/ (the only module allowed to import bot
    SpeedProbe, one target forward on a fixed batch) every --probe-every steps and reports its times in
    probe-normalized seconds, so the machine's speed drift between the profile and the run cancels. The
    profile also measures the drafter's intake of accepted drafts (draft seconds per extra token taken in),
-   which the twin charges (drafter.intake_seconds). Or read `--cost CSV` (a measured profile,
+   which the twin charges (drafter.intake_seconds), and moves every step to no context: the engine pads
+   every row's KV to the step's longest context, which the twin charges per step from its own requests
+   (server / drafter.padded_context_seconds), while the engine's policy plans on the table at the closed
+   loop's steady longest context (specbed.fidelity_profile). Or read `--cost CSV` (a measured profile,
    specsched.contracts.profile: draft, join and intake seconds by R from its comments, or
    `--draft-seconds`), used by both sides.
 2. Curves: measure the drafter's per-position acceptance, confidence stats and request-step samples in the

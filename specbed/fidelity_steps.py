@@ -1,18 +1,19 @@
 """The named steps of `specbed fidelity` (specbed.fidelity holds the command line and the orchestration).
 
 Role: each function is one step of the comparison: read the given inputs (`load_inputs`), set up the
-engine (`setup`), measure the acceptance curves
-(`measure_curves`), profile the engine (`profile_now`), run one policy in the engine (`run_engine`, with the
-profiles bracketing it and the drift retries), run its simulator twin (`run_twin`) and compare the two
-(`compare`). Files between the two sides go through specsched.contracts (curves, profile, domains).
+engine (`setup`), measure the acceptance curves (`measure_curves`), run one policy in the engine
+(`run_engine`, with the profiles bracketing it, specbed.fidelity_profile, and the drift retries), run its
+simulator twin (`run_twin`) and compare the two (`compare`). Files between the two sides go through
+specsched.contracts (curves, profile, domains).
 
 May import: numpy, torch, stdlib, specsched, engine.*, sim.*, specbed.fidelity_stats,
-specbed.fidelity_workload.
+specbed.fidelity_profile, specbed.fidelity_workload.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 import time
@@ -21,7 +22,16 @@ from pathlib import Path
 
 import numpy as np
 
-from specbed.fidelity_stats import METRICS, engine_summary, ks_statistic, level_drift, sim_summary
+from specbed.fidelity_profile import (
+    at_context,
+    bracketed,
+    context_seconds,
+    profile_now,
+    speed_ratio,
+    steady_longest,
+    write_draft_cost,
+)
+from specbed.fidelity_stats import METRICS, engine_summary, ks_statistic, sim_summary
 from specbed.fidelity_workload import measurement_requests, workload_config
 from specsched import safeio
 from specsched.contracts import DOMAINS as SIM_DOMAINS
@@ -29,7 +39,6 @@ from specsched.contracts import Profile, load_curves, read_profile, save_curves
 from specsched.errors import InputError
 
 SIM_NAME = {"eagle": "eagle3", "dflash": "dflash", "dspark": "dspark"}
-INTAKE = ("intake_s", "intake_tokens")  # the Profile fields behind drafter.intake_seconds / intake_tokens
 
 
 @dataclass
@@ -43,6 +52,8 @@ class Inputs:
     curves: object | None
     intake: tuple[float, float] = (0.0, 0.0)  # (drafter.intake_seconds, intake_tokens) of the given profile
     pad_s: float = 0.0  # server.pad_token_seconds of the given profile
+    # (server, drafter).padded_context_seconds of the given profile (one moved to context 0)
+    context_pad_s: tuple[float, float] = (0.0, 0.0)
 
 
 @dataclass
@@ -84,7 +95,8 @@ def load_inputs(args: argparse.Namespace) -> Inputs:
             )
     if given is None:
         return Inputs(None, None, 0.0, curves)
-    return Inputs(given, draft_s, join_s, curves, intake, given.pad_s.get(args.concurrency, 0.0))
+    n = args.concurrency
+    return Inputs(given, draft_s, join_s, curves, intake, given.pad_s.get(n, 0.0), context_seconds(given, n))
 
 
 def setup(args: argparse.Namespace, inputs: Inputs) -> Setup:
@@ -168,27 +180,6 @@ def acceptance_config(ctx: Setup, curves, in_order: bool):
     return AcceptanceConfig(auc=auc, overconfidence=0.0, model=ctx.args.acceptance, groups=groups)
 
 
-def profile_now(ctx: Setup) -> Profile:
-    """Verify latency vs B and draft seconds at R = n, profiled now in the workload's regime: its prompt and
-    output lengths (so contexts span the same range) and the MEAN of the clean steps (the expected cost,
-    with the drafter's once-per-request context intake included as often as in the workload)."""
-    from engine.measure.profile import ProfileConfig, profile
-
-    a = ctx.args
-    pcfg = ProfileConfig(
-        requests=(ctx.n,),
-        gamma=a.gamma,
-        drafter=a.drafter,
-        prompt_len=a.prompt_len,
-        new_tokens=a.output_len,
-        device=a.device,
-        clock=ctx.clock,
-        statistic="mean",
-        extra_requests=max(ctx.n // 2, 2),
-    )
-    return profile(ctx.bundle, ctx.corpus, pcfg, warm=False, probe=ctx.probe, probe_every=a.probe_every)
-
-
 @dataclass
 class EngineRun:
     """One policy's engine run: its rollout summary, the table the simulator times steps with, the draft
@@ -208,23 +199,7 @@ class EngineRun:
     intake: tuple[float, float] = (0.0, 0.0)  # drafter.intake_seconds, intake_tokens (the profiles' mean)
     speed: float = 1.0  # the speed probe's raw time during the run / during the profiles (a diagnostic)
     pad_s: float = 0.0  # server.pad_token_seconds (the profiles' mean)
-
-
-def write_draft_cost(by_r: dict[int, float], n: int, path: Path) -> Path:
-    """Write the draft pass's measured cost as a `requests,seconds` CSV (sim.drafter's `drafter.cost`) for
-    R = 1..n drafting requests: the line through the measured seconds at R = n (exact, so full drafting
-    is priced as before) with the least-squares slope of all measured R (the drain tail's smaller batches;
-    proportional to R when only R = n was measured). The engine's parallel drafter runs its trained block
-    for every drafting request, so its pass scales with the requests that draft, not with Σ depth."""
-    r = np.array(sorted(by_r), dtype=np.float64)
-    v = np.array([by_r[int(x)] for x in r])
-    slope = float(np.polyfit(r, v, 1)[0]) if r.size >= 2 else by_r[n] / n
-    rs = np.arange(1, n + 1)
-    secs = np.maximum(by_r[n] + max(slope, 0.0) * (rs - n), 1e-9)
-    lines = ["# draft pass seconds by drafting requests (specbed fidelity, from the engine profile)"]
-    lines += ["requests,seconds"] + [f"{int(x)},{y:.9g}" for x, y in zip(rs, secs)]
-    safeio.write_text(path, "\n".join(lines) + "\n")
-    return path
+    context_pad_s: tuple[float, float] = (0.0, 0.0)  # (server, drafter).padded_context_seconds
 
 
 def _draft_rule(path: Path):
@@ -282,39 +257,6 @@ def _engine_once(ctx: Setup, pol: str, params: dict, reqs, table, draft_s: float
     return ro
 
 
-def speed_ratio(run_probe, before: Profile, after: Profile) -> float:
-    """The speed probe's mean time during the engine run over its mean time during the profiles around it
-    (1.0 without probe samples): > 1 when the machine ran the engine's kind of work slower during the run.
-    Reported only: the rollouts' times are already probe-normalized (engine.measure.rollout)."""
-    ref = 0.5 * (before.probe_s + after.probe_s)
-    return float(np.mean(run_probe)) / ref if len(run_probe) and before.probe_s and after.probe_s else 1.0
-
-
-def _bracketed(ctx: Setup, before: Profile, after: Profile, cost_path: Path, draft_path: Path):
-    """(table, draft_s, join_s, drift, (intake seconds, intake tokens, pad seconds)): the mean of the profiles
-    just before and after the engine run (which cancels slow drifts of a shared machine), written to
-    cost_path (verify) and draft_path (draft seconds by drafting requests) for the simulator."""
-    n, layers = ctx.n, ctx.bundle.config.n_layers
-    drift = level_drift(before.seconds, before.draft_s[n], after.seconds, after.draft_s[n])
-    draft_s = 0.5 * (before.draft_s[n] + after.draft_s[n])
-    intake = tuple(0.5 * (getattr(before, k).get(n, 0.0) + getattr(after, k).get(n, 0.0)) for k in INTAKE)
-    join_s = float(np.mean([p.join_s[n] for p in (before, after) if n in p.join_s] or [0.0]))
-    avg = Profile(
-        before.tokens,
-        0.5 * (before.seconds + after.seconds),
-        {n: draft_s},
-        note=before.note + "; mean of the profiles just before and after the engine run",
-        join_s={n: join_s},
-        intake_s={n: intake[0]},
-        intake_tokens={n: intake[1]},
-        pad_s={n: 0.5 * (before.pad_s.get(n, 0.0) + after.pad_s.get(n, 0.0))},
-    )
-    avg.write(cost_path)
-    both = {r: 0.5 * (b + after.draft_s[r]) for r, b in before.draft_s.items() if r in after.draft_s}
-    write_draft_cost(both, n, draft_path)
-    return avg.table(layers=layers), draft_s, join_s, drift, (*intake, avg.pad_s[n])
-
-
 def run_engine(
     ctx: Setup, inputs: Inputs, pol: str, params: dict, reqs, label: str | None = None
 ) -> EngineRun:
@@ -325,26 +267,33 @@ def run_engine(
     label = label or pol
     cost_path, policy_path = ctx.out / f"cost_{label}.csv", None
     draft_path = ctx.out / f"draft_{label}.csv"
+    steady = steady_longest(a.prompt_len, a.output_len, ctx.n)
     for attempt in range(1, a.attempts + 1):
-        intake, speed, pad = inputs.intake, 1.0, inputs.pad_s
+        intake, speed, pad, padded = inputs.intake, 1.0, inputs.pad_s, inputs.context_pad_s
         if inputs.given is None:
             before = profile_now(ctx)
-            table, draft_s, join_s = before.table(layers=layers), before.draft_s[ctx.n], 0.0
-            policy_path = ctx.out / f"cost_{label}_policy.csv"  # what the engine's policy plans with
-            before.write(policy_path)
             write_draft_cost(before.draft_s, ctx.n, draft_path)
+            planned, draft_s, join_s = at_context(before, ctx.n, steady), None, 0.0
         else:
-            table = inputs.given.table(layers=layers, name=Path(a.cost).stem)
             draft_s, join_s = inputs.draft_s, inputs.join_s
             cost_path.write_text(Path(a.cost).read_text())
             write_draft_cost({ctx.n: draft_s}, ctx.n, draft_path)
-        ro = _engine_once(ctx, pol, params, reqs, table, draft_s, draft_path)
+            planned = at_context(inputs.given, ctx.n, steady)
+            if a.draft_seconds is not None:
+                planned = dataclasses.replace(planned, draft_s={ctx.n: draft_s})
+        if planned.context_ref is not None:  # what the engine's policy plans with, for the twin's policy
+            policy_path = ctx.out / f"cost_{label}_policy.csv"
+            planned.write(policy_path)
+        table = planned.table(layers=layers, name="engine" if inputs.given is None else Path(a.cost).stem)
+        plan_draft_s = planned.draft_s.get(ctx.n, draft_s)
+        draft_s = plan_draft_s if draft_s is None else draft_s
+        ro = _engine_once(ctx, pol, params, reqs, table, plan_draft_s, draft_path)
         eng, eng_tpot = engine_summary(ro, a.warmup, a.drain)
         drift = 0.0
         if inputs.given is None:
             after = profile_now(ctx)
             speed = speed_ratio(ro.probe_s, before, after)
-            table, draft_s, join_s, drift, (*intake, pad) = _bracketed(
+            table, draft_s, join_s, drift, (*intake, pad, padded) = bracketed(
                 ctx, before, after, cost_path, draft_path
             )
         if drift <= a.max_drift or attempt == a.attempts:
@@ -368,6 +317,7 @@ def run_engine(
         tuple(intake),
         speed,
         pad,
+        padded,
     )
     ms = table.seconds * 1e3
     ctx.say(
@@ -383,8 +333,9 @@ def twin_config(ctx: Setup, pol: str, params: dict, run: EngineRun, curves_path:
     priced by the measured draft cost by drafting requests (`drafter.cost` = the run's draft CSV, which the
     engine's adaptive policy planned with too; the same policy.draft), the measured per-join seconds
     beyond the prompt tokens' table cost (which the simulator already charges), the draft pass's intake
-    (drafter.intake_seconds) and the padded verify slots of ragged steps (server.pad_token_seconds), as
-    the profiles measured them."""
+    (drafter.intake_seconds), the padded verify slots of ragged steps (server.pad_token_seconds) and every
+    row's KV padded to the step's longest context (server.padded_context_seconds), as the profiles
+    measured them."""
     from sim.config import DrafterConfig, MetricsConfig, PolicyConfig, ServerConfig, SimConfig
 
     a, n, table = ctx.args, ctx.n, run.table
@@ -399,6 +350,7 @@ def twin_config(ctx: Setup, pol: str, params: dict, run: EngineRun, curves_path:
         cost=str(run.draft_path),
         intake_seconds=run.intake[0],
         intake_tokens=run.intake[1],
+        padded_context_seconds=run.context_pad_s[1],
     )
     return SimConfig(
         seed=a.seed,
@@ -414,6 +366,7 @@ def twin_config(ctx: Setup, pol: str, params: dict, run: EngineRun, curves_path:
             policy_cost=None if run.policy_path is None else str(run.policy_path),
             prefill_request_seconds=max(run.join_s - by_tokens, 0.0),
             pad_token_seconds=run.pad_s,
+            padded_context_seconds=run.context_pad_s[0],
         ),
         acceptance=acc_cfg,
         metrics=MetricsConfig(warmup=a.warmup, drain=a.drain),

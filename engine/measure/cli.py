@@ -127,6 +127,14 @@ def _profile(argv: list[str]) -> int:
         default=0,
         help="requests beyond R that join mid-run, to measure the per-join cost (in the CSV's comments)",
     )
+    parser.add_argument(
+        "--context",
+        type=float,
+        default=None,
+        help="move every step to this longest context in tokens (the engine pads KV to the longest row; "
+        "a staggered workload runs longer ones than the profile's lockstep requests): 0 = the intercept, "
+        "for a twin with server.padded_context_seconds; default: as measured",
+    )
     args = parser.parse_args(argv)
     from engine.measure.profile import ProfileConfig, profile
 
@@ -148,6 +156,7 @@ def _profile(argv: list[str]) -> int:
         device=args.device,
         statistic=args.statistic,
         extra_requests=args.extra_requests,
+        context=args.context,
         clock=args.clock or ("process" if args.device == "cpu" else "wall"),
     )
     prof = profile(bundle, corpus, pcfg, progress=_progress(args.quiet))

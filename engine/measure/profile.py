@@ -26,6 +26,16 @@ target's forward over R rows of which one carries 1 + γ tokens and the others o
 of one and two tokens a row interpolated to the same total: the difference per padded slot is the
 profile's `pad_s` (sim server.pad_token_seconds).
 
+Context: attention runs over every row's KV padded to the step's longest context, so a step costs more
+the longer its longest request (measured at R = 8 on the CPU: about 2.5–6 µs a token of longest context
+for the verify half, 2–5 µs for the draft pass). The profile's requests start together and run in
+lockstep, while a closed-loop workload's drift apart. The least-squares slopes of the clean steps' verify
+and draft seconds on their longest context (`longest_context`), fitted within each ℓ and pooled over them,
+per padded KV slot (R × the longest context), go into the profile (`context_verify_s`, `context_draft_s`;
+sim server.padded_context_seconds charges their sum). With `context` set, every step of every rollout is
+first moved to that longest context along them (`moved`): `context = 0` gives the intercept a twin adds
+its own steps' padded context to; None keeps the steps as measured.
+
 Joins (`extra_requests` > 0): each run decodes R + extra requests, R at a time, so the extra ones join one
 by one as the first finish; a join step (a request's first step: its whole prompt is fed with the others'
 drafts) costs more than its tokens, and the step after it the drafter takes in the prompt's features. The
@@ -46,6 +56,7 @@ May import: numpy, torch, stdlib, specsched (incl. specsched.contracts), engine.
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 from dataclasses import dataclass
 
@@ -65,7 +76,9 @@ from specsched.contracts.profile import Profile
 class ProfileConfig:
     """requests: batch sizes R to profile; gamma: largest ℓ; prompt/new tokens of each request (bytes);
     drafter: which trained drafter drafts; seed: prompts and noise; statistic: "median" or "mean" of the
-    clean steps' seconds; extra_requests: requests beyond R that join mid-run (the join cost; 0 = none)."""
+    clean steps' seconds; extra_requests: requests beyond R that join mid-run (the join cost; 0 = none);
+    context: the longest context (tokens) to report every step at (0: none, the intercept the simulator's
+    server.padded_context_seconds builds on), None = as the rollouts ran (module doc, "Context")."""
 
     requests: tuple[int, ...] = (8,)
     gamma: int = 7
@@ -77,8 +90,12 @@ class ProfileConfig:
     clock: str = "wall"
     statistic: str = "median"
     extra_requests: int = 0
+    context: float | None = None
 
     def __post_init__(self) -> None:
+        ok = isinstance(self.context, (int, float)) and not isinstance(self.context, bool)
+        if self.context is not None and not (ok and 0 <= self.context < float("inf")):
+            raise ValueError(f"ProfileConfig field 'context': a number of tokens >= 0, got {self.context!r}")
         if self.extra_requests < 0:
             raise ValueError(f"ProfileConfig field 'extra_requests': >= 0, got {self.extra_requests}")
         if self.statistic not in ("median", "mean"):
@@ -154,30 +171,27 @@ def profile(
     runs = _rollouts(bundle, corpus, cfg, probe, probe_every, progress)
     probes = [ro.probe_s for _, _, ro in runs]
     ref = float(np.concatenate(probes).mean()) if sum(p.size for p in probes) else 0.0
+    slopes = _context_slopes(runs, [_clean(r, k, ro, cfg.prompt_len) for r, k, ro in runs])
+    if cfg.context is not None:  # every step moved to the longest context cfg.context (module doc)
+        runs = [(r, k, moved(ro, slopes[r], cfg.context, cfg.prompt_len)) for r, k, ro in runs]
     for r, k, ro in runs:
-        st, rs = ro.steps, ro.request_steps
-        ok = (st["requests"] == r).copy()
-        bad = (rs["length"] != k) | rs["first"]
-        ok[np.unique(rs["step"][bad])] = False
-        if not ok.any():
-            raise ValueError(f"profile: no clean step at R={r}, l={k} (raise new_tokens)")
-        verify = st["end_s"][ok] - st["start_s"][ok] - st["draft_s"][ok]
+        ok, verify, draft_k, _ = _clean(r, k, ro, cfg.prompt_len)
         b = r * (1 + k)
         points.setdefault(b, []).append(float(stat(verify)))
         ctx = r * (cfg.prompt_len + cfg.new_tokens / 2)
-        for phase, tokens, secs in (("decode", b, verify), ("draft", r * cfg.gamma, st["draft_s"][ok])):
+        for phase, tokens, secs in (("decode", b, verify), ("draft", r * cfg.gamma, draft_k)):
             row = {"tp": 1, "requests": r, "tokens": tokens, "context_tokens": ctx}
             steps.append(dict(row, phase=phase, seconds=float(stat(secs))))
         if cfg.extra_requests:
             joins.setdefault(r, []).extend(_join_excess(ro, r, k, float(stat(verify)), stat))
         counts[b] = counts.get(b, 0) + int(ok.sum())
-        draft.setdefault(r, []).extend(st["draft_s"][ok].tolist())
-        intake.setdefault(r, []).append((intake_tokens(ro)[ok], st["draft_s"][ok]))
+        draft.setdefault(r, []).extend(draft_k.tolist())
+        intake.setdefault(r, []).append((intake_tokens(ro)[ok], draft_k))
         _draft_by_requests(ro, by_requests)
         if progress:
             progress(
                 f"R={r} l={k}: B={b} verify {stat(verify) * 1e3:.2f} ms, "
-                f"draft {stat(st['draft_s'][ok]) * 1e3:.2f} ms ({int(ok.sum())} steps)"
+                f"draft {stat(draft_k) * 1e3:.2f} ms ({int(ok.sum())} steps)"
             )
     tokens = np.array(sorted(points), dtype=np.int64)
     seconds = np.array([float(np.mean(points[b])) for b in tokens])
@@ -186,6 +200,8 @@ def profile(
         f"{torch.get_num_threads()} threads, drafter {cfg.drafter}, R in {list(cfg.requests)}, "
         f"gamma {cfg.gamma}, {cfg.statistic} of clean steps"
     )
+    if cfg.context is not None:
+        note += f"; every step moved to longest context {cfg.context:g}"
     draft_s = {n: float(stat(v)) for n, v in by_requests.items() if n not in draft}
     draft_s.update({r: float(stat(v)) for r, v in draft.items()})
     fits = {r: _intake_fit(r, pairs) for r, pairs in intake.items()}
@@ -203,7 +219,64 @@ def profile(
         intake_tokens={r: f[1] for r, f in fits.items()},
         probe_s=ref,
         pad_s=pads,
+        context_verify_s={r: v[0] for r, v in slopes.items()},
+        context_draft_s={r: v[1] for r, v in slopes.items()},
+        context_ref=cfg.context,
     )
+
+
+def _clean(r: int, k: int, ro, prompt_len: int):
+    """(mask over steps, verify seconds, draft seconds, longest context) of the clean steps of a fixed-ℓ
+    rollout: all R running, every request verifying exactly ℓ = k, none on its first step."""
+    st, rs = ro.steps, ro.request_steps
+    ok = (st["requests"] == r).copy()
+    bad = (rs["length"] != k) | rs["first"]
+    ok[np.unique(rs["step"][bad])] = False
+    if not ok.any():
+        raise ValueError(f"profile: no clean step at R={r}, l={k} (raise new_tokens)")
+    verify = st["end_s"][ok] - st["start_s"][ok] - st["draft_s"][ok]
+    return ok, verify, st["draft_s"][ok], longest_context(ro, prompt_len)[ok]
+
+
+def longest_context(ro, prompt_len: int) -> np.ndarray:
+    """float64[steps]: per step, the longest context among its requests before it (prompt_len + the tokens
+    each emitted in its earlier steps, accepted drafts + 1 a step): the KV length the engine pads to."""
+    rs = ro.request_steps
+    order = np.lexsort((rs["step"], rs["rid"]))  # by request, then step
+    rid, inc = rs["rid"][order], rs["accepted"][order].astype(np.float64) + 1.0
+    done = np.cumsum(inc) - inc  # emitted before each row, across requests
+    start = np.flatnonzero(np.concatenate([[True], rid[1:] != rid[:-1]]))
+    done -= np.repeat(done[start], np.diff(np.append(start, rid.size)))  # ... within its own request
+    out = np.zeros(ro.steps["end_s"].size)
+    np.maximum.at(out, rs["step"][order], prompt_len + done)
+    return out
+
+
+def _context_slopes(runs, clean) -> dict[int, tuple[float, float]]:
+    """{R: (verify, draft) seconds per padded KV slot}: the least-squares slope of the clean steps' seconds
+    on their longest context, within each ℓ (every ℓ's steps centred on their own means, so the ℓ-to-ℓ
+    cost differences do not leak in), pooled over ℓ, divided by R (a step pads R rows to the longest),
+    floored at 0."""
+    acc: dict[int, np.ndarray] = {}
+    for (r, _, _), (_, verify, draft, longest) in zip(runs, clean):
+        x = longest - longest.mean()
+        a = acc.setdefault(r, np.zeros(3))
+        a += (float(x @ x), float(x @ (verify - verify.mean())), float(x @ (draft - draft.mean())))
+    # floored at 0: a longer context never makes a step cheaper (a negative fit is noise)
+    return {
+        r: (max(a[1], 0.0) / a[0] / r, max(a[2], 0.0) / a[0] / r) if a[0] > 0 else (0.0, 0.0)
+        for r, a in acc.items()
+    }
+
+
+def moved(ro, slopes: tuple[float, float], context: float, prompt_len: int):
+    """`ro` with every step's verify and draft seconds moved to longest context `context` along `slopes`
+    (seconds per padded KV slot: the step's requests, resp. drafting requests, × its longest context)."""
+    st = ro.steps
+    gap = context - longest_context(ro, prompt_len)
+    draft = st["draft_s"] + slopes[1] * st["drafting"] * gap
+    verify = st["end_s"] - st["start_s"] - st["draft_s"] + slopes[0] * st["requests"] * gap
+    return dataclasses.replace(ro, steps=dict(st, draft_s=draft, end_s=st["start_s"] + draft + verify))
 
 
 def padding_seconds(target, r: int, gamma: int, context: int, probe=None, reps: int = 31) -> float:

@@ -10,6 +10,9 @@ preceded by `#` comment lines; two of them carry numbers by batch size R:
     # draft_intake_seconds_by_R: 8=5e-06              <- draft seconds per draft verified the step before
     # draft_intake_tokens_by_R: 8=1.9                 <- such drafts per drafting request in draft_s
     # verify_pad_seconds_by_R: 8=5e-06                <- seconds per padded verify slot (optional)
+    # context_verify_seconds_by_R: 8=5e-07            <- verify seconds per padded KV slot (optional)
+    # context_draft_seconds_by_R: 8=4e-07             <- draft seconds per padded KV slot (optional)
+    # longest_context: 0                              <- the longest context every step was moved to
     tokens,seconds
     8,0.00412
     ...
@@ -18,7 +21,11 @@ tokens: int64[n] strictly increasing verify tokens B per step; seconds: float64[
 The intake lines (optional): a draft pass after a step that verified more drafts costs more;
 `draft_seconds_by_R` is the mean over steps whose drafting requests had verified
 `draft_intake_tokens_by_R` drafts each in their previous step, and each such draft costs
-`draft_intake_seconds_by_R` (sim: drafter.intake_seconds / intake_tokens).
+`draft_intake_seconds_by_R` (sim: drafter.intake_seconds / intake_tokens). The context lines: a step
+pads every row's KV to its longest context, and costs that many seconds per padded KV slot (requests ×
+longest context; the draft pass: drafting requests × longest context). `longest_context` says which
+longest context the table and the draft seconds were moved to (0: the intercept, to which a twin adds its
+own steps' cost, sim server.padded_context_seconds); absent, the steps are as measured.
 
 May import: numpy, the standard library, `specsched.errors`, `specsched.cost`, `specsched.measured`,
 `specsched.safeio`.
@@ -43,6 +50,9 @@ JOIN_KEY = "join_seconds_by_R"
 INTAKE_KEY = "draft_intake_seconds_by_R"
 INTAKE_TOKENS_KEY = "draft_intake_tokens_by_R"
 PAD_KEY = "verify_pad_seconds_by_R"
+CONTEXT_VERIFY_KEY = "context_verify_seconds_by_R"
+CONTEXT_DRAFT_KEY = "context_draft_seconds_by_R"
+CONTEXT_REF_KEY = "longest_context"
 
 
 @dataclass
@@ -62,6 +72,9 @@ class Profile:
     intake_tokens: dict[int, float] = field(default_factory=dict)
     probe_s: float = 0.0  # mean speed-probe seconds while profiling (in memory only: not written)
     pad_s: dict[int, float] = field(default_factory=dict)  # seconds per padded verify slot, by R
+    context_verify_s: dict[int, float] = field(default_factory=dict)  # verify s per padded KV slot, by R
+    context_draft_s: dict[int, float] = field(default_factory=dict)  # draft s per padded KV slot, by R
+    context_ref: float | None = None  # the longest context the steps were moved to (None: as measured)
 
     def write_steps(self, path: str | Path) -> None:
         """specbed's measured-step CSV of this profile (what `specbed cost fit` reads)."""
@@ -80,6 +93,14 @@ class Profile:
             head.append(_by_r_line(INTAKE_TOKENS_KEY, self.intake_tokens))
         if self.pad_s:
             head.append(_by_r_line(PAD_KEY, self.pad_s))
+        for key, values in (
+            (CONTEXT_VERIFY_KEY, self.context_verify_s),
+            (CONTEXT_DRAFT_KEY, self.context_draft_s),
+        ):
+            if values:
+                head.append(_by_r_line(key, values))
+        if self.context_ref is not None:
+            head.append(f"# {CONTEXT_REF_KEY}: {self.context_ref:g}")
         head += ["tokens,seconds"]
         return "\n".join(head + [f"{int(t)},{s:.6g}" for t, s in zip(self.tokens, self.seconds)]) + "\n"
 
@@ -114,14 +135,18 @@ def read_profile(path: str | Path) -> Profile:
     empty). Raises `InputError` naming the file, line and field for a malformed comment or table."""
     file = str(path)
     table = CostTable.from_csv(path, mode="linear")  # the table's own checks, one CSV reader
-    note, by_r = "", {DRAFT_KEY: {}, JOIN_KEY: {}, INTAKE_KEY: {}, INTAKE_TOKENS_KEY: {}, PAD_KEY: {}}
+    keys = (DRAFT_KEY, JOIN_KEY, INTAKE_KEY, INTAKE_TOKENS_KEY, PAD_KEY)
+    keys += (CONTEXT_VERIFY_KEY, CONTEXT_DRAFT_KEY)
+    note, by_r, ref = "", {k: {} for k in keys}, None
     for i, line in enumerate(Path(path).read_text().splitlines(), start=1):
         if line.startswith(NOTE_PREFIX):
             note = line[len(NOTE_PREFIX) :]
+        if line.startswith(f"# {CONTEXT_REF_KEY}:"):
+            ref = _parse_context(line.split(":", 1)[1], file, i)
         for key in by_r:
             if line.startswith(f"# {key}:"):
                 by_r[key] = _parse_by_r(line.split(":", 1)[1], file, i, key)
-    for key in (INTAKE_KEY, INTAKE_TOKENS_KEY, PAD_KEY):
+    for key in (INTAKE_KEY, INTAKE_TOKENS_KEY, PAD_KEY, CONTEXT_VERIFY_KEY, CONTEXT_DRAFT_KEY):
         bad = [v for v in by_r[key].values() if v < 0]
         if bad:
             raise InputError(f"must be >= 0, got {bad[0]!r}", file=file, field=key)
@@ -134,4 +159,18 @@ def read_profile(path: str | Path) -> Profile:
         intake_s=by_r[INTAKE_KEY],
         intake_tokens=by_r[INTAKE_TOKENS_KEY],
         pad_s=by_r[PAD_KEY],
+        context_verify_s=by_r[CONTEXT_VERIFY_KEY],
+        context_draft_s=by_r[CONTEXT_DRAFT_KEY],
+        context_ref=ref,
     )
+
+
+def _parse_context(text: str, file: str, line: int) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        got = text.strip()
+        raise InputError(f"expected tokens >= 0, got {got!r}", file=file, line=line, field=CONTEXT_REF_KEY)
+    return value

@@ -7,7 +7,7 @@ import numpy as np
 
 from specbed.cli import main as specbed
 from specbed.fidelity import arms, parse_args
-from specbed.fidelity_steps import write_draft_cost
+from specbed.fidelity_profile import write_draft_cost
 from specsched import CostTable
 
 

@@ -55,3 +55,78 @@ def test_padding_and_intake_measurements(tiny_bundle):
     # the first step has no previous one; a request's first (prefill) step is never counted; fixed k = 2
     assert x.shape == ro.steps["end_s"].shape and x[0] == 0 and x.min() >= 0 and x.max() <= 3 * 2
     assert set(np.unique(x)) <= {0.0, 2.0, 4.0, 6.0}
+
+
+class _Steps:
+    """A rollout stand-in: request_steps and steps as `longest_context` and `_context_slopes` read them."""
+
+    def __init__(self, rid, step, accepted, n_steps):
+        self.request_steps = {"rid": np.array(rid), "step": np.array(step), "accepted": np.array(accepted)}
+        self.steps = {"end_s": np.zeros(n_steps)}
+
+
+def test_longest_context_counts_each_requests_emitted_tokens():
+    from engine.measure.profile import longest_context
+
+    # request 7 emits 3, then 1 token; request 2 joins at step 1 and emits 2; step 2 holds both
+    ro = _Steps(rid=[7, 7, 2, 7, 2], step=[0, 1, 1, 2, 2], accepted=[2, 0, 1, 5, 0], n_steps=3)
+    np.testing.assert_array_equal(longest_context(ro, 10), [10.0, 13.0, 14.0])
+
+
+def test_context_slopes_within_each_length():
+    from engine.measure.profile import _context_slopes
+
+    rng = np.random.default_rng(0)
+    runs, clean = [], []
+    for k in range(3):  # ℓ = k costs 1 ms more per k; 4 µs (verify) and 2 µs (draft) per context token
+        x = rng.uniform(40, 160, 50) + 20 * k  # longer ℓ runs at longer contexts: must not leak in
+        runs.append((8, k, None))
+        clean.append((None, 1e-3 * (3 + k) + 4e-6 * x, 4e-3 + 2e-6 * x, x))
+    ((sv, sd),) = _context_slopes(runs, clean).values()
+    # per padded KV slot: R = 8 rows padded to the longest context
+    assert abs(sv - 4e-6 / 8) < 1e-12 and abs(sd - 2e-6 / 8) < 1e-12
+    falling = [(m, -v, d, x) for m, v, d, x in clean]  # a negative fit is noise: floored at 0
+    sv0, sd0 = _context_slopes(runs, falling)[8]
+    assert sv0 == 0.0 and abs(sd0 - 2e-6 / 8) < 1e-12
+
+
+def test_moved_shifts_each_step_by_its_padded_context():
+    from engine.measure.profile import moved
+
+    ro = _Steps(rid=[7, 7, 2, 7, 2], step=[0, 1, 1, 2, 2], accepted=[2, 0, 1, 5, 0], n_steps=3)
+    ro.steps = {
+        "start_s": np.array([0.0, 1.0, 2.0]),
+        "end_s": np.array([0.5, 1.5, 2.5]),
+        "draft_s": np.array([0.2, 0.2, 0.2]),
+        "requests": np.array([1, 2, 2]),
+        "drafting": np.array([1, 2, 0]),
+    }
+    import dataclasses
+
+    ro = dataclasses.make_dataclass("R", [("request_steps", dict), ("steps", dict)])(
+        ro.request_steps, ro.steps
+    )
+    out = moved(ro, (1e-3, 2e-3), 0.0, 10)  # longest contexts 10, 13, 14 -> moved to none
+    np.testing.assert_allclose(out.steps["draft_s"], [0.2 - 2e-3 * 10, 0.2 - 2e-3 * 2 * 13, 0.2])
+    verify = out.steps["end_s"] - out.steps["start_s"] - out.steps["draft_s"]
+    np.testing.assert_allclose(verify, [0.3 - 1e-3 * 10, 0.3 - 1e-3 * 2 * 13, 0.3 - 1e-3 * 2 * 14])
+
+
+def test_profile_config_rejects_a_bad_context():
+    import pytest
+
+    from engine.measure.profile import ProfileConfig
+
+    assert ProfileConfig(context=146.0).context == 146.0
+    for bad in (-1.0, float("inf"), float("nan"), "146"):
+        with pytest.raises(ValueError, match="context"):
+            ProfileConfig(context=bad)
+
+
+def test_steady_longest_is_the_mean_largest_position():
+    from specbed.fidelity_profile import steady_longest
+
+    assert steady_longest(32, 128, 8) == 32 + 128 * 8 / 9
+    rng = np.random.default_rng(1)  # n requests spread uniformly over their outputs: the mean largest
+    draws = rng.uniform(0, 128, size=(20000, 8)).max(axis=1).mean()
+    assert abs(32 + draws - steady_longest(32, 128, 8)) < 0.5

@@ -65,3 +65,52 @@ def test_pad_token_seconds_charges_ragged_decode_steps():
 
         ServerConfig(pad_token_seconds=-1.0)
     assert err.value.field == "server.pad_token_seconds"
+
+
+def test_padded_context_seconds_charges_the_longest_context():
+    """One request at a time, one token a step: its steps hold prompt + 0..out−1 tokens of context, so the
+    charge per step is on average s · (prompt + (out − 1) / 2); 0 leaves every result alone."""
+    one = [
+        "workload.kind=closed",
+        "workload.concurrency=1",
+        "workload.num_requests=3",
+        "workload.input_tokens=40",
+        "workload.output_tokens=20",
+        "policy.name=ar",
+        "drafter.name=none",
+        "drafter.gamma=0",
+        "seed=1",
+    ]
+    plain = sim.simulate(load_config(None, one)).summary
+    off = sim.simulate(load_config(None, [*one, "server.padded_context_seconds=0"])).summary
+    for key, value in plain.items():  # NaN-aware equality
+        assert off[key] == value or (value != value and off[key] != off[key]), key
+    on = sim.simulate(load_config(None, [*one, "server.padded_context_seconds=0.001"])).summary
+    assert on["steps"] == plain["steps"]
+    assert on["step_s_mean"] - plain["step_s_mean"] == pytest.approx(0.001 * (40 + 19 / 2), rel=1e-9)
+    # several requests: every running row is padded to the longest, so more requests pay more
+    many = _run(["policy.name=dspark", "server.padded_context_seconds=1e-6"]).summary
+    assert many["step_s_mean"] > _run(["policy.name=dspark"]).summary["step_s_mean"]
+    with pytest.raises(InputError) as err:
+        from sim.config import ServerConfig
+
+        ServerConfig(padded_context_seconds=-1.0)
+    assert err.value.field == "server.padded_context_seconds"
+
+
+def test_drafter_padded_context_seconds_is_draft_time():
+    """The draft pass over the drafting rows' padded context is charged as draft seconds: the steps grow by
+    exactly what the draft pass grows by, and nothing else moves (the policy plans without it)."""
+    one = ["workload.kind=closed", "workload.concurrency=2", "workload.num_requests=4", "seed=2"]
+    for policy in (["policy.name=dspark"], ["policy.name=dspark", "policy.draft=adaptive"]):
+        plain = sim.simulate(load_config(None, [*one, *policy])).summary
+        on = sim.simulate(load_config(None, [*one, *policy, "drafter.padded_context_seconds=1e-5"])).summary
+        assert on["steps"] == plain["steps"] and on["spec_accepted_tokens"] == plain["spec_accepted_tokens"]
+        grew = on["draft_s_mean"] - plain["draft_s_mean"]
+        assert grew > 0
+        assert on["step_s_mean"] - plain["step_s_mean"] == pytest.approx(grew, rel=1e-9)
+    with pytest.raises(InputError) as err:
+        from sim.config import DrafterConfig
+
+        DrafterConfig(padded_context_seconds=-1.0)
+    assert err.value.field == "drafter.padded_context_seconds"

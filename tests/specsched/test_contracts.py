@@ -134,3 +134,32 @@ def test_profile_pad_line_round_trips(tmp_path):
     prof = Profile(np.array([8, 16]), np.array([0.01, 0.015]), {8: 0.004}, pad_s={8: 5e-6})
     prof.write(tmp_path / "p.csv")
     assert read_profile(tmp_path / "p.csv").pad_s == {8: 5e-6}
+
+
+def test_profile_context_lines_round_trip_and_bad_ones_are_named(tmp_path):
+    prof = Profile(
+        np.array([8, 16]),
+        np.array([0.01, 0.015]),
+        {8: 0.004},
+        context_verify_s={8: 5e-7},
+        context_draft_s={8: 4e-7},
+        context_ref=0.0,
+    )
+    prof.write(tmp_path / "p.csv")
+    got = read_profile(tmp_path / "p.csv")
+    assert (got.context_verify_s, got.context_draft_s, got.context_ref) == ({8: 5e-7}, {8: 4e-7}, 0.0)
+    assert (
+        read_profile_text(tmp_path, prof.to_csv().replace("# longest_context: 0\n", "")).context_ref is None
+    )
+    for old, new, field in (
+        ("# longest_context: 0", "# longest_context: -3", "longest_context"),
+        ("context_draft_seconds_by_R: 8=4e-07", "context_draft_seconds_by_R: 8=-4e-07", "context_draft"),
+    ):
+        with pytest.raises(InputError, match=field):
+            read_profile_text(tmp_path, prof.to_csv().replace(old, new))
+
+
+def read_profile_text(tmp_path, text: str):
+    path = tmp_path / "q.csv"
+    path.write_text(text)
+    return read_profile(path)
