@@ -122,7 +122,9 @@ class EngineConfig:
     backend: rejection-sampling backend (coupled mode verifies by sampler-match in torch);
     max_batch_tokens: cap on Σ(1 + ℓ); stale_prior: stale conf of young requests (a number, or γ numbers:
     a population curve); draft_cost: how a draft-aware policy prices the draft pass (a
-    specsched.DraftCost; None = one target-sized layer over the drafted positions);
+    specsched.DraftCost; None = one target-sized layer over the drafted positions; the cost table's own
+    draft_seconds, the full pass's figure for full drafting, is then not charged on top, as the simulator
+    prices an adaptive step);
     max_running: requests decoded together (cache slots); device: torch device of the cache, noise and
     step tensors ("cpu", "cuda" or "cuda:N"; the models must already be there); clock: what a StepOutput's
     times are read on (CLOCKS)."""
@@ -224,6 +226,9 @@ class Engine:
         self._rows = specsched.StaleBuffer(config.max_running, config.gamma, delay) if uses else None
         self._age = np.zeros(config.max_running, dtype=np.int64)  # speculative steps since admission, by slot
         self._draft_cost = config.draft_cost or specsched.DraftCost("parallel", 1.0)
+        # An adaptive step's draft pass is priced from its depths (draft_cost), never as the table's
+        # draft_seconds (what a caller sets to the full pass for full drafting) on top of it.
+        self._plan_cost = self.cost.with_draft(0.0) if self._adaptive else self.cost
         self._relay = HiddenRelay() if getattr(drafter, "uses_hidden", False) else None
 
     def generate(self, requests: Sequence[Request], *, speculative: bool = True) -> dict[int, list[int]]:
@@ -366,11 +371,13 @@ class Engine:
             self._rows.record(slots, age, conf, depths=depths, prior=prior)
         elif self._rows is not None:
             stale = self._rows.exchange(slots, age, conf, prior)  # lagged rows (delay 0: the current ones)
+        cost = self.cost
         if self._adaptive:
             if depths is None:  # delay 0, the negative control: depths from the current step
                 depths = self._depths(stale)
             extra = {"depths": depths}
-        planned = self.policy(conf, self.cost, stale=stale, max_batch_tokens=cfg.max_batch_tokens, **extra)
+            cost = self._plan_cost.with_draft(self._draft_cost.seconds(depths, self._plan_cost))
+        planned = self.policy(conf, cost, stale=stale, max_batch_tokens=cfg.max_batch_tokens, **extra)
         self._age[slots] += 1
         cap = np.array([x.remaining - 1 for x in running], dtype=np.int64)  # value-blind: counts only
         ells = np.clip(planned, 0, np.maximum(cap, 0)).astype(np.int64).tolist()  # host: feeds, stats
@@ -430,7 +437,8 @@ class Engine:
 
     def _depths(self, stale: np.ndarray) -> np.ndarray:
         # trusted: the rows come from the engine's own buffer, the budget is checked by EngineConfig
-        return self.policy.trusted_depths(stale, self.cost, self._draft_cost, self.config.max_batch_tokens)
+        budget = self.config.max_batch_tokens
+        return self.policy.trusted_depths(stale, self._plan_cost, self._draft_cost, budget)
 
     def _draft_noise(self, seeds, rids, t0, offs):
         """(e_pos, e_draft): coupled mode drafts with the target's own noise at absolute positions

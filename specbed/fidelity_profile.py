@@ -33,17 +33,17 @@ def context_seconds(prof: Profile, n: int) -> tuple[float, float]:
 
 
 def at_context(prof: Profile, n: int, context: float) -> Profile:
-    """`prof` (moved to no context) with its R = n steps at longest context `context` again: what the
-    engine's policy plans with (the closed loop's steady longest context, `steady_longest`)."""
+    """`prof` (moved to no context) as the engine's policy plans on it: its R = n steps at longest context
+    `context` again (the closed loop's steady one, `steady_longest`), the draft pass's context part
+    carried in the table (a fixed cost either way) and the draft seconds left at no context, so the twin's
+    policy, which takes its draft seconds from the draft cost CSV, plans on the same step seconds."""
     if prof.context_ref != 0:
         return prof
-    verify = prof.context_verify_s.get(n, 0.0) * n * context
-    draft = prof.context_draft_s.get(n, 0.0) * n * context
+    per_slot = prof.context_verify_s.get(n, 0.0) + prof.context_draft_s.get(n, 0.0)
     return dataclasses.replace(
         prof,
-        seconds=prof.seconds + verify,
-        draft_s={r: s + (draft if r == n else 0.0) for r, s in prof.draft_s.items()},
-        context_ref=float(context),
+        seconds=prof.seconds + per_slot * n * context,
+        context_ref=None,
         note=prof.note + f"; R={n} steps at longest context {context:g} (what the engine's policy plans on)",
     )
 

@@ -281,7 +281,7 @@ def run_engine(
             planned = at_context(inputs.given, ctx.n, steady)
             if a.draft_seconds is not None:
                 planned = dataclasses.replace(planned, draft_s={ctx.n: draft_s})
-        if planned.context_ref is not None:  # what the engine's policy plans with, for the twin's policy
+        if inputs.given is None or inputs.given.context_ref == 0:  # the engine policy's table: the twin's
             policy_path = ctx.out / f"cost_{label}_policy.csv"
             planned.write(policy_path)
         table = planned.table(layers=layers, name="engine" if inputs.given is None else Path(a.cost).stem)
