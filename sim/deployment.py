@@ -80,6 +80,13 @@ class Deployment:
     draft_kv_s: float = 0.0
     horizon: Callable[[], float] | None = None
     max_run: int = 256
+    #: vLLM v1's automatic prefix caching (`sim.prefix_cache.PrefixCache`) and each request's block keys;
+    #: None = off (every prompt token is computed)
+    prefix_cache: object | None = None
+    block_keys: list | None = None
+    #: vLLM v1's async scheduling: step k+1 is scheduled while step k runs, so a request that arrives
+    #: during step k joins step k+2 at the earliest (unless the engine is idle)
+    async_scheduling: bool = False
 
     def __post_init__(self) -> None:
         self.views: list[CostTable | None] = [None] * (self.max_num_seqs + 1)
@@ -106,6 +113,7 @@ class Deployment:
             and self.intake_s == 0.0  # the draft pass then depends on the previous step's acceptance
             and self.context_pad_s == 0.0  # the longest context grows within a run
             and self.draft_context_s == 0.0
+            and not self.async_scheduling  # admission looks at the previous step's start
         )
 
     def step_seconds(self, r: int, n: int, tokens):

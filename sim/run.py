@@ -285,6 +285,10 @@ def results(prep: Prepared, rec: Recorder, t_start: float, t_loop: float) -> Sim
             "seed": cfg.seed,
         }
     )
+    stats = getattr(rec, "prefix_cache_stats", None)
+    if stats is not None:
+        summary["prefix_cache_hit_rate"] = stats["hit_rate"]
+        summary["prefix_cache_hit_tokens"] = stats["tokens_hit"]
     series = time_series(rec, cfg.metrics.series_bins)
     t_end = time.perf_counter()
     timing = {
