@@ -79,7 +79,9 @@ def parse_profile(name: str, raw, path: str) -> Profile:
         raise InputError("must be an object", file=path, field=where)
     load = raw.get("load_type", "constant")
     if load not in ("constant", "poisson"):
-        raise InputError(f"must be 'constant' or 'poisson', got {load!r}", file=path, field=f"{where}.load_type")
+        raise InputError(
+            f"must be 'constant' or 'poisson', got {load!r}", file=path, field=f"{where}.load_type"
+        )
     stages = raw.get("stages")
     if not isinstance(stages, list) or not stages:
         raise InputError("must be a non-empty list of {rate, duration}", file=path, field=f"{where}.stages")
@@ -92,10 +94,13 @@ def parse_profile(name: str, raw, path: str) -> Profile:
     data = raw.get("data")
     sp = data.get("shared_prefix") if isinstance(data, dict) else None
     if not isinstance(data, dict) or data.get("type") != "shared_prefix" or not isinstance(sp, dict):
-        raise InputError("must be {\"type\": \"shared_prefix\", \"shared_prefix\": {...}}", file=path,
-                         field=f"{where}.data")  # fmt: skip
+        raise InputError(
+            'must be {"type": "shared_prefix", "shared_prefix": {...}}', file=path, field=f"{where}.data"
+        )
     w = f"{where}.data.shared_prefix"
-    counts = [_num(sp, k, path, w, whole=True) for k in ("num_unique_system_prompts", "num_users_per_system_prompt")]
+    counts = [
+        _num(sp, k, path, w, whole=True) for k in ("num_unique_system_prompts", "num_users_per_system_prompt")
+    ]
     if counts[0] * counts[1] > 1_000_000:
         raise InputError("more than 1,000,000 users", file=path, field=w)
     lens = [_num(sp, k, path, w, whole=True, lo=-1) for k in ("system_prompt_len", "question_len")]
@@ -111,11 +116,14 @@ def _observed(obs, path: str, where: str) -> tuple[float | None, tuple[int, int]
         return None, None
     means = obs.get("prompt_len_mean") if isinstance(obs, dict) else None
     span = obs.get("prompt_len_range") if isinstance(obs, dict) else None
-    nums = isinstance(means, list) and means and all(isinstance(m, (int, float)) and 0 < m < 1e6 for m in means)
+    nums = (
+        isinstance(means, list) and means and all(isinstance(m, (int, float)) and 0 < m < 1e6 for m in means)
+    )
     pair = isinstance(span, list) and len(span) == 2 and all(isinstance(v, int) and 0 < v < 1e6 for v in span)
     if not nums or not pair or span[0] > span[1]:
-        raise InputError("needs prompt_len_mean (a list of lengths) and prompt_len_range [lo, hi]",
-                         file=path, field=where)  # fmt: skip
+        raise InputError(
+            "needs prompt_len_mean (a list of lengths) and prompt_len_range [lo, hi]", file=path, field=where
+        )
     return float(np.mean(means)), (int(span[0]), int(span[1]))
 
 
@@ -130,7 +138,7 @@ def load_profiles(path: str | Path) -> dict[str, Profile]:
         raise InputError(f"not JSON: {err}", file=p) from None
     wls = raw.get("workloads") if isinstance(raw, dict) else None
     if not isinstance(wls, dict) or not wls:
-        raise InputError("needs a non-empty \"workloads\" object", file=p, field="workloads")
+        raise InputError('needs a non-empty "workloads" object', file=p, field="workloads")
     return {name: parse_profile(name, body, p) for name, body in wls.items()}
 
 

@@ -290,10 +290,11 @@ class Replica:
             # leading blocks the prefix cache holds (vLLM v1's automatic prefix caching).
             cached = 0 if cache is None else cache.hit_tokens(eng.block_keys[rid], prompt + done)
             self.kv_used += cached
-            row = (rid, prompt + done - cached, done, eng.output_tokens[rid], eng.domain[rid], prompt, 0, 0, 0, 0)
+            todo = prompt + done - cached
+            row = (rid, todo, done, eng.output_tokens[rid], eng.domain[rid], prompt, 0, 0, 0, 0)
             self.state[:, s] = row
             self.lat[s] = eng.latent[rid]
-            chunk = min(prompt + done - cached, room)
+            chunk = min(todo, room)
             room -= chunk
             new_slots.append(s)
             new_chunks.append(chunk)

@@ -10,6 +10,8 @@ The step price, one term each (seconds; B = tokens in the step, C = KV tokens th
     step(B, R, C) = step_s                                   per-pass fixed work: scheduling, input prep,
                                                              sampling, the host side of a step
                   + layers · c0                              per-layer fixed work on the GPU
+                  + moe_layers · c_moe                       per-MoE-layer routing work (top-k, permute,
+                                                             grouped-GEMM set-up)
                   + max(W(B) / (eta_bw · BW), 2·P·B / (eta_f · F))   weights (MoE: the experts that B
                                                              tokens touch) or compute, whichever binds
                   + 2 · layers · link_latency  (tp > 1)      two all-reduces per layer (+ their bytes)
@@ -32,9 +34,9 @@ from pathlib import Path
 import numpy as np
 
 import specsched
+from sim.acceptance import AcceptanceModel
 from sim.config import DrafterConfig, MetricsConfig, PolicyConfig, ServerConfig, SimConfig
 from sim.curves import curve_matrix
-from sim.acceptance import AcceptanceModel
 from sim.run import STREAMS
 from sim.vllm_kv import BLOCK_SIZE, KVSizing, size_kv
 from sim.wiring import Prepared
@@ -57,6 +59,7 @@ class Knobs:
     eta_f: float = 0.6
     eta_kv: float = 0.9
     c0: float = 40e-6
+    c_moe: float = 0.0
     step_s: float = 0.0
     link_latency: float | None = None  # None: the GPU's catalogue figure
     frontend_s: float = 0.0
@@ -67,7 +70,7 @@ class Knobs:
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0 < v <= 1):
                 raise InputError(f"must be in (0, 1], got {v!r}", field=f"knobs.{name}")
-        for name in ("c0", "step_s", "frontend_s", "request_s", "link_latency"):
+        for name in ("c0", "c_moe", "step_s", "frontend_s", "request_s", "link_latency"):
             v = getattr(self, name)
             if v is not None and not (isinstance(v, (int, float)) and 0 <= v < 10):
                 raise InputError(f"must be seconds in [0, 10), got {v!r}", field=f"knobs.{name}")
@@ -125,9 +128,17 @@ class VllmSpec:
 
     def kv(self) -> KVSizing:
         m, g, bpp = self.resolve()
-        return size_kv(m, g, tp=self.tp, bytes_per_param=bpp, gpu_memory_utilization=self.gpu_memory_utilization,
-                       max_num_batched_tokens=self.max_num_batched_tokens, max_num_seqs=self.max_num_seqs,
-                       cpu_offload_gb=self.cpu_offload_gb, cudagraphs=self.cudagraphs)  # fmt: skip
+        return size_kv(
+            m,
+            g,
+            tp=self.tp,
+            bytes_per_param=bpp,
+            gpu_memory_utilization=self.gpu_memory_utilization,
+            max_num_batched_tokens=self.max_num_batched_tokens,
+            max_num_seqs=self.max_num_seqs,
+            cpu_offload_gb=self.cpu_offload_gb,
+            cudagraphs=self.cudagraphs,
+        )
 
     def kv_capacity(self) -> int:
         return self.kv_tokens if self.kv_tokens is not None else self.kv().kv_tokens
@@ -139,7 +150,8 @@ class VllmSpec:
 
 def step_parts(spec: VllmSpec, knobs: Knobs, b: np.ndarray) -> dict[str, np.ndarray]:
     """float64 seconds of each named part of the step price at `b` tokens (module docstring; no KV reads,
-    no CUDA-graph padding): "fixed" (step_s + layers·c0 + offload), "weights_or_compute", "comm"."""
+    no CUDA-graph padding): "fixed" (step_s + layers·c0 + moe_layers·c_moe + offload),
+    "weights_or_compute", "comm"."""
     m, g, bpp = spec.resolve()
     shape = m.shape(bpp)
     b = np.asarray(b, dtype=np.float64)
@@ -148,7 +160,7 @@ def step_parts(spec: VllmSpec, knobs: Knobs, b: np.ndarray) -> dict[str, np.ndar
     core = hardware.step_seconds(shape, g.gpu, b, c0=0.0, link_latency=0.0, **common)
     comm_lat = 2 * m.layers * link_lat if spec.tp > 1 else 0.0
     offload = spec.cpu_offload_gb * 1e9 / HOST_BW.get(g.key, HOST_BW_DEFAULT)
-    fixed = knobs.step_s + m.layers * knobs.c0 + offload
+    fixed = knobs.step_s + m.layers * knobs.c0 + m.moe_layers * knobs.c_moe + offload
     return {"fixed": np.full_like(b, fixed), "weights_or_compute": core, "comm": np.full_like(b, comm_lat)}
 
 
@@ -168,32 +180,54 @@ def cost_table(spec: VllmSpec, knobs: Knobs) -> specsched.CostTable:
     secs = sum(step_parts(spec, knobs, b).values())
     name = f"vllm:{m.name}@{g.key}x{spec.tp}"
     table = specsched.CostTable.from_points(
-        b.astype(np.int64), secs, mode="linear", layers=m.layers, name=name,
-        request_seconds=knobs.request_s, kv_token_seconds=kv_token_seconds(spec, knobs),
-    )  # fmt: skip
+        b.astype(np.int64),
+        secs,
+        mode="linear",
+        layers=m.layers,
+        name=name,
+        request_seconds=knobs.request_s,
+        kv_token_seconds=kv_token_seconds(spec, knobs),
+    )
     if spec.cudagraphs:
-        table = specsched.with_cudagraphs(table, max_capture_size=spec.max_capture, eager_factor=1.0, name=name)
+        table = specsched.with_cudagraphs(
+            table, max_capture_size=spec.max_capture, eager_factor=1.0, name=name
+        )
     return table
 
 
-def prepare(spec: VllmSpec, knobs: Knobs, workload: Workload, block_keys: list | None, seed: int = 0) -> Prepared:
+def prepare(
+    spec: VllmSpec, knobs: Knobs, workload: Workload, block_keys: list | None, seed: int = 0
+) -> Prepared:
     """A `Prepared` run of `workload` on `spec` (autoregressive: policy "ar", no drafter); dp replicas
     behind a least-outstanding router. InputError if a request cannot fit in the KV cache."""
     kv = spec.kv_capacity()
     longest = int(np.max(workload.input_tokens + workload.output_tokens)) if len(workload) else 0
     if spec.max_model_len is not None and longest > spec.max_model_len:
-        raise InputError(f"a request needs {longest} tokens, more than max_model_len {spec.max_model_len}",
-                         field="server.max_model_len")  # fmt: skip
+        raise InputError(
+            f"a request needs {longest} tokens, more than max_model_len {spec.max_model_len}",
+            field="server.max_model_len",
+        )
     if longest > kv:
-        raise InputError(f"a request needs {longest} KV tokens, more than the {kv} a replica holds",
-                         field="server.kv_tokens")  # fmt: skip
+        raise InputError(
+            f"a request needs {longest} KV tokens, more than the {kv} a replica holds",
+            field="server.kv_tokens",
+        )
     budget = max(spec.max_num_batched_tokens, spec.max_num_seqs)
     server = ServerConfig(
-        cost="h100-dense8b", replicas=spec.dp, tp=spec.tp, max_num_seqs=spec.max_num_seqs,
-        max_num_batched_tokens=budget, kv_tokens=kv,
-    )  # fmt: skip
-    cfg = SimConfig(seed=seed, drafter=DrafterConfig(name="none", gamma=0), policy=PolicyConfig(name="ar"),
-                    server=server, metrics=MetricsConfig())  # fmt: skip
+        cost="h100-dense8b",
+        replicas=spec.dp,
+        tp=spec.tp,
+        max_num_seqs=spec.max_num_seqs,
+        max_num_batched_tokens=budget,
+        kv_tokens=kv,
+    )
+    cfg = SimConfig(
+        seed=seed,
+        drafter=DrafterConfig(name="none", gamma=0),
+        policy=PolicyConfig(name="ar"),
+        server=server,
+        metrics=MetricsConfig(),
+    )
     seeds = np.random.SeedSequence(seed).spawn(len(STREAMS))
     rngs = {name: np.random.default_rng(s) for name, s in zip(STREAMS, seeds)}
     matrix = curve_matrix(None, "none", 0, ("chat",))
@@ -201,11 +235,21 @@ def prepare(spec: VllmSpec, knobs: Knobs, workload: Workload, block_keys: list |
     latent = model.request_latent(len(workload), rngs["latent"], workload.domain)
     policy = specsched.make_policy("ar")
     cost = cost_table(spec, knobs)
-    return Prepared(cfg, cost, spec.tp * spec.dp, policy, model, workload, latent, rngs,
-                    block_keys=block_keys, block_size=BLOCK_SIZE,
-                    prefix_caching=spec.prefix_caching and block_keys is not None,
-                    prefix_offload_blocks=offload_blocks(spec),
-                    async_scheduling=spec.async_scheduling)  # fmt: skip
+    return Prepared(
+        cfg,
+        cost,
+        spec.tp * spec.dp,
+        policy,
+        model,
+        workload,
+        latent,
+        rngs,
+        block_keys=block_keys,
+        block_size=BLOCK_SIZE,
+        prefix_caching=spec.prefix_caching and block_keys is not None,
+        prefix_offload_blocks=offload_blocks(spec),
+        async_scheduling=spec.async_scheduling,
+    )
 
 
 def offload_blocks(spec: VllmSpec) -> int:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from specsched.catalog import GiB, CatalogGPU, CatalogModel
+from specsched.catalog import CatalogGPU, CatalogModel, GiB
 from specsched.errors import InputError
 
 BLOCK_SIZE = 16  # vLLM's default KV block (tokens)

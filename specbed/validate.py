@@ -36,8 +36,9 @@ def scaled(profile: Profile, scale: float) -> Profile:
     return replace(profile, stages=tuple((r, max(d * scale, 1.0 / r)) for r, d in profile.stages))
 
 
-def simulate_run(run: MeasuredRun, knobs: Knobs, profiles: dict, *, seed: int = 0, scale: float = 1.0,
-                 observer=None) -> dict:  # fmt: skip
+def simulate_run(
+    run: MeasuredRun, knobs: Knobs, profiles: dict, *, seed: int = 0, scale: float = 1.0, observer=None
+) -> dict:
     """{"predicted": METRICS in ms, "hit_rate", "saturated", "kv_tokens", "requests"} of one run."""
     if run.workload is not None:
         wl, keys = run.workload, None
@@ -51,11 +52,14 @@ def simulate_run(run: MeasuredRun, knobs: Knobs, profiles: dict, *, seed: int = 
     gaps = np.maximum(wl.output_tokens - 1, 0)
     itl = float((req["e2e_s"] - req["ttft_s"]).sum() * 1e3 / max(int(gaps.sum()), 1))
     pred = {
-        "e2e_mean": float(e2e.mean()), "e2e_p90": float(np.percentile(e2e, 90)),
-        "e2e_p99": float(np.percentile(e2e, 99)), "ttft_mean": float(ttft.mean()),
-        "ttft_p90": float(np.percentile(ttft, 90)), "ttft_p99": float(np.percentile(ttft, 99)),
+        "e2e_mean": float(e2e.mean()),
+        "e2e_p90": float(np.percentile(e2e, 90)),
+        "e2e_p99": float(np.percentile(e2e, 99)),
+        "ttft_mean": float(ttft.mean()),
+        "ttft_p90": float(np.percentile(ttft, 90)),
+        "ttft_p99": float(np.percentile(ttft, 99)),
         "itl_mean": itl,
-    }  # fmt: skip
+    }
     stats = rec.prefix_cache_stats
     return {
         "predicted": pred,
@@ -71,8 +75,9 @@ def error_pct(pred: dict, actual: dict) -> dict:
     return {m: abs(pred[m] - actual[m]) / actual[m] * 100.0 if actual[m] else math.inf for m in METRICS}
 
 
-def validate(runs: list[MeasuredRun], knobs_for, profiles: dict, *, seed: int = 0, scale: float = 1.0,
-             progress=None) -> list[dict]:  # fmt: skip
+def validate(
+    runs: list[MeasuredRun], knobs_for, profiles: dict, *, seed: int = 0, scale: float = 1.0, progress=None
+) -> list[dict]:
     """One result per run: the JSON run entry plus "hit_rate", "saturated", "kv_tokens" for the reports.
     knobs_for(run) -> Knobs (the GPU's). A run that cannot be modelled carries "error"."""
     out = []
@@ -87,9 +92,18 @@ def validate(runs: list[MeasuredRun], knobs_for, profiles: dict, *, seed: int = 
                 out.append({**entry, "actual": run.actual, "error": " ".join(str(err).split())})
             else:
                 errs = error_pct(sim["predicted"], run.actual)
-                out.append({**entry, "predicted": sim["predicted"], "actual": run.actual, "error_pct": errs,
-                            "hit_rate": sim["hit_rate"], "saturated": sim["saturated"],
-                            "kv_tokens": sim["kv_tokens"], "profile": run.profile})  # fmt: skip
+                out.append(
+                    {
+                        **entry,
+                        "predicted": sim["predicted"],
+                        "actual": run.actual,
+                        "error_pct": errs,
+                        "hit_rate": sim["hit_rate"],
+                        "saturated": sim["saturated"],
+                        "kv_tokens": sim["kv_tokens"],
+                        "profile": run.profile,
+                    }
+                )
         if progress is not None:
             progress(i + 1)
     return out
@@ -104,11 +118,21 @@ def medians(results: list[dict]) -> dict:
 def as_json(results: list[dict]) -> dict:
     """Exactly the issue's JSON: runs (predicted/actual/error_pct, or error) and median_error_pct."""
     keep = ("exp_id", "folder", "model", "hardware", "predicted", "actual", "error_pct", "error")
-    return {"runs": [{k: r[k] for k in keep if k in r} for r in results], "median_error_pct": medians(results)}
+    return {
+        "runs": [{k: r[k] for k in keep if k in r} for r in results],
+        "median_error_pct": medians(results),
+    }
 
 
-_SHORT = {"e2e_mean": "e2e", "e2e_p90": "e2e90", "e2e_p99": "e2e99", "ttft_mean": "ttft",
-          "ttft_p90": "ttft90", "ttft_p99": "ttft99", "itl_mean": "itl"}  # fmt: skip
+_SHORT = {
+    "e2e_mean": "e2e",
+    "e2e_p90": "e2e90",
+    "e2e_p99": "e2e99",
+    "ttft_mean": "ttft",
+    "ttft_p90": "ttft90",
+    "ttft_p99": "ttft99",
+    "itl_mean": "itl",
+}
 
 
 def table(results: list[dict]) -> str:
@@ -119,7 +143,10 @@ def table(results: list[dict]) -> str:
         if "error" in r:
             lines.append(f"{name:<34} cannot model: {r['error']}")
             continue
-        cells = [f"{r['actual'][m]:.1f}→{r['predicted'][m]:.1f} {r['error_pct'][m]:.0f}%".rjust(22) for m in METRICS]
+        cells = [
+            f"{r['actual'][m]:.1f}→{r['predicted'][m]:.1f} {r['error_pct'][m]:.0f}%".rjust(22)
+            for m in METRICS
+        ]
         hit = "" if r["hit_rate"] is None else f"{100 * r['hit_rate']:5.1f}"
         sat = "  SATURATED" if r["saturated"] else ""
         lines.append(f"{name:<34} " + " ".join(cells) + f" {hit}{sat}")
@@ -137,18 +164,30 @@ def markdown(results: list[dict], knobs_note: str, command: str) -> str:
         if "error" in r:
             rows.append(f"| {r['folder'] or r['exp_id']} | {r['model']} | cannot model: {r['error']} |")
             continue
-        cells = " | ".join(f"{r['actual'][m]:.1f} → {r['predicted'][m]:.1f} ({r['error_pct'][m]:.1f} %)"
-                           for m in METRICS)  # fmt: skip
+        cells = " | ".join(
+            f"{r['actual'][m]:.1f} → {r['predicted'][m]:.1f} ({r['error_pct'][m]:.1f} %)" for m in METRICS
+        )
         hit = "—" if r["hit_rate"] is None else f"{100 * r['hit_rate']:.1f}"
         sat = " **saturated**" if r["saturated"] else ""
         rows.append(f"| {r['folder'] or r['exp_id']}{sat} | {r['model']} | {cells} | {hit} |")
     med = medians(results)
     summary = ", ".join(f"{m} {v:.1f} %" for m, v in med.items()) if med else "no run was modelled"
-    return "\n".join([
-        "# specbed validate", "", f"Command: `{command}`", "", f"Knobs: {knobs_note}", "",
-        "Latencies in milliseconds, measured → predicted, |error| in parentheses.", "", *rows, "",
-        f"Median |error| over {sum('error_pct' in r for r in results)} modelled runs: {summary}.", "",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "# specbed validate",
+            "",
+            f"Command: `{command}`",
+            "",
+            f"Knobs: {knobs_note}",
+            "",
+            "Latencies in milliseconds, measured → predicted, |error| in parentheses.",
+            "",
+            *rows,
+            "",
+            f"Median |error| over {sum('error_pct' in r for r in results)} modelled runs: {summary}.",
+            "",
+        ]
+    )
 
 
 def plot(results: list[dict], path) -> bytes | None:

@@ -42,8 +42,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", dest="json_out", help="write the JSON result here")
     p.add_argument("--knobs", help="a `specbed cost calibrate` knobs file (for runs on its GPU)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-num-seqs", type=int, default=DEFAULT_MAX_NUM_SEQS,
-                   help=f"for rows without a max_num_seqs column (default {DEFAULT_MAX_NUM_SEQS})")
+    p.add_argument(
+        "--max-num-seqs",
+        type=int,
+        default=DEFAULT_MAX_NUM_SEQS,
+        help=f"for rows without a max_num_seqs column (default {DEFAULT_MAX_NUM_SEQS})",
+    )
     p.add_argument("--max-model-len", type=int, default=DEFAULT_MAX_MODEL_LEN)
     g = p.add_argument_group("a vllm bench serve JSON's deployment")
     g.add_argument("--model", help="catalogue name or HF id (default: the file's model_id)")
@@ -61,7 +65,11 @@ def load_knobs_file(path: str) -> tuple[str, Knobs]:
         raise InputError(f"cannot read: {err.strerror or err}", file=path, field="--knobs") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise InputError(f"not JSON: {err}", file=path, field="--knobs") from None
-    if not isinstance(raw, dict) or not isinstance(raw.get("knobs"), dict) or not isinstance(raw.get("gpu"), str):
+    if (
+        not isinstance(raw, dict)
+        or not isinstance(raw.get("knobs"), dict)
+        or not isinstance(raw.get("gpu"), str)
+    ):
         raise InputError('needs {"gpu": NAME, "knobs": {...}}', file=path, field="knobs")
     return get_gpu(raw["gpu"], field="gpu").key, Knobs.from_dict(raw["knobs"], file=path)
 
@@ -97,11 +105,17 @@ def read_inputs(args) -> tuple[list, dict]:
             continue
         model = args.model or _model_id(f)
         if find_model(model) is None:
-            raise InputError(f"model {model!r} is not in the catalogue; pass --model", file=f, field="model_id")
-        spec = VllmSpec(model=model, gpu=get_gpu(args.gpu, field="--gpu").key, tp=args.tp,
-                        max_num_seqs=args.max_num_seqs,
-                        max_num_batched_tokens=max(args.max_num_batched_tokens, args.max_num_seqs),
-                        max_model_len=None)  # fmt: skip
+            raise InputError(
+                f"model {model!r} is not in the catalogue; pass --model", file=f, field="model_id"
+            )
+        spec = VllmSpec(
+            model=model,
+            gpu=get_gpu(args.gpu, field="--gpu").key,
+            tp=args.tp,
+            max_num_seqs=args.max_num_seqs,
+            max_num_batched_tokens=max(args.max_num_batched_tokens, args.max_num_seqs),
+            max_model_len=None,
+        )
         runs.append(read_bench(f, spec, seed=args.seed))
     return runs, profiles
 

@@ -98,8 +98,14 @@ def _row_run(row: dict, path: str, line: int, profiles, seqs: int, model_len: in
     model_len = _cell(row, "max_model_len", path, line, int, default=model_len, lo=1, hi=10_000_000)
     offload = _offload(row, path, line)
     ident = {k: (row.get(k) or "").strip() for k in ("exp_id", "folder", "model", "hardware", "workload")}
-    base = dict(exp_id=ident["exp_id"], folder=ident["folder"], model=ident["model"],
-                hardware=ident["hardware"], actual=actual, where=f"{path}:{line}")  # fmt: skip
+    base = dict(
+        exp_id=ident["exp_id"],
+        folder=ident["folder"],
+        model=ident["model"],
+        hardware=ident["hardware"],
+        actual=actual,
+        where=f"{path}:{line}",
+    )
     found = find_model(ident["model"])
     profile = profile_of(ident["workload"], ident["folder"], profiles)
     try:
@@ -111,14 +117,28 @@ def _row_run(row: dict, path: str, line: int, profiles, seqs: int, model_len: in
         return MeasuredRun(spec=None, profile=profile, error=err.message, **base)
     if profile is None:
         return MeasuredRun(spec=None, profile=None, error=f"no profile {ident['workload']!r}", **base)
-    spec = VllmSpec(model=found.name, gpu=gpu, precision=(row.get("precision") or "").strip().lower() or None,
-                    tp=tp, dp=dp, gpu_memory_utilization=util, max_model_len=model_len, max_num_seqs=seqs,
-                    max_num_batched_tokens=max(mnbt, seqs), kv_offload_gib=offload)  # fmt: skip
+    spec = VllmSpec(
+        model=found.name,
+        gpu=gpu,
+        precision=(row.get("precision") or "").strip().lower() or None,
+        tp=tp,
+        dp=dp,
+        gpu_memory_utilization=util,
+        max_model_len=model_len,
+        max_num_seqs=seqs,
+        max_num_batched_tokens=max(mnbt, seqs),
+        kv_offload_gib=offload,
+    )
     return MeasuredRun(spec=spec, profile=profile, **base)
 
 
-def read_runs(path: str | Path, profiles, *, max_num_seqs: int = DEFAULT_MAX_NUM_SEQS,
-              max_model_len: int = DEFAULT_MAX_MODEL_LEN) -> list[MeasuredRun]:  # fmt: skip
+def read_runs(
+    path: str | Path,
+    profiles,
+    *,
+    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS,
+    max_model_len: int = DEFAULT_MAX_MODEL_LEN,
+) -> list[MeasuredRun]:
     """Every row of a RUNS.csv (InputError naming file, row and field for a malformed one)."""
     p = str(path)
     try:
@@ -132,7 +152,9 @@ def read_runs(path: str | Path, profiles, *, max_num_seqs: int = DEFAULT_MAX_NUM
     for key in (*REQUIRED, *(f"actual_{m}" for m in METRICS)):
         if key not in header:
             raise InputError(f"missing column {key!r}", file=p, line=1)
-    runs = [_row_run(row, p, i, profiles, max_num_seqs, max_model_len) for i, row in enumerate(reader, start=2)]
+    runs = [
+        _row_run(row, p, i, profiles, max_num_seqs, max_model_len) for i, row in enumerate(reader, start=2)
+    ]
     if not runs:
         raise InputError("has a header but no rows", file=p)
     return runs
@@ -180,16 +202,35 @@ def read_bench(path: str | Path, spec: VllmSpec, seed: int = 0) -> MeasuredRun:
     rate = raw.get("request_rate", "inf")
     rate = math.inf if rate in ("inf", None) or rate == math.inf else rate
     if not (isinstance(rate, (int, float)) and rate > 0):
-        raise InputError(f"must be a number > 0 or \"inf\", got {rate!r}", file=p, field="request_rate")
+        raise InputError(f'must be a number > 0 or "inf", got {rate!r}', file=p, field="request_rate")
     rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
     arrival = np.zeros(n) if math.isinf(rate) else np.cumsum(rng.exponential(1.0 / rate, size=n))
-    wl = Workload(arrival_s=arrival, input_tokens=np.maximum(inputs, 1).astype(np.int64),
-                  output_tokens=np.maximum(outputs, 1).astype(np.int64), domain=np.zeros(n, dtype=np.int64),
-                  think_s=None, clipped=0)  # fmt: skip
-    actual = {"e2e_mean": float(e2e.mean()), "e2e_p90": float(np.percentile(e2e, 90)),
-              "e2e_p99": float(np.percentile(e2e, 99)), "ttft_mean": float(ttfts.mean()),
-              "ttft_p90": float(np.percentile(ttfts, 90)), "ttft_p99": float(np.percentile(ttfts, 99)),
-              "itl_mean": float(np.mean(gaps) * 1e3) if gaps else 0.0}  # fmt: skip
+    wl = Workload(
+        arrival_s=arrival,
+        input_tokens=np.maximum(inputs, 1).astype(np.int64),
+        output_tokens=np.maximum(outputs, 1).astype(np.int64),
+        domain=np.zeros(n, dtype=np.int64),
+        think_s=None,
+        clipped=0,
+    )
+    actual = {
+        "e2e_mean": float(e2e.mean()),
+        "e2e_p90": float(np.percentile(e2e, 90)),
+        "e2e_p99": float(np.percentile(e2e, 99)),
+        "ttft_mean": float(ttfts.mean()),
+        "ttft_p90": float(np.percentile(ttfts, 90)),
+        "ttft_p99": float(np.percentile(ttfts, 99)),
+        "itl_mean": float(np.mean(gaps) * 1e3) if gaps else 0.0,
+    }
     model = str(raw.get("model_id") or spec.model)
-    return MeasuredRun(exp_id=Path(p).stem, folder=Path(p).name, model=model, hardware=spec.gpu, spec=spec,
-                       profile=None, actual=actual, where=p, workload=wl)  # fmt: skip
+    return MeasuredRun(
+        exp_id=Path(p).stem,
+        folder=Path(p).name,
+        model=model,
+        hardware=spec.gpu,
+        spec=spec,
+        profile=None,
+        actual=actual,
+        where=p,
+        workload=wl,
+    )

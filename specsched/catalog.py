@@ -112,7 +112,8 @@ MODELS: dict[str, CatalogModel] = {
                                 "meta-llama/Llama-3.3-70B-Instruct", "meta-llama/Meta-Llama-3-70B-Instruct",
                                 "meta-llama/Meta-Llama-3.1-70B-Instruct"],
                80, 8192, 64, 8, 128, 28672, 128256, 70.55e9, _HF + "meta-llama/Llama-3.1-70B-Instruct"),
-        _dense("mistral-nemo-12b", ["mistralai/Mistral-Nemo-Instruct-2407", "mistralai/Mistral-Nemo-Base-2407"],
+        _dense("mistral-nemo-12b",
+               ["mistralai/Mistral-Nemo-Instruct-2407", "mistralai/Mistral-Nemo-Base-2407"],
                40, 5120, 32, 8, 128, 14336, 131072, 12.25e9, _HF + "mistralai/Mistral-Nemo-Instruct-2407"),
         _dense("qwen2.5-7b", ["Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B"],
                28, 3584, 28, 4, 128, 18944, 152064, 7.62e9, _HF + "Qwen/Qwen2.5-7B-Instruct"),
@@ -130,9 +131,10 @@ MODELS: dict[str, CatalogModel] = {
                60, 7168, 56, 8, 128, 20480, 64000, 34.39e9, _HF + "01-ai/Yi-34B"),
         CatalogModel("mixtral-8x7b", ("mistralai/Mixtral-8x7B-Instruct-v0.1", "mistralai/Mixtral-8x7B-v0.1"),
                      32, 4096, 32, 8, 128, 14336, 32000, 46.70e9, 12.88e9,
-                     _HF + "mistralai/Mixtral-8x7B-v0.1 and the Mixtral paper (8 experts, top-2, every layer)",
+                     _HF + "mistralai/Mixtral-8x7B-v0.1, Mixtral paper (8 experts, top-2, every layer)",
                      experts=8, top_k=2, moe_layers=32),
-        CatalogModel("mixtral-8x22b", ("mistralai/Mixtral-8x22B-Instruct-v0.1", "mistralai/Mixtral-8x22B-v0.1"),
+        CatalogModel("mixtral-8x22b",
+                     ("mistralai/Mixtral-8x22B-Instruct-v0.1", "mistralai/Mixtral-8x22B-v0.1"),
                      56, 6144, 48, 8, 128, 16384, 32768, 140.6e9, 39.1e9,
                      _HF + "mistralai/Mixtral-8x22B-v0.1 (8 experts, top-2, every layer)",
                      experts=8, top_k=2, moe_layers=56),
@@ -143,7 +145,8 @@ MODELS: dict[str, CatalogModel] = {
                      ("RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic",
                       "meta-llama/Llama-4-Scout-17B-16E-Instruct", "meta-llama/Llama-4-Scout-17B-16E"),
                      48, 5120, 40, 8, 128, 8192, 202048, 108.6e9, 17.17e9,
-                     _HF + "meta-llama/Llama-4-Scout-17B-16E-Instruct (16 experts top-1 + shared, all layers); "
+                     _HF + "meta-llama/Llama-4-Scout-17B-16E-Instruct (16 experts top-1 + shared, all "
+                     "layers); "
                      "RedHatAI/...-FP8-dynamic for the FP8 weights",
                      bytes_per_param=1.0, experts=16, top_k=1, moe_layers=48),
     )
@@ -154,10 +157,12 @@ GPUS: dict[str, CatalogGPU] = {
     g.key: g
     for g in (
         CatalogGPU("h100", GPU("H100 SXM 80GB", hbm_bw=3.35e12, flops=989e12, memory=80e9), 81559 * 2**20,
-                   _NVL4, 8e-6, "NVIDIA H100 datasheet: 3.35 TB/s HBM3, 989 TFLOP/s dense BF16, NVLink 900 GB/s; "
+                   _NVL4, 8e-6, "NVIDIA H100 datasheet: 3.35 TB/s HBM3, 989 TFLOP/s dense BF16, NVLink 900 "
+                   "GB/s; "
                    "nvidia-smi total 81,559 MiB", ("h100-80gb", "h100-sxm", "h100-sxm5", "h100_80gb")),
         CatalogGPU("a100", GPU("A100 SXM 80GB", hbm_bw=2.039e12, flops=312e12, memory=80e9), 81920 * 2**20,
-                   300e9, 10e-6, "NVIDIA A100 datasheet: 2,039 GB/s HBM2e, 312 TFLOP/s dense BF16, NVLink 600 "
+                   300e9, 10e-6, "NVIDIA A100 datasheet: 2,039 GB/s HBM2e, 312 TFLOP/s dense BF16, NVLink "
+                   "600 "
                    "GB/s; nvidia-smi total 81,920 MiB", ("a100-80gb", "a100-sxm", "a100_80gb", "a100-80g")),
         CatalogGPU("l40s", GPU("L40S", hbm_bw=864e9, flops=362e12, memory=48e9), 46068 * 2**20, 32e9, 15e-6,
                    "NVIDIA L40S datasheet: 864 GB/s GDDR6, 362 TFLOP/s dense BF16, 48 GB, PCIe Gen4 x16 "
