@@ -184,7 +184,12 @@ def prepare(cfg: SimConfig) -> Prepared:
     """Read and check every input of `cfg` (cost table, trace, curves, policy, KV fit); InputError if bad."""
     seeds = np.random.SeedSequence(cfg.seed).spawn(len(STREAMS))
     rngs = {name: np.random.default_rng(s) for name, s in zip(STREAMS, seeds)}
-    cost = _load_table(cfg, cfg.server.cost, "server.cost")
+    if cfg.server.model is not None:  # a deployment from vLLM's knobs: catalogue cost, vLLM's KV sizing
+        from sim.vllm_deploy import server_deployment
+
+        cfg, cost = server_deployment(cfg)
+    else:
+        cost = _load_table(cfg, cfg.server.cost, "server.cost")
     if cfg.drafter.cost is not None and cfg.drafter.effective_gamma > 0:
         load_draft_cost(cfg.drafter.cost, tp=cfg.server.tp or 1)  # bad input fails before any work
     policy_cost = None
@@ -224,7 +229,9 @@ def prepare(cfg: SimConfig) -> Prepared:
             field="server.kv_tokens",
         )
     latent = model.request_latent(len(workload), rngs["latent"], workload.domain)
-    return Prepared(cfg, cost, tp * cfg.server.replicas, policy, model, workload, latent, rngs, policy_cost)
+    vllm = cfg.server.model is not None
+    return Prepared(cfg, cost, tp * cfg.server.replicas, policy, model, workload, latent, rngs, policy_cost,
+                    async_scheduling=vllm and cfg.server.async_scheduling)  # fmt: skip
 
 
 def _acceptance_model(cfg: SimConfig, curves, matrix: np.ndarray, rng: np.random.Generator):

@@ -252,6 +252,30 @@ def prepare(
     )
 
 
+def server_deployment(cfg: SimConfig) -> tuple[SimConfig, specsched.CostTable]:
+    """(cfg with KV sized and tp set, the catalogue step cost) for a config with `server.model`: the knobs
+    are the GPU's shipped ones (`shipped_knobs`); `server.kv_tokens`, when set, overrides vLLM's sizing."""
+    srv = cfg.server
+    spec = VllmSpec(
+        model=srv.model,
+        gpu=srv.gpu,
+        precision=srv.precision,
+        tp=srv.tp or 1,
+        dp=srv.replicas,
+        gpu_memory_utilization=srv.gpu_memory_utilization,
+        max_model_len=srv.max_model_len,
+        max_num_seqs=srv.max_num_seqs,
+        max_num_batched_tokens=srv.max_num_batched_tokens,
+        cpu_offload_gb=srv.cpu_offload_gb,
+        prefix_caching=srv.prefix_caching,
+        async_scheduling=srv.async_scheduling,
+        kv_tokens=srv.kv_tokens,
+    )
+    kv = spec.kv_capacity()
+    new = replace(cfg, server=replace(srv, kv_tokens=kv, tp=spec.tp))
+    return new, cost_table(spec, shipped_knobs(spec.gpu))
+
+
 def offload_blocks(spec: VllmSpec) -> int:
     """Prefix-cache blocks the CPU KV offload tier holds (the tp GPUs' host space together)."""
     if not spec.kv_offload_gib:

@@ -120,7 +120,10 @@ def solve(rows: list[tuple[np.ndarray, float]], itl_s: list[float], base: Knobs)
     y = np.asarray(itl_s)
     # 1/eta = 1 + x: the unit parts move to the left side, x ≥ 0 keeps eta ≤ 1
     lhs = (y - phi - f[:, 2] - f[:, 3]) / y
-    x = nnls(f / y[:, None], lhs)
+    a = f / y[:, None]
+    scale = PRIOR_WEIGHT * np.abs(a).mean(axis=0)
+    prior = scale * np.array([PRIORS[k] for k in FEATURES])
+    x = nnls(np.vstack([a, np.diag(scale)]), np.append(lhs, prior))
     return replace(
         base,
         step_s=float(x[0]),
@@ -128,6 +131,7 @@ def solve(rows: list[tuple[np.ndarray, float]], itl_s: list[float], base: Knobs)
         eta_bw=float(1.0 / (1.0 + x[2])),
         eta_kv=float(1.0 / (1.0 + x[3])),
         link_latency=float(x[4]),
+        c_moe=float(x[5]),
     )
 
 
