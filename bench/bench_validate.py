@@ -39,12 +39,18 @@ def main() -> None:
     p = profiles["codegen"]
     rate = p.num_requests / p.duration_s
     cfg = SimConfig(
-        workload=WorkloadConfig(kind="poisson", rate=rate, num_requests=p.num_requests,
-                                input_tokens=p.system_tokens + p.question_tokens, output_tokens=p.output_tokens,
-                                domain="chat"),
-        drafter=DrafterConfig(name="none", gamma=0), policy=PolicyConfig(name="ar"),
+        workload=WorkloadConfig(
+            kind="poisson",
+            rate=rate,
+            num_requests=p.num_requests,
+            input_tokens=p.system_tokens + p.question_tokens,
+            output_tokens=p.output_tokens,
+            domain="chat",
+        ),
+        drafter=DrafterConfig(name="none", gamma=0),
+        policy=PolicyConfig(name="ar"),
         server=ServerConfig(cost="h100-dense8b", max_num_seqs=128, max_num_batched_tokens=2048),
-    )  # fmt: skip
+    )
     s = time.perf_counter()
     simulate(cfg)
     ref = time.perf_counter() - s
