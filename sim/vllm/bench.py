@@ -1,6 +1,7 @@
 """A simulator run in the shape of a `vllm bench serve --save-result` JSON, and a comparison with a real one.
 
-Role: `specbed export RUN_DIR --format vllm-bench` and `specbed compare SIM_RUN_DIR VLLM_RESULT.json`.
+Role: `specbed export RUN_DIR --format vllm-bench` and `specbed compare SIM_RUN_DIR VLLM_RESULT`, where the
+real run is a `--save-result` JSON, the console report or per-request JSON (docs/vllm-formats.md).
 
 The export follows vLLM's definitions over the WHOLE run (every completed request; vLLM's benchmark has
 no warm-up window), from the run's requests.csv and summary.json:
@@ -16,7 +17,7 @@ no warm-up window), from the run's requests.csv and summary.json:
   unconditional per-position rates), from summary.json's spec_* counters.
 - backend "specbed-sim", plus the run's policy, drafter and seed.
 
-May import: numpy, the standard library, `specsched.errors`.
+May import: numpy, the standard library, `specsched.errors`, `sim.vllm` readers (lazily).
 """
 
 from __future__ import annotations
@@ -168,22 +169,11 @@ COMPARE_ROWS = (
         for stat in ("mean", "median", "p99")
     ),
     ("spec_decode_acceptance_length", "acceptance length"),
+    ("spec_decode_acceptance_rate", "draft acceptance rate (%)"),
 )
 
 
-def load_vllm_result(path: str | Path) -> dict:
-    """A `vllm bench serve --save-result` JSON: an object whose compared keys, where present, are numbers."""
-    file = str(path)
-    try:
-        doc = json.loads(Path(path).read_text())
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror or e}", file=file) from None
-    except UnicodeDecodeError as e:
-        raise InputError(f"not UTF-8 text (undecodable byte at offset {e.start})", file=file) from None
-    except json.JSONDecodeError as e:
-        raise InputError(f"invalid JSON: {e.msg}", file=file, line=e.lineno) from None
-    if not isinstance(doc, dict):
-        raise InputError("expected a JSON object (a vllm bench serve --save-result file)", file=file)
+def _check_result(doc: dict, file: str) -> dict:
     for key, _ in COMPARE_ROWS:
         value = doc.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
@@ -195,6 +185,31 @@ def load_vllm_result(path: str | Path) -> dict:
             file=file,
         )
     return doc
+
+
+def load_vllm_result(path: str | Path) -> dict:
+    """A real run as `--save-result` keys: that JSON itself, the `vllm bench serve` console report, or
+    per-request JSON (`sim.vllm.read_json.per_request_result`); compared keys, where present, are numbers."""
+    from sim.vllm.read_json import is_json, load_docs, per_request_result
+    from sim.vllm.read_reports import console_result
+
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror or e}", file=file) from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"not UTF-8 text (undecodable byte at offset {e.start})", file=file) from None
+    if not is_json(text) and not text.lstrip().startswith(("[", "{")):
+        return _check_result(console_result(file, text), file)
+    docs = load_docs(file, text)
+    if len(docs) == 1 and isinstance(docs[0][0], dict) and "metrics" not in docs[0][0]:
+        return _check_result(docs[0][0], file)
+    if len(docs) == 1 and not isinstance(docs[0][0], dict | list):
+        raise InputError("expected a JSON object (a vllm bench serve --save-result file)", file=file)
+    if len(docs) == 1 and isinstance(docs[0][0], list) and not all(isinstance(d, dict) for d in docs[0][0]):
+        raise InputError("expected a JSON object (a vllm bench serve --save-result file)", file=file)
+    return _check_result(per_request_result(file, docs), file)
 
 
 def compare_rows(sim: dict, real: dict) -> list[tuple[str, float | None, float | None, float | None]]:
