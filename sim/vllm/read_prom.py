@@ -15,7 +15,8 @@ per-position, drafted-tokens and accepted-tokens counters not covering the same 
 drafts counter (a partial scrape); positions not 0..K−1 alike in every engine; a per-position count above
 the drafts or above the previous position; drafted tokens above K × drafts (K disagrees with the number of
 positions); per-position counts not summing to the accepted tokens (vLLM counts each accepted token once,
-at its position); a counter lower in the second scrape (a restart, or the files swapped).
+at its position); a counter lower in the second scrape (a restart, or the files swapped). A scrape with
+drafts and accepted tokens but no per-position counter is τ-only (τ = 1 + accepted / drafts, exact).
 
 May import: numpy, the standard library, `specsched.errors`, `sim.vllm.textutil`, `sim.vllm.acceptance`.
 """
@@ -27,7 +28,7 @@ import re
 
 import numpy as np
 
-from sim.vllm.acceptance import Acceptance, check_counts
+from sim.vllm.acceptance import Acceptance, TauOnly, check_counts
 from sim.vllm.textutil import lines, number
 from specsched.errors import InputError
 
@@ -217,7 +218,23 @@ def _totals(groups: dict, k: int, file: str) -> tuple[float, np.ndarray]:
     return drafts, per_pos
 
 
-def counts_of(series: Series, file: str) -> Acceptance:
+def _tau_only(groups: dict, file: str) -> TauOnly:
+    """Drafts and accepted tokens but no per-position counter: τ = 1 + accepted / drafts, exactly."""
+    if not groups[PROM_ACCEPTED]:
+        raise InputError("missing counter (no per-position counts)", file=file, field=PROM_PER_POS)
+    _coverage(groups, file)
+    drafts = sum(v[None][0] for v in groups[PROM_DRAFTS].values())
+    accepted = sum(v[None][0] for v in groups[PROM_ACCEPTED].values())
+    tokens = sum(v[None][0] for v in groups[PROM_DRAFT_TOKENS].values())
+    if drafts <= 0:
+        raise InputError("zero drafts: no speculation was measured", file=file, field=PROM_DRAFTS)
+    per = tokens / drafts
+    k = round(per) if per >= 1 and abs(per - round(per)) < 1e-9 else None
+    note = f"τ = 1 + accepted / drafts exact; no {PROM_PER_POS} counter"
+    return TauOnly(1.0 + accepted / drafts, k, drafts, file, None, "a Prometheus scrape", (note,))
+
+
+def counts_of(series: Series, file: str) -> Acceptance | TauOnly:
     """The summed counters of one scrape (or a pair's difference) after every consistency check."""
     models = {v for (_, labels) in series for k, v in labels if k == "model_name"}
     if len(models) > 1:
@@ -228,7 +245,7 @@ def counts_of(series: Series, file: str) -> Acceptance:
         raise InputError("missing counter (is speculative decoding on? vLLM before 0.8 exports no drafts "
                          "counter)", file=file, field=PROM_DRAFTS)  # fmt: skip
     if not groups[PROM_PER_POS]:
-        raise InputError("missing counter (no per-position counts)", file=file, field=PROM_PER_POS)
+        return _tau_only(groups, file)
     _coverage(groups, file)
     drafts, per_pos = _totals(groups, _positions(groups, file), file)
     check_counts(drafts, per_pos, file, None, PROM_DRAFTS, lambda i: f'{PROM_PER_POS}{{position="{i}"}}')
@@ -253,7 +270,7 @@ def _difference(paths: list[str], before: Series, after: Series) -> Series:
     return diff
 
 
-def read_prometheus(paths: list[str], texts: list[str]) -> Acceptance:
+def read_prometheus(paths: list[str], texts: list[str]) -> Acceptance | TauOnly:
     """One cumulative scrape, or a before/after pair (the difference of every counter)."""
     if len(paths) > 2:
         raise InputError(f"{len(paths)} Prometheus scrapes: give one (cumulative) or two (before, after)",
@@ -262,4 +279,6 @@ def read_prometheus(paths: list[str], texts: list[str]) -> Acceptance:
     if len(scrapes) == 1:
         return counts_of(scrapes[0], paths[0])
     acc = counts_of(_difference(paths, *scrapes), paths[1])
+    if isinstance(acc, TauOnly):
+        return TauOnly(**{**acc.__dict__, "sources": tuple(paths)})
     return Acceptance(acc.drafts, acc.per_pos, tuple(paths), "prometheus pair", acc.notes)

@@ -146,3 +146,12 @@ def test_console_report_inconsistent(tmp_path):
     )
     refused(tmp_path, "sum.txt", text.replace("3857", "4100"), r"sum.txt:\d+: .*sum to 1.9285 but accepted")
     refused(tmp_path, "gap.txt", text.replace("Position 1:", "Position 7:"), r"missing position 1")
+
+
+def test_prometheus_without_per_position_is_tau_only(tmp_path):
+    path = tmp_path / "old.txt"
+    path.write_text(prom(per_pos=(), accepted=3857))
+    with pytest.raises(InputError, match=r"old.txt: .*a Prometheus scrape carries τ = 2.929 only"):
+        read_acceptance([path])
+    acc = read_acceptance([path], tau_only=True)
+    assert acc.per_pos.size == 3 and acc.tau == pytest.approx(1 + 3857 / 2000)
