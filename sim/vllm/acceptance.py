@@ -19,7 +19,7 @@ c_1 = a_0 / D, c_i = a_{i−1} / a_{i−2}. Zero drafts, a rate above the previo
 position raise `InputError` naming the file (line) and field; every reader adds its own consistency
 checks (no silent partial read).
 
-May import: numpy, the standard library, `specsched.errors`, `sim.vllm` readers (lazily).
+May import: numpy, the standard library, `specsched` (errors, inputs), `sim.vllm` readers (lazily).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from specsched import inputs
 from specsched.errors import InputError
 
 
@@ -168,13 +169,19 @@ def read_acceptance(
     paths: list[str | Path], *, tau_only: bool = False, k: int | None = None
 ) -> Acceptance:
     """Read one kind of input from `paths` (see the module docstring) into pooled counts."""
-    from sim.vllm import read_json, read_legacy, read_logs, read_prom, read_reports
     from sim.vllm.textutil import read_texts
 
     if not paths:
         raise InputError("no input files", field="FILE")
     files = [str(p) for p in paths]
     texts = read_texts(files)
+    with inputs.reading(files[0] if len(files) == 1 else ", ".join(files)):
+        return _read_kind(files, texts, tau_only, k)
+
+
+def _read_kind(files: list[str], texts: list[str], tau_only: bool, k: int | None) -> Acceptance:
+    from sim.vllm import read_json, read_legacy, read_logs, read_prom, read_reports
+
     kinds = [_kind(t, f) for t, f in zip(texts, files)]
     if len(set(kinds)) > 1:
         raise InputError(

@@ -17,18 +17,19 @@ no warm-up window), from the run's requests.csv and summary.json:
   unconditional per-position rates), from summary.json's spec_* counters.
 - backend "specbed-sim", plus the run's policy, drafter and seed.
 
-May import: numpy, the standard library, `specsched.errors`, `sim.vllm` readers (lazily).
+May import: numpy, the standard library, `specsched.errors`.
 """
 
 from __future__ import annotations
 
 import csv
-import json
+import io
 import math
 from pathlib import Path
 
 import numpy as np
 
+from specsched import inputs
 from specsched.errors import InputError
 
 #: requests.csv columns the export reads
@@ -42,14 +43,7 @@ _SUMMARY_KEYS = (
 
 def _read_summary(run_dir: Path) -> dict:
     path = run_dir / "summary.json"
-    try:
-        doc = json.loads(path.read_text())
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror or e}", file=str(path)) from None
-    except UnicodeDecodeError as e:
-        raise InputError(f"not UTF-8 text (undecodable byte at offset {e.start})", file=str(path)) from None
-    except json.JSONDecodeError as e:
-        raise InputError(f"invalid JSON: {e.msg}", file=str(path), line=e.lineno) from None
+    doc = inputs.load_json(path, what="run summary", nonfinite=True)  # regular, capped, bounded digits
     if not isinstance(doc, dict):
         raise InputError("expected a JSON object", file=str(path))
     for key in _SUMMARY_KEYS:
@@ -57,17 +51,25 @@ def _read_summary(run_dir: Path) -> dict:
             raise InputError(
                 "missing (a run from an older specbed: run it again to export it)", file=str(path), field=key
             )
+    for key in ("spec_drafts", "spec_draft_tokens", "spec_accepted_tokens"):  # counts: whole and ≥ 0
+        inputs.number(doc[key], file=str(path), field=key, integer=True, lo=0)
+    per_pos = doc["spec_accepted_per_pos"]
+    if not isinstance(per_pos, list):
+        raise InputError("expected a list of counts", file=str(path), field="spec_accepted_per_pos")
+    for i, value in enumerate(per_pos):
+        inputs.number(value, file=str(path), field=f"spec_accepted_per_pos[{i}]", integer=True, lo=0)
+    for key in _SUMMARY_KEYS[:4]:  # ITL statistics: a number, NaN or null
+        value = doc[key]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise InputError(f"expected a number, got {value!r}"[:80], file=str(path), field=key)
     return doc
 
 
 def _read_requests(run_dir: Path) -> dict[str, np.ndarray]:
     """The `_COLUMNS` of run_dir/requests.csv as float64 arrays (NaN where the run wrote nan)."""
     path = run_dir / "requests.csv"
-    try:
-        handle = open(path, newline="")
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror or e}", file=str(path)) from None
-    with handle:
+    raw = inputs.open_input(path, what="requests table", limit=inputs.LIMITS["table"])
+    with io.TextIOWrapper(raw, encoding="utf-8", newline="") as handle, inputs.reading(path):
         reader = csv.reader(handle)
         header = next(reader, None)
         if header is None:
@@ -194,22 +196,18 @@ def load_vllm_result(path: str | Path) -> dict:
     from sim.vllm.read_reports import console_result
 
     file = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror or e}", file=file) from None
-    except UnicodeDecodeError as e:
-        raise InputError(f"not UTF-8 text (undecodable byte at offset {e.start})", file=file) from None
+    text = inputs.read_text(path, what="vllm bench result", limit=inputs.LIMITS["json"])  # regular, capped
     if not is_json(text) and not text.lstrip().startswith(("[", "{")):
-        return _check_result(console_result(file, text), file)
+        with inputs.reading(file):
+            return _check_result(console_result(file, text), file)
     docs = load_docs(file, text)
-    if len(docs) == 1 and isinstance(docs[0][0], dict) and "metrics" not in docs[0][0]:
-        return _check_result(docs[0][0], file)
-    if len(docs) == 1 and not isinstance(docs[0][0], dict | list):
+    one = docs[0][0] if len(docs) == 1 else None
+    if isinstance(one, dict) and "metrics" not in one:
+        return _check_result(one, file)
+    if len(docs) == 1 and not (isinstance(one, list) and all(isinstance(d, dict) for d in one)):
         raise InputError("expected a JSON object (a vllm bench serve --save-result file)", file=file)
-    if len(docs) == 1 and isinstance(docs[0][0], list) and not all(isinstance(d, dict) for d in docs[0][0]):
-        raise InputError("expected a JSON object (a vllm bench serve --save-result file)", file=file)
-    return _check_result(per_request_result(file, docs), file)
+    with inputs.reading(file):
+        return _check_result(per_request_result(file, docs), file)
 
 
 def compare_rows(sim: dict, real: dict) -> list[tuple[str, float | None, float | None, float | None]]:

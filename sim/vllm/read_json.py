@@ -14,18 +14,18 @@ Role: two JSON inputs of `specbed curves from-vllm` (and `specbed compare`), tol
   all requests, drafted tokens ≤ K × steps. `null` entries (n > 1 requests) are skipped.
   `per_request_latency` gives the same files' TTFT / TPOT / ITL for `specbed compare`.
 
-May import: numpy, the standard library, `specsched.errors`, `sim.vllm.acceptance`.
+May import: numpy, the standard library, `specsched` (errors, inputs), `sim.vllm.acceptance`.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 
 import numpy as np
 
 from sim.vllm.acceptance import Acceptance, check_counts
+from specsched import inputs
 from specsched.errors import InputError
 
 BENCH_DRAFTS = "spec_decode_num_drafts"
@@ -41,11 +41,14 @@ def is_json(text: str) -> bool:
 
 
 def load_docs(file: str, text: str) -> list[tuple[object, int | None]]:
-    """[(document, line or None)]: one JSON document, or JSON lines / `data: {...}` stream lines."""
+    """[(document, line or None)]: one JSON document, or JSON lines / `data: {...}` stream lines (each
+    through the common input layer's depth, digit and finite-number limits)."""
     body = text.lstrip("\ufeff")
     try:
-        return [(json.loads(body), None)]
-    except json.JSONDecodeError as whole:
+        return [(inputs.parse_json(body, file), None)]
+    except InputError as whole:
+        if not whole.message.startswith("not valid JSON"):
+            raise
         docs = []
         for lineno, raw in enumerate(body.splitlines(), start=1):
             line = raw.strip()
@@ -54,11 +57,11 @@ def load_docs(file: str, text: str) -> list[tuple[object, int | None]]:
             if not line or line == "[DONE]":
                 continue
             try:
-                docs.append((json.loads(line), lineno))
-            except json.JSONDecodeError:
-                err = whole if len(docs) == 0 else None
-                msg = f"invalid JSON: {err.msg}" if err else "invalid JSON line"
-                raise InputError(msg, file=file, line=err.lineno if err else lineno) from None
+                docs.append((inputs.parse_json(line, file), lineno))
+            except InputError as err:
+                if not docs:
+                    raise whole from None
+                raise InputError(f"JSON line: {err.message}", file=file, line=lineno) from None
         return docs
 
 

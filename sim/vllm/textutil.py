@@ -8,17 +8,17 @@ Role: the small shared layer under every `sim.vllm` reader:
 - `reconcile`: rates printed to a few decimals, moved within their rounding interval (never further) so
   that their sum equals an exact total (accepted tokens / drafts) the source also printed.
 
-May import: numpy, the standard library, `specsched.errors`.
+May import: numpy, the standard library, `specsched` (errors, inputs).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 
 import numpy as np
 
+from specsched import inputs
 from specsched.errors import InputError
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
@@ -26,14 +26,11 @@ _THOUSANDS = re.compile(r"^[+-]?\d{1,3}(?:[,\u202f\u00a0_']\d{3})+(?:\.\d+)?$")
 
 
 def read_texts(paths: list[str]) -> list[str]:
-    """The text of every file (UTF-8; undecodable bytes replaced); an unreadable one is an InputError."""
-    texts = []
-    for f in paths:
-        try:
-            texts.append(Path(f).read_text(encoding="utf-8", errors="replace"))
-        except OSError as e:
-            raise InputError(f"cannot read: {e.strerror or e}", file=f) from None
-    return texts
+    """The text of every file (UTF-8; undecodable bytes replaced) through the common input layer: regular
+    files only, capped (a FIFO or /dev/zero is refused before a byte is read)."""
+    return [
+        inputs.read_text(f, what="vLLM input", limit=inputs.LIMITS["log"], errors="replace") for f in paths
+    ]
 
 
 def clean_line(raw: str) -> str:

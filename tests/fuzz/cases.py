@@ -300,7 +300,7 @@ def vllm_format_cases() -> list[Case]:
         "per-request bad line": (
             "m.jsonl",
             (json.dumps(req) + "\n{oops\n").encode(),
-            ("m.jsonl:2", "invalid JSON"),
+            ("m.jsonl:2", "JSON"),
         ),
     }
     out = []
