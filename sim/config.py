@@ -15,7 +15,7 @@ Sections (TOML tables) and their public keys — every key can be set with `--se
 - `[metrics]` (`MetricsConfig`): steady-state window, SLOs for goodput, time-series resolution.
 
 May import: the standard library, `specsched` (errors, policy/cost names, graph sizes), `sim.acceptance`,
-`sim.curves`.
+`sim.curves`, `sim.config_vllm`.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from sim.bounds import check_bounds, check_not_empty
 from sim.bounds import check_choice as _check_choice
 from sim.bounds import check_range as _check_range
 from sim.bounds import fail as _fail
+from sim.config_vllm import VllmServerKeys
 from sim.curves import DOMAINS, DRAFTERS
 from specsched import DRAFT_MODES, POLICIES, policy_params
 from specsched.graphs import check_capture_sizes
@@ -263,7 +264,7 @@ class PolicyConfig:
 
 
 @dataclass(frozen=True)
-class ServerConfig:
+class ServerConfig(VllmServerKeys):
     """The deployment.
 
     cost: a built-in cost table name (`specsched.BUILTIN_COSTS`), a `tokens,seconds` CSV path, or a fit
@@ -300,11 +301,6 @@ class ServerConfig:
         2, 4, every 8 below 256, every 16 from 256); sizes above the maximum are dropped. Both None = the
         table as it is (a built-in that models graphs keeps its own); else they re-pad any table (built-in,
         CSV, policy_cost). eager_factor ≥ 1; None = the built-in's own, else `graphs.EAGER_FACTOR`.
-    model, gpu, precision, gpu_memory_utilization, max_model_len, cpu_offload_gb, prefix_caching,
-        async_scheduling: a deployment from vLLM's own knobs (`sim.vllm_deploy`, docs/validation.md):
-        with `model` (a catalogue name or Hugging Face id) the step cost comes from the catalogue with the
-        GPU's shipped knobs (`cost` is unused) and KV is sized as vLLM sizes it — kv_tokens (None) then
-        only overrides; replicas is vLLM's data parallelism.
     """
 
     _section: ClassVar[str] = "server"
@@ -317,7 +313,7 @@ class ServerConfig:
     router: str = "least_outstanding"
     max_num_seqs: int = 256
     max_num_batched_tokens: int = 8192
-    kv_tokens: int | None = None  # None: 2,000,000, or vLLM's sizing with `model`
+    kv_tokens: int | None = None  # None: 2,000,000, or sized as vLLM does (sim.config_vllm)
     policy_cost: str | None = None
     prefill_request_seconds: float = 0.0
     pad_token_seconds: float = 0.0
@@ -325,20 +321,11 @@ class ServerConfig:
     max_cudagraph_capture_size: int | None = None
     cudagraph_capture_sizes: tuple[float, ...] | None = None
     eager_factor: float | None = None
-    model: str | None = None
-    gpu: str = "h100"
-    precision: str | None = None
-    gpu_memory_utilization: float = 0.9
-    max_model_len: int | None = None
-    cpu_offload_gb: float = 0.0
-    prefix_caching: bool = True
-    async_scheduling: bool = True
 
     def __post_init__(self) -> None:
         s = self._section
         check_bounds(s, self)
-        self._check_graphs()
-        self._check_vllm()
+        self._check_graphs(), self._check_vllm()
         if not self.cost:
             raise _fail(s, "cost", "must name a built-in cost table or a CSV file")
         if self.policy_cost is not None and (not isinstance(self.policy_cost, str) or not self.policy_cost):
@@ -355,33 +342,11 @@ class ServerConfig:
         _check_range(s, "max_num_seqs", self.max_num_seqs, 1)
         _check_range(s, "max_num_batched_tokens", self.max_num_batched_tokens, 1)
         if self.max_num_batched_tokens < self.max_num_seqs:
-            raise _fail(
-                s,
-                "max_num_batched_tokens",
-                f"must be ≥ server.max_num_seqs ({self.max_num_seqs}) "
-                "so every running request can verify its anchor token",
-            )
-        if self.kv_tokens is None and self.model is None:
-            object.__setattr__(self, "kv_tokens", 2_000_000)
-        if self.kv_tokens is not None:
-            _check_range(s, "kv_tokens", self.kv_tokens, 1)
+            msg = f"must be ≥ server.max_num_seqs ({self.max_num_seqs}) so every running request can verify"
+            raise _fail(s, "max_num_batched_tokens", msg + " its anchor token")
         _check_range(s, "prefill_request_seconds", self.prefill_request_seconds, 0.0)
         _check_range(s, "pad_token_seconds", self.pad_token_seconds, 0.0)
         _check_range(s, "padded_context_seconds", self.padded_context_seconds, 0.0)
-
-    def _check_vllm(self) -> None:
-        from specsched.catalog import PRECISIONS, get_gpu, get_model, precision_bytes
-
-        s = self._section
-        _check_range(s, "gpu_memory_utilization", self.gpu_memory_utilization, 0, 1, lo_open=True)
-        _check_range(s, "cpu_offload_gb", self.cpu_offload_gb, 0.0)
-        if self.max_model_len is not None:
-            _check_range(s, "max_model_len", self.max_model_len, 1)
-        get_gpu(self.gpu, field=f"{s}.gpu")
-        if self.precision is not None:
-            _check_choice(s, "precision", self.precision.lower(), tuple(PRECISIONS))
-        if self.model is not None:
-            precision_bytes(self.precision, get_model(self.model, field=f"{s}.model"), field=f"{s}.precision")
 
     def _check_graphs(self) -> None:
         s = self._section
