@@ -224,32 +224,36 @@ class EPGroup:
 
 
 def group_table(
-    group: EPGroup, max_tokens: int, *, context: float, query_tokens: float, per_rank: bool = False
+    group: EPGroup,
+    max_tokens: int,
+    *,
+    context: float,
+    query_tokens: float,
+    ranks: int | None = None,
+    step_overhead: float = 0.0,
 ):
-    """A `CostTable` for the simulator: one step of the whole group (per_rank=False: B = the group's
-    tokens, every rank carrying B/D) or of one rank (per_rank=True: B = that rank's tokens, the others
-    assumed to carry as many).
+    """A `CostTable` for the simulator: one step of `ranks` attention ranks planned and batched together
+    (None: all D of the group; 1: one rank), B = their tokens, each carrying B/ranks — and every other rank
+    of the group as many (the ranks step in lockstep), every request at `context` KV tokens.
 
-    A table is indexed by tokens only, so the attention — which follows requests × context — is folded
-    into `request_seconds` at the reference `context` and `query_tokens` (1 + ℓ) per request: exact for a
-    step whose requests verify `query_tokens` each over `context`, linear around it. latency(B) is the
-    step's bill minus that per-request part, for B/query_tokens requests.
+    A table is indexed by tokens only, so latency(B) is the bill of B/D tokens from B/(D·query_tokens)
+    requests at `context`: the attention's FLOPs follow the query tokens (exact for any verify lengths)
+    and its KV reads the requests (exact at `query_tokens` = 1 + ℓ per request). With DeepSeek-V3's MLA
+    on Hopper the FLOPs dominate (module docstring), so verify tokens pay their attention.
+    `step_overhead`: seconds added to every step (a stated or fitted per-step cost outside the bill).
     """
     from specsched.cost import CostTable  # cost imports hardware; kept local to stay a leaf module
 
-    if max_tokens < 1 or context < 0 or query_tokens < 1:
-        raise ValueError("group table: max_tokens ≥ 1, context ≥ 0 and query_tokens ≥ 1 required")
-    d = 1 if per_rank else group.attention_ranks
-    per_request = group.decode_bill(1.0, query_tokens, context).attention
+    if max_tokens < 1 or context < 0 or query_tokens < 1 or step_overhead < 0:
+        raise ValueError("group table: max_tokens ≥ 1, context ≥ 0, query_tokens ≥ 1, step_overhead ≥ 0")
+    d = group.attention_ranks if ranks is None else ranks
+    if not 1 <= d <= group.attention_ranks:
+        raise ValueError(f"group table: ranks must be in 1..{group.attention_ranks}, got {ranks!r}")
     dense = np.arange(1, min(max_tokens, 1024) + 1)
     sparse = np.geomspace(1024, max(max_tokens, 1024), 96).round()
     b = np.unique(np.concatenate([dense, sparse])).astype(np.int64)
     seconds = np.empty(b.size)
     for i, tokens in enumerate(b.tolist()):
-        requests = tokens / d / query_tokens
-        total = group.decode_bill(requests, query_tokens, context).total
-        seconds[i] = max(total - per_request * requests, 1e-7)
-    name = f"ep{group.gpus}-dp{group.attention_ranks}-{group.model.name}-{group.gpu.name}"
-    return CostTable.from_points(
-        b, seconds, mode="linear", layers=group.model.layers, name=name, request_seconds=per_request / d
-    )
+        seconds[i] = group.decode_bill(tokens / d / query_tokens, query_tokens, context).total + step_overhead
+    name = f"ep{group.gpus}-dp{group.attention_ranks}x{d}-{group.model.name}-{group.gpu.name}"
+    return CostTable.from_points(b, seconds, mode="linear", layers=group.model.layers, name=name)

@@ -3,9 +3,10 @@
 Role: the command line of `sim.disagg`: load a config with `[[pool]]` tables (sim.disagg.config), run it
 (sim.disagg.run) and print the fleet's figures — prefill input tok/s per GPU (with prefix hits),
 decode output tok/s per GPU, per-user tok/s, TTFT, hand-off bytes and exposed seconds — then each
-pool's. `--out DIR` writes summary.json there (proved writable before the run; atomic).
+pool's. `--out DIR` writes summary.json there (proved writable before the run; atomic). `--backend ray`
+shards each pool by replica (`sim.disagg.shard`; the same figures).
 
-May import: the standard library, `sim.disagg`, `specsched` (errors, safeio).
+May import: the standard library, `sim.disagg`, `sim.config_io`, `specsched` (errors, safeio).
 """
 
 from __future__ import annotations
@@ -26,6 +27,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=f"override: {example}")
     p.add_argument("--out", help="folder for summary.json")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument(
+        "--backend",
+        choices=("local", "ray"),
+        default="local",
+        help="ray: shard each pool's replicas over Ray tasks (state-free routers; sim.disagg.shard)",
+    )
+    p.add_argument("--address", help="Ray cluster address (default: a local 2-CPU instance)")
     return p
 
 
@@ -44,7 +52,15 @@ def main(argv: list[str]) -> int:
         safeio.check_dir(args.out)
     try:
         cfg = load_disagg(args.config, args.set)
-        result = simulate_disagg(cfg)
+        if args.backend == "ray":
+            from sim.disagg.shard import disagg_shard_reason, simulate_disagg_sharded
+
+            reason = disagg_shard_reason(cfg)
+            if reason is not None:
+                raise InputError(f"cannot shard this run: {reason}", field="--backend")
+            result = simulate_disagg_sharded(cfg, args.address)
+        else:
+            result = simulate_disagg(cfg)
     except InputError as err:
         raise locate(err, args.config, args.set) from None
     doc = {"fleet": result.summary, "prefill": result.prefill, "decode": result.decode}

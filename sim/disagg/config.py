@@ -107,8 +107,9 @@ class PoolConfig:
         `redundant_experts`) instead of `cost`. budget: "group" — the policy plans verify lengths over the
         whole group's batch (one budget, as DeepSeek's production scheduler); "rank" — each attention
         rank plans its own (`attention_ranks` replicas of one rank each, not in lockstep).
-    context_tokens / query_tokens (EP pricing): the context and verify tokens per request at which the
-        group's attention is folded into a per-request cost (exact there, linear around it).
+    context_tokens / query_tokens (EP pricing): every request's KV context, and the verify tokens per
+        request (1 + ℓ) at which the group's KV reads are priced (its attention FLOPs follow the tokens;
+        `specsched.ep_decode.group_table`).
     """
 
     _section: ClassVar[str] = "pool"
@@ -205,8 +206,14 @@ class DisaggConfig:
         server["replicas"] = pool.replicas
         if pool.ep_gpus is not None:
             server["tp"] = pool.attention_ranks if pool.budget == "rank" else pool.ep_gpus
-        srv = dataclasses.replace(self.base.server, **server)
-        return dataclasses.replace(self.base, server=srv)
+        try:
+            srv = dataclasses.replace(self.base.server, **server)
+            return dataclasses.replace(self.base, server=srv)
+        except InputError as err:  # a [server] check failing on the pool's values names the pool's key
+            name = (err.field or "").removeprefix("server.")
+            raise InputError(
+                f"{err.message} (the {pool.role} pool's)", field=f"pool.{pool.role}.{name}"
+            ) from None
 
 
 def _hints(cls: type) -> dict[str, object]:

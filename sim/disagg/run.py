@@ -84,8 +84,9 @@ def ep_group(pool: PoolConfig) -> EPGroup:
     )  # fmt: skip
 
 
-def _prefill(cfg: DisaggConfig) -> tuple[Prepared, Recorder, np.ndarray]:
-    """Stage 1: (prepared pool, its recorder, cached prompt tokens per request)."""
+def prefill_prep(cfg: DisaggConfig) -> tuple[Prepared, np.ndarray]:
+    """Stage 1's prepared run (first-token-only requests over their uncached prompts, the drafter's
+    prefill priced in with draft_kv = "transfer") and the cached prompt tokens per request."""
     pcfg = cfg.pool_config(cfg.prefill)
     prep = prepare(pcfg)
     wl = prep.workload
@@ -100,11 +101,10 @@ def _prefill(cfg: DisaggConfig) -> tuple[Prepared, Recorder, np.ndarray]:
     if share:
         cost = dataclasses.replace(cost, seconds=cost.seconds * (1.0 + share), name=cost.name + "+draft")
     work = dataclasses.replace(wl, input_tokens=wl.input_tokens - cached, output_tokens=ones)
-    prep = dataclasses.replace(prep, workload=work, cost=cost)
-    return prep, run_replicas(prep), cached
+    return dataclasses.replace(prep, workload=work, cost=cost), cached
 
 
-def _decode_prep(cfg: DisaggConfig) -> Prepared:
+def decode_prep(cfg: DisaggConfig) -> Prepared:
     dcfg = cfg.pool_config(cfg.decode)
     prep = prepare(dcfg)
     pool = cfg.decode
@@ -112,7 +112,7 @@ def _decode_prep(cfg: DisaggConfig) -> Prepared:
         return prep
     table = group_table(
         ep_group(pool), dcfg.server.max_num_batched_tokens, context=pool.context_tokens,
-        query_tokens=pool.query_tokens, per_rank=pool.budget == "rank",
+        query_tokens=pool.query_tokens, ranks=1 if pool.budget == "rank" else None,
     )  # fmt: skip
     replicas = pool.replicas * (pool.attention_ranks if pool.budget == "rank" else 1)
     srv = dataclasses.replace(dcfg.server, replicas=replicas)
@@ -120,8 +120,11 @@ def _decode_prep(cfg: DisaggConfig) -> Prepared:
     return dataclasses.replace(prep, config=dataclasses.replace(dcfg, server=srv), cost=table, gpus=gpus)
 
 
-def _decode(prep: Prepared, ready: np.ndarray, send: np.ndarray, rebuild: np.ndarray) -> Recorder:
-    """Stage 3: the decode pool fed the requests `send` (ids) at their `ready` times."""
+def run_decode(
+    prep: Prepared, ready: np.ndarray, send: np.ndarray, rebuild: np.ndarray, only: list[int] | None = None
+) -> Recorder:
+    """Stage 3: the decode pool fed the requests `send` (ids) at their `ready` times; `only`: simulate just
+    those replicas (a shard; the router must be state-free, so each replica's requests are known)."""
     cfg, wl = prep.config, prep.workload
     rec = Recorder(len(wl), max_bins=4 * cfg.metrics.series_bins, gamma=cfg.drafter.effective_gamma,
                    replicas=cfg.server.replicas)  # fmt: skip
@@ -130,42 +133,58 @@ def _decode(prep: Prepared, ready: np.ndarray, send: np.ndarray, rebuild: np.nda
     replicas = [DecodeReplica(i, eng, rebuild) for i in range(cfg.server.replicas)]
     order = send[np.argsort(ready[send], kind="stable")]
     kind = cfg.server.router
+    expected = order.size
     if kind in STATE_FREE:
         target = route_up_front(kind, len(replicas), len(wl), prep.rngs["router"], wl.session)
-        for k, rep in enumerate(replicas):
-            rep.horizon = OpenLoop(env, rep.enqueue, ready, order[target[order] == k]).horizon
+        fed = range(len(replicas)) if only is None else only
+        expected = 0
+        for k in fed:
+            mine = order[target[order] == k]
+            expected += mine.size
+            replicas[k].horizon = OpenLoop(env, replicas[k].enqueue, ready, mine).horizon
+    elif only is not None:
+        raise ValueError("run_decode: only a state-free router's pool can be sharded")
     else:
         eng.horizon = OpenLoop(env, Router(replicas, kind).submit, ready, order).horizon
     with np.errstate(divide="ignore", over="ignore"):
         env.run()
     rec.close(env.now)
-    if rec.completed != order.size:
-        raise RuntimeError(f"decode pool ended with {order.size - rec.completed} requests unfinished")
+    if rec.completed != expected:
+        raise RuntimeError(f"decode pool ended with {expected - rec.completed} requests unfinished")
     return rec
 
 
-def simulate_disagg(cfg: DisaggConfig) -> DisaggResult:
-    """Run the three stages of the module docstring and summarize them."""
-    t0 = time.perf_counter()
-    pprep, prec, cached = _prefill(cfg)
-    wl = pprep.workload
-    prompt = wl.input_tokens + cached
+def handoff(cfg: DisaggConfig, prec: Recorder, prompt: np.ndarray) -> tuple[KVHandoff, np.ndarray]:
+    """Stage 2: the hand-off model and each request's exposed seconds (float64[N])."""
     share = _draft_share(cfg)
     transfer = cfg.handoff.draft_kv == "transfer"
     kv_bytes = cfg.handoff.kv_bytes
     hand = KVHandoff(_link(cfg), kv_bytes, MODELS[cfg.handoff.model].layers, cfg.handoff.layerwise,
                      kv_bytes * share if transfer else 0.0, cfg.handoff.streams)  # fmt: skip
     busy = prec.first_token_s - prec.admit_s
-    exposed = np.array([hand.exposed_seconds(p, b) for p, b in zip(prompt.tolist(), busy.tolist())])
+    return hand, np.array([hand.exposed_seconds(p, b) for p, b in zip(prompt.tolist(), busy.tolist())])
+
+
+def rebuild_tokens(cfg: DisaggConfig, prompt: np.ndarray) -> np.ndarray:
+    """int64[N]: the drafter's re-prefill on the decode side (zeros unless draft_kv = "rebuild")."""
+    if cfg.handoff.draft_kv == "transfer":
+        return np.zeros_like(prompt)
+    return np.ceil(prompt * _draft_share(cfg)).astype(np.int64)
+
+
+def simulate_disagg(cfg: DisaggConfig) -> DisaggResult:
+    """Run the three stages of the module docstring and summarize them."""
+    t0 = time.perf_counter()
+    pprep, cached = prefill_prep(cfg)
+    prec = run_replicas(pprep)
+    prompt = pprep.workload.input_tokens + cached
+    hand, exposed = handoff(cfg, prec, prompt)
     ready = prec.first_token_s + exposed
-    dprep = _decode_prep(cfg)
-    out = dprep.workload.output_tokens
-    rebuild = np.zeros_like(prompt) if transfer else np.ceil(prompt * share).astype(np.int64)
-    send = np.flatnonzero(out > 1)
-    drec = _decode(dprep, ready, send, rebuild)
+    dprep = decode_prep(cfg)
+    send = np.flatnonzero(dprep.workload.output_tokens > 1)
+    drec = run_decode(dprep, ready, send, rebuild_tokens(cfg, prompt))
     t1 = time.perf_counter()
-    result = _results(cfg, pprep, prec, dprep, drec, ready, exposed, prompt, cached, hand)
-    return dataclasses.replace(result, timing={"loop_s": t1 - t0, "total_s": time.perf_counter() - t0})
+    return results(cfg, (pprep, prec), (dprep, drec), (hand, exposed, prompt, cached), (t0, t1))
 
 
 def _window(arrival: np.ndarray, warmup: float, drain: float) -> tuple[float, float]:
@@ -177,7 +196,12 @@ def _window(arrival: np.ndarray, warmup: float, drain: float) -> tuple[float, fl
     )
 
 
-def _results(cfg, pprep, prec, dprep, drec, ready, exposed, prompt, cached, hand) -> DisaggResult:
+def results(cfg: DisaggConfig, pre, dec, hand_off, marks) -> DisaggResult:
+    """The DisaggResult of finished stages: pre = (prepared, recorder) of the prefill pool, dec = the
+    decode pool's, hand_off = (KVHandoff, exposed s, prompt tokens, cached tokens), marks = wall-clock
+    (start, end of the loops)."""
+    (pprep, prec), (dprep, drec), (hand, exposed, prompt, cached) = pre, dec, hand_off
+    ready = prec.first_token_s + exposed
     wl, dwl = pprep.workload, dprep.workload
     arrival = prec.arrival_s
     finish = np.where(np.isnan(drec.finish_s), ready, drec.finish_s)
@@ -219,4 +243,5 @@ def _results(cfg, pprep, prec, dprep, drec, ready, exposed, prompt, cached, hand
     requests = {"arrival_s": arrival, "prefill_done_s": prec.first_token_s, "ready_s": ready,
                 "finish_s": finish, "ttft_s": ttft, "tpot_s": tpot, "input_tokens": prompt,
                 "cached_tokens": cached, "output_tokens": out, "handoff_exposed_s": exposed}  # fmt: skip
-    return DisaggResult(cfg, s, psum, dsum, requests, {})
+    timing = {"loop_s": marks[1] - marks[0], "total_s": time.perf_counter() - marks[0]}
+    return DisaggResult(cfg, s, psum, dsum, requests, timing)

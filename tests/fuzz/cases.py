@@ -672,6 +672,7 @@ def disagg_cases() -> list[Case]:
         "pool prefix_hit nan": ("pool.prefill.prefix_hit=nan", "pool.prefill.prefix_hit"),
         "pool ep without ranks": ("pool.decode.ep_gpus=8", "pool.decode.attention_ranks"),
         "pool budget": ("pool.decode.budget=everyone", "pool.decode.budget"),
+        "pool seqs over its budget": ("pool.decode.max_num_seqs=10000", "pool.decode.max_num_batched_tokens"),
         "handoff link": ("handoff.link=pigeon", "handoff.link"),
         "handoff bandwidth 0": ("handoff.bandwidth=0", "handoff.bandwidth"),
         "handoff latency inf": ("handoff.latency=inf", "handoff.latency"),

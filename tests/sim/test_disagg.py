@@ -125,3 +125,25 @@ def test_same_seed_same_run():
     c = simulate_disagg(load_disagg(SMALL, [*FEW, "seed=3"]))
     assert c.summary != a.summary
     assert dataclasses.asdict(a.config.prefill) == dataclasses.asdict(c.config.prefill)
+
+
+def test_shards_by_replica_merge_to_the_single_process_run():
+    """What `simulate_disagg_sharded` does on Ray, done in-process: each pool by replica groups, merged."""
+    from sim.disagg.run import decode_prep, handoff, prefill_prep, results
+    from sim.disagg.shard import _merge, decode_shard, disagg_shard_reason, prefill_shard
+
+    cfg = load_disagg(SMALL, [*FEW, "server.router=round_robin", "pool.decode.replicas=2"])
+    assert disagg_shard_reason(cfg) is None
+    assert "least_outstanding" in disagg_shard_reason(load_disagg(SMALL, FEW))
+    whole = simulate_disagg(cfg)
+    pprep, cached = prefill_prep(cfg)
+    n = len(pprep.workload)
+    prec = _merge(n, pprep, [prefill_shard(cfg, [0]), prefill_shard(cfg, [1])])
+    prompt = pprep.workload.input_tokens + cached
+    hand, exposed = handoff(cfg, prec, prompt)
+    dprep = decode_prep(cfg)
+    send = np.flatnonzero(dprep.workload.output_tokens > 1)
+    ready = prec.first_token_s + exposed
+    drec = _merge(n, dprep, [decode_shard(cfg, ready, send, [1]), decode_shard(cfg, ready, send, [0])])
+    merged = results(cfg, (pprep, prec), (dprep, drec), (hand, exposed, prompt, cached), (0.0, 0.0))
+    assert merged.summary == whole.summary
