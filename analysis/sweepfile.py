@@ -36,7 +36,7 @@ series is its zip label when given, else the model's label of its config (e.g. "
 with identical resolved configs share one key and are run once — unless they carry different zip labels,
 which is an error (one series would silently vanish).
 
-May import: the standard library, `specsched.errors`, `analysis.model`.
+May import: the standard library, `specsched.errors`, `specsched.inputs`, `analysis.model`.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.model import Override, flatten
+from specsched import inputs
 from specsched.errors import InputError
 
 TOP_KEYS = ("name", "base", "set", "axes", "zip", "analysis")
@@ -146,11 +147,12 @@ def _line(text: str, key: str) -> int | None:
 
 def parse_sweep(text: str, file: str | None = None) -> Sweep:
     """A `Sweep` from TOML text (`file` only names it in errors and anchors relative paths)."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise InputError(f"not valid TOML: {err}", file=file) from None
+    data = inputs.parse_toml(text, file or "sweep")  # digit, depth and int64 limits, one line
+    with inputs.reading(file or "sweep"):
+        return _parse_sweep(data, text, file)
 
+
+def _parse_sweep(data: dict, text: str, file: str | None) -> Sweep:
     def fail(message: str, key: str) -> InputError:
         return InputError(message, file=file, line=_line(text, key), field=key)
 
@@ -201,12 +203,7 @@ def parse_sweep(text: str, file: str | None = None) -> Sweep:
 
 
 def load_sweep(path: str | Path) -> Sweep:
-    try:
-        text = Path(path).read_text(encoding="utf-8-sig")  # a BOM is not an error
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(
-            f"cannot read sweep file ({getattr(err, 'strerror', None) or err})", file=str(path)
-        ) from None
+    text = inputs.read_text(path, what="sweep file", limit=inputs.LIMITS["config"])  # regular, capped
     return parse_sweep(text, str(path))
 
 
@@ -239,6 +236,8 @@ def _parse_sets(sets, fail, here: Path, text: str, file: str | None) -> tuple[Ov
         if not eq or not key.strip():
             raise fail(f"expected 'section.key=value', got {item!r}", "set")
         key = key.strip()
+        if "\n" in value or "\r" in value:  # TOML would read only the first line: refuse, never truncate
+            raise fail(f"a set value spans lines: {item!r}", "set")
         out.append((key, _anchor(key, _typed(value.strip()), here), (file, _line(text, "set"))))
     return tuple(out)
 
@@ -247,7 +246,7 @@ def _typed(text: str) -> object:
     """A `set` value's text as the TOML value it spells (7 -> int, 0.5 -> float, else the string)."""
     try:
         return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError, ValueError, KeyError):
         return text
 
 
