@@ -27,13 +27,12 @@ colocated run (`sim.config`); `[server]` gives the defaults each pool starts fro
 `--set pool.decode.replicas=2` and `--set handoff.link=roce-400g` override them.
 
 May import: the standard library, `sim.config`, `sim.config_io`, `sim.bounds`, `specsched` (comm,
-hardware, ep_decode, errors).
+hardware, ep_decode, errors, inputs).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +41,7 @@ from typing import ClassVar
 from sim.bounds import check_bounds, check_choice, check_range, fail
 from sim.config import ROUTERS, SimConfig
 from sim.config_io import coerce, load_config, parse_override
+from specsched import inputs
 from specsched.comm import LINKS
 from specsched.ep_decode import ATTENTION
 from specsched.errors import InputError
@@ -246,7 +246,8 @@ def load_disagg(path: str | Path, overrides: typing.Iterable[str] = ()) -> Disag
     overrides = list(overrides)
     fname = str(path)
     base = load_config(path, overrides, skip=("pool", "handoff"))
-    data = tomllib.loads(Path(path).read_text(encoding="utf-8-sig"))
+    text = inputs.read_text(path, what="config", limit=inputs.LIMITS["config"])
+    data = inputs.parse_toml(text, fname)
     pools = data.get("pool", [])
     if not isinstance(pools, list) or not all(isinstance(p, dict) for p in pools):
         raise InputError("must be an array of tables [[pool]]", file=fname, field="pool")
@@ -285,6 +286,7 @@ def load_disagg(path: str | Path, overrides: typing.Iterable[str] = ()) -> Disag
 def is_disaggregated(path: str | Path) -> bool:
     """True when the TOML file at `path` has `[[pool]]` tables (read errors: False, the loader reports)."""
     try:
-        return "pool" in tomllib.loads(Path(path).read_text(encoding="utf-8-sig"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        text = inputs.read_text(path, what="config", limit=inputs.LIMITS["config"])
+        return "pool" in inputs.parse_toml(text, str(path))
+    except InputError:
         return False
