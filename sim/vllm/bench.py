@@ -51,12 +51,13 @@ def _read_summary(run_dir: Path) -> dict:
                 "missing (a run from an older specbed: run it again to export it)", file=str(path), field=key
             )
     for key in ("spec_drafts", "spec_draft_tokens", "spec_accepted_tokens"):  # counts: whole and ≥ 0
-        inputs.number(doc[key], file=str(path), field=key, integer=True, lo=0)
+        inputs.number(doc[key], file=str(path), field=key, integer=True, lo=0, text=False)
     per_pos = doc["spec_accepted_per_pos"]
     if not isinstance(per_pos, list):
         raise InputError("expected a list of counts", file=str(path), field="spec_accepted_per_pos")
     for i, value in enumerate(per_pos):
-        inputs.number(value, file=str(path), field=f"spec_accepted_per_pos[{i}]", integer=True, lo=0)
+        where = f"spec_accepted_per_pos[{i}]"
+        inputs.number(value, file=str(path), field=where, integer=True, lo=0, text=False)
     for key in _SUMMARY_KEYS[:4]:  # ITL statistics: a number, NaN or null
         value = doc[key]
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
