@@ -269,6 +269,14 @@ def read_logs(paths: list[str], texts: list[str]) -> Acceptance:
                 raise InputError(
                     f"not a list of numbers: {fields[LOG_RATES]!r}", file=file, line=lineno, field=LOG_RATES
                 ) from None
+            if not np.isfinite(rates).all():  # NaN / inf: this log's fault, never the curves file's
+                bad = int(np.argmin(np.isfinite(rates)))
+                raise InputError(
+                    f"not a finite rate: {float(rates[bad])!r}",
+                    file=file,
+                    line=lineno,
+                    field=f"{LOG_RATES}[{bad}]",
+                )
             if k_first is None:
                 k_first = (rates.size, file, lineno)
             elif rates.size != k_first[0]:
