@@ -196,6 +196,127 @@ def curves_cases() -> list[Case]:
     ]
 
 
+# -- vLLM / SGLang acceptance formats (`specbed curves from-vllm`, `specbed compare`) ------------------------
+
+_V1 = (
+    "INFO [metrics.py:98] SpecDecoding metrics: Mean acceptance length: 2.93, Accepted: 3857 tokens, "
+    "Drafted: 6000 tokens, Per-position acceptance rate: 0.834, 0.629, 0.466\n"
+)
+_V0 = (
+    "INFO metrics.py:383] Speculative metrics: Draft acceptance rate: 0.463, System efficiency: 0.512, "
+    "Number of speculative tokens: 4, Number of accepted tokens: {acc}, Number of draft tokens: {tok}, "
+    "Number of emitted tokens: {emit}.\n"
+)
+_CONSOLE = (
+    "---------------Speculative Decoding---------------\nAcceptance rate (%):  64.28\n"
+    "Acceptance length:  2.93\nDrafts:  2000\nDraft tokens:  6000\nAccepted tokens:  {acc}\n"
+    "Per-position acceptance (%):\n  Position 0:  83.40\n  Position 1:  62.90\n  Position 2:  46.55\n"
+)
+_OFFLINE = (
+    "num_drafts: 1000\nnum_draft_tokens: 4000\nnum_accepted_tokens: {acc}\nmean acceptance length: 2.99\n"
+    "acceptance at token 0: 0.78\nacceptance at token {i}: 0.57\n"
+)
+
+
+def _prom(per_pos_engines: int = 1, drafts: str = "2000") -> bytes:
+    lines = [f'vllm:spec_decode_num_drafts_total{{engine="{e}"}} {drafts}' for e in range(2)]
+    lines += [
+        f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="{e}",position="0"}} 900'
+        for e in range(per_pos_engines)
+    ]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def vllm_format_cases() -> list[Case]:
+    """Bad inputs of every acceptance format: one line naming the file (and line) at fault, exit 2."""
+    req = {"acceptance_histogram": [100, 150, 100, 350], "num_spec_tokens": 3, "num_spec_steps": 700}
+    bad = {
+        "prom one engine of two": ("p.txt", _prom(1), ("p.txt", "partial scrape")),
+        "prom table not a number": (
+            "t.md",
+            _prom(2).replace(b" 2000", b" | lots |", 1),
+            ("t.md:1", "not a number"),
+        ),
+        "v1 log rates cut": ("a.log", _V1.replace(", 0.629, 0.466", "").encode(), ("a.log:1", "Drafted")),
+        "v1 log rates text": ("b.log", _V1.replace("0.629", "high").encode(), ("b.log:1", "Per-position")),
+        "v0 log restart": (
+            "c.log",
+            (_V0.format(acc=3700, tok=8000, emit=5120) + _V0.format(acc=10, tok=40, emit=30)).encode(),
+            ("c.log:2", "restart"),
+        ),
+        "v0 log emitted above K+1": (
+            "d.log",
+            _V0.format(acc=3700, tok=8000, emit=99999).encode(),
+            ("d.log:1", "K disagrees"),
+        ),
+        "v0 log no tau-only": (
+            "e.log",
+            _V0.format(acc=3700, tok=8000, emit=5120).encode(),
+            ("e.log:1", "--tau-only"),
+        ),
+        "sglang no tau-only": (
+            "f.log",
+            b"Decode batch. #running-req: 4, accept len: 3.10, accept rate: 0.70\n",
+            ("f.log:1", "--tau-only"),
+        ),
+        "sglang not a number": (
+            "g.log",
+            b"Decode batch. #running-req: 4, accept len: 3.1.0\n",
+            ("g.log:1", "accept len"),
+        ),
+        "console sum": ("h.txt", _CONSOLE.format(acc=5000).encode(), ("h.txt:", "accepted")),
+        "console no drafts": (
+            "i.txt",
+            _CONSOLE.format(acc=3857).replace("Drafts:  2000\n", "").encode(),
+            ("i.txt:", "drafts"),
+        ),
+        "offline gap": ("j.txt", _OFFLINE.format(acc=1350, i=3).encode(), ("j.txt:", "missing position 1")),
+        "per-request K": (
+            "k.json",
+            json.dumps({"metrics": {"speculative_decoding": {**req, "num_spec_tokens": 5}}}).encode(),
+            ("k.json", "K disagrees"),
+        ),
+        "per-request steps": (
+            "l.jsonl",
+            (json.dumps({"x": 1}) + "\n" + json.dumps({**req, "num_spec_steps": 3}) + "\n").encode(),
+            ("l.jsonl:2", "num_spec_steps"),
+        ),
+        "per-request bad line": (
+            "m.jsonl",
+            (json.dumps(req) + "\n{oops\n").encode(),
+            ("m.jsonl:2", "JSON"),
+        ),
+    }
+    out = []
+    for name, (file, data, expect) in bad.items():
+        argv = (
+            "curves",
+            "from-vllm",
+            "{W}/" + file,
+            "--drafter",
+            "d",
+            "--domain",
+            "chat",
+            "--out",
+            "{W}/k.out",
+        )
+        out.append(Case("vllm", name, argv, {file: data}, expect))
+    for name, file, data in (
+        ("compare console no rows", "n.txt", b"Successful requests: 3\n"),
+        ("compare per-request no timing", "o.jsonl", json.dumps(req).encode() + b"\n"),
+    ):
+        out.append(
+            Case(
+                "vllm",
+                name,
+                ("compare", "{W}/brokenrun", "{W}/" + file),
+                {file: data, "brokenrun/summary.json": b'{"throughput'},
+                (file,),
+            )
+        )
+    return out
+
+
 # -- traces ------------------------------------------------------------------------------------------------
 
 
@@ -336,6 +457,7 @@ def all_cases() -> list[Case]:
         *config_file_cases(),
         *cost_cases(),
         *curves_cases(),
+        *vllm_format_cases(),
         *trace_cases(),
         *sweep_cases(),
         *flag_cases(),
