@@ -144,8 +144,11 @@ def _line(text: str, key: str) -> int | None:
     return None
 
 
-def parse_sweep(text: str, file: str | None = None) -> Sweep:
-    """A `Sweep` from TOML text (`file` only names it in errors and anchors relative paths)."""
+def parse_sweep(text: str, file: str | None = None, *, extra: tuple[str, ...] = ()) -> Sweep:
+    """A `Sweep` from TOML text (`file` only names it in errors and anchors relative paths).
+
+    extra: further top-level keys the caller reads itself (e.g. `specbed search`'s [search]); skipped here.
+    """
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
@@ -155,8 +158,9 @@ def parse_sweep(text: str, file: str | None = None) -> Sweep:
         return InputError(message, file=file, line=_line(text, key), field=key)
 
     for key in data:
-        if key not in TOP_KEYS:
-            return _raise(fail(f"unknown sweep key (known: {', '.join(TOP_KEYS)})", key))
+        if key not in TOP_KEYS and key not in extra:
+            known = ", ".join((*TOP_KEYS, *extra))
+            return _raise(fail(f"unknown sweep key (known: {known})", key))
     here = Path(file).resolve().parent if file else Path.cwd()
     name = data.get("name", Path(file).stem if file else "sweep")
     if not isinstance(name, str):
@@ -200,14 +204,18 @@ def parse_sweep(text: str, file: str | None = None) -> Sweep:
     return Sweep(name, file, base_path, base_table, sets, tuple(axes), analysis, _line(text, "label"))
 
 
-def load_sweep(path: str | Path) -> Sweep:
+def read_text(path: str | Path, what: str = "sweep file") -> str:
+    """The text of a TOML input file (a BOM is not an error); InputError naming it when unreadable."""
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")  # a BOM is not an error
+        return Path(path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as err:
         raise InputError(
-            f"cannot read sweep file ({getattr(err, 'strerror', None) or err})", file=str(path)
+            f"cannot read {what} ({getattr(err, 'strerror', None) or err})", file=str(path)
         ) from None
-    return parse_sweep(text, str(path))
+
+
+def load_sweep(path: str | Path) -> Sweep:
+    return parse_sweep(read_text(path), str(path))
 
 
 def _raise(err: InputError):
