@@ -14,7 +14,7 @@ Gains compare a policy with a baseline: iso-SLO gain = T_p(y*) / T_b(y*) − 1; 
 baseline's own throughput at y*: S_p(T_b(y*)) / S_b(T_b(y*)) − 1, which is S_p / y* − 1 inside the
 baseline's range (the paper's "+60–85 % per-user speed at matched throughput").
 
-May import: numpy, the standard library.
+May import: numpy, the standard library, `specsched.inputs`.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
+
+from specsched import inputs
 
 EXACT, LOWER_BOUND, UNREACHABLE = "ok", ">=", "unreachable"
 
@@ -85,6 +87,10 @@ def operating_points(rows: list[dict], x: str, y: str) -> dict[tuple[str, str], 
     groups: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
     for row in rows:
         groups[(row.get("facet", ""), row["series"], row.get("point", ""))].append(row)
+    for metric in dict.fromkeys((x, y)):  # a hand-edited cell: say so, never drop it silently
+        bad = [str(r.get("key", "?")) for r in rows if not _numeric(r.get("summary", {}).get(metric))]
+        if bad:
+            inputs.warn(f"{len(bad)} cells have no numeric {metric!r} (first {bad[0]}); left off the plot")
     out: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for (facet, series, point), members in groups.items():
         xs = [_metric(r, x) for r in members]
@@ -105,9 +111,13 @@ def _any(values: list[float]) -> bool:
     return any(math.isfinite(v) for v in values)
 
 
+def _numeric(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _metric(row: dict, name: str) -> float:
     value = row.get("summary", {}).get(name)
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+    return float(value) if _numeric(value) else math.nan
 
 
 def frontiers(points: dict[tuple[str, str], list[dict]]) -> dict[tuple[str, str], Frontier]:

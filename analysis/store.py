@@ -18,7 +18,7 @@ recomputes it. The one sweep writing a folder holds an OS lock on it (`fcntl.flo
 for its whole life; a second writer (another `specbed sweep` on the same folder, `--force` included) is
 refused in one line before it touches anything, so the folder always holds one whole sweep.
 
-May import: the standard library, `specsched.errors`, `specsched.safeio`.
+May import: the standard library, `specsched.errors`, `specsched.inputs`, `specsched.safeio`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-from specsched import safeio
+from specsched import inputs, safeio
 from specsched.errors import InputError
 
 FORMAT = 1
@@ -73,9 +73,9 @@ def locked(out: Path) -> Iterator[None]:
 
 def read_manifest(out: Path) -> dict | None:
     """The manifest of folder `out`, or None when it holds none (or an unreadable one)."""
-    try:
-        data = json.loads((Path(out) / MANIFEST).read_text())
-    except (OSError, ValueError):
+    try:  # regular file, size cap, digit and depth limits: a FIFO or /dev/zero is "no manifest"
+        data = inputs.load_json(Path(out) / MANIFEST, what="sweep manifest")
+    except InputError:
         return None
     return data if isinstance(data, dict) and "fingerprint" in data else None
 
@@ -159,8 +159,8 @@ def write_error(out: Path, key: str, text: str) -> None:
 def read_cell(out: Path, key: str) -> dict | None:
     """The stored row of cell `key`, or None when missing or broken (empty, truncated, not this cell's)."""
     try:
-        row = json.loads((Path(out) / "cells" / f"{key}.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        row = inputs.load_json(Path(out) / "cells" / f"{key}.json", what="sweep cell", nonfinite=True)
+    except InputError:
         return None
     if not isinstance(row, dict) or row.get("key") != key or not isinstance(row.get("summary"), dict):
         return None
@@ -222,8 +222,10 @@ def load_rows(out: Path) -> tuple[dict, list[dict]]:
     if manifest is None:
         raise InputError("holds no sweep results (no sweep.json); run `specbed sweep` first", field=str(out))
     rows = []
-    for head in manifest.get("cells", []):
-        stored = read_cell(out, head["key"])
-        if stored is not None:
-            rows.append({**head, "summary": stored.get("summary", {}), "wall_s": stored.get("wall_s")})
+    with inputs.reading(out / MANIFEST, field="cells"):  # a hand-edited manifest: one line naming it
+        for head in manifest.get("cells", []):
+            stored = read_cell(out, inputs.mapping(head)["key"])
+            if stored is not None:
+                summary = inputs.mapping(stored.get("summary", {}), field=f"{head['key']}.summary")
+                rows.append({**head, "summary": summary, "wall_s": stored.get("wall_s")})
     return manifest, rows

@@ -36,7 +36,7 @@ series is its zip label when given, else the model's label of its config (e.g. "
 with identical resolved configs share one key and are run once — unless they carry different zip labels,
 which is an error (one series would silently vanish).
 
-May import: the standard library, `specsched.errors`, `analysis.model`.
+May import: the standard library, `specsched.errors`, `specsched.inputs`, `analysis.model`.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.model import Override, flatten
+from specsched import inputs
 from specsched.errors import InputError
 
 TOP_KEYS = ("name", "base", "set", "axes", "zip", "analysis")
@@ -149,11 +150,12 @@ def parse_sweep(text: str, file: str | None = None, *, extra: tuple[str, ...] = 
 
     extra: further top-level keys the caller reads itself (e.g. `specbed search`'s [search]); skipped here.
     """
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise InputError(f"not valid TOML: {err}", file=file) from None
+    data = inputs.parse_toml(text, file or "sweep")  # digit, depth and int64 limits, one line
+    with inputs.reading(file or "sweep"):
+        return _parse_sweep(data, text, file, extra)
 
+
+def _parse_sweep(data: dict, text: str, file: str | None, extra: tuple[str, ...] = ()) -> Sweep:
     def fail(message: str, key: str) -> InputError:
         return InputError(message, file=file, line=_line(text, key), field=key)
 
@@ -204,18 +206,9 @@ def parse_sweep(text: str, file: str | None = None, *, extra: tuple[str, ...] = 
     return Sweep(name, file, base_path, base_table, sets, tuple(axes), analysis, _line(text, "label"))
 
 
-def read_text(path: str | Path, what: str = "sweep file") -> str:
-    """The text of a TOML input file (a BOM is not an error); InputError naming it when unreadable."""
-    try:
-        return Path(path).read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(
-            f"cannot read {what} ({getattr(err, 'strerror', None) or err})", file=str(path)
-        ) from None
-
-
 def load_sweep(path: str | Path) -> Sweep:
-    return parse_sweep(read_text(path), str(path))
+    text = inputs.read_text(path, what="sweep file", limit=inputs.LIMITS["config"])  # regular, capped
+    return parse_sweep(text, str(path))
 
 
 def _raise(err: InputError):
@@ -247,6 +240,8 @@ def _parse_sets(sets, fail, here: Path, text: str, file: str | None) -> tuple[Ov
         if not eq or not key.strip():
             raise fail(f"expected 'section.key=value', got {item!r}", "set")
         key = key.strip()
+        if "\n" in value or "\r" in value:  # TOML would read only the first line: refuse, never truncate
+            raise fail(f"a set value spans lines: {item!r}", "set")
         out.append((key, _anchor(key, _typed(value.strip()), here), (file, _line(text, "set"))))
     return tuple(out)
 
@@ -255,7 +250,7 @@ def _typed(text: str) -> object:
     """A `set` value's text as the TOML value it spells (7 -> int, 0.5 -> float, else the string)."""
     try:
         return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError, ValueError, KeyError):
         return text
 
 

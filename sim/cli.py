@@ -23,6 +23,7 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -32,7 +33,7 @@ import numpy as np
 
 from sim.config_io import config_to_toml, load_config, locate
 from sim.curves import DOMAINS
-from specsched import safeio
+from specsched import inputs, safeio
 from specsched.errors import InputError
 
 #: rows of the printed table: (summary key, label, format)
@@ -195,19 +196,26 @@ def _sharded(args: argparse.Namespace, cfg) -> bool:
 
 
 def main(argv: list[str]) -> int:
-    from sim.run import simulate
-
     try:
         args = _parser().parse_args(argv)
     except SystemExit as exit_:  # --help
         return int(exit_.code or 0)
     out = Path(args.out) if args.out else None
-    cfg = load_config(args.config, args.sets)
-    if args.timeline and out is None:
-        raise InputError("needs --out DIR (timeline.json is written there)", field="--timeline")
-    fresh = out is not None and not out.exists()
-    if out is not None:  # before simulating: a bad --out must not throw a finished run away
-        safeio.check_dir(out)
+    with inputs.collect_warnings("specbed run") as notes:  # one line each, recorded in summary.json
+        cfg = load_config(args.config, args.sets)
+        if args.timeline and out is None:
+            raise InputError("needs --out DIR (timeline.json is written there)", field="--timeline")
+        fresh = out is not None and not os.path.lexists(out)
+        if out is None:
+            return _run(args, cfg, None, fresh, notes)
+        safeio.check_run_dir(out)  # before simulating: a bad --out (or a sweep's folder) is refused
+        with safeio.held(out):  # one run or one sweep per folder: a sweep cannot start here meanwhile
+            return _run(args, cfg, out, fresh, notes)
+
+
+def _run(args: argparse.Namespace, cfg, out: Path | None, fresh: bool, notes: list[str]) -> int:
+    from sim.run import simulate
+
     timeline = None
     if args.timeline:
         from sim.timeline import TimelineWriter
@@ -235,6 +243,8 @@ def main(argv: list[str]) -> int:
             raise _timeline_error(err, out) from None
         raise
     wall = time.perf_counter() - start
+    if notes:  # legal but surprising input, said on stderr: kept beside the results too
+        result.summary["warnings"] = list(notes)
     if not args.quiet:
         print(format_table(result.summary))
         print(f"  {'wall time (s)':<30} {wall:>14.2f}")
@@ -252,6 +262,9 @@ def main(argv: list[str]) -> int:
             )
             if timeline is not None:
                 timeline.close()
+            else:  # a re-run without --timeline: the previous run's timeline is not this run's
+                with contextlib.suppress(FileNotFoundError):
+                    (out / "timeline.json").unlink()
         except OSError as err:  # timeline.close(): its last flush or rename
             raise _timeline_error(err, out) from None
         finally:

@@ -17,13 +17,13 @@ import dataclasses
 import json
 import math
 import re
-import tomllib
 import types
 import typing
 from pathlib import Path
 
 from sim.config import SimConfig
 from sim.curves import DOMAINS
+from specsched import inputs
 from specsched.errors import InputError
 
 _PATH_KEYS = {("workload", "trace"), ("drafter", "curves"), ("drafter", "cost"), ("server", "cost"),
@@ -194,16 +194,8 @@ def load_config(path: str | Path | None = None, overrides: typing.Iterable[str] 
     origin: dict[str, tuple[str | None, int | None]] = {}  # "section.key" -> (file, line)
     fname = None if path is None else str(path)
     if path is not None:
-        try:
-            text = Path(path).read_text(encoding="utf-8-sig")  # a BOM is not an error
-        except (OSError, UnicodeDecodeError) as err:
-            raise InputError(
-                f"cannot read config ({getattr(err, 'strerror', None) or err})", file=fname
-            ) from None
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as err:
-            raise InputError(f"not valid TOML: {err}", file=fname) from None
+        text = inputs.read_text(path, what="config", limit=inputs.LIMITS["config"])  # regular, capped
+        data = inputs.parse_toml(text, fname)  # digit, depth and int64 limits: one line naming the file
         base = Path(path).parent
         for top, content in data.items():
             if top in schema[""]:
@@ -259,8 +251,8 @@ def locate(err: InputError, path: str | Path | None, overrides: typing.Iterable[
     if any(parse_override(item)[:2] == tuple(err.field.split(".", 1)) for item in overrides):
         return err
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError):
+        text = inputs.read_text(path, what="config", limit=inputs.LIMITS["config"])
+    except InputError:
         return err
     section, _, key = err.field.partition(".")
     line = _line_of(text, section, key)

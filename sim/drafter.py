@@ -34,12 +34,11 @@ May import: numpy, the standard library, `sim.config`, `specsched` (CostTable, D
 from __future__ import annotations
 
 import csv
-from pathlib import Path
 
 import numpy as np
 
 from sim.config import DrafterConfig
-from specsched import CostTable, DraftCost, InputError
+from specsched import CostTable, DraftCost, InputError, inputs
 
 
 def load_draft_cost(path: str, *, tp: int = 1) -> tuple[CostTable, str]:
@@ -54,14 +53,17 @@ def load_draft_cost(path: str, *, tp: int = 1) -> tuple[CostTable, str]:
             raise InputError(
                 err.message, file=err.file, line=err.line, field=err.field or "drafter.cost"
             ) from None
-    try:
-        lines = [
-            ln for ln in Path(path).read_text().splitlines() if ln.strip() and not ln.lstrip().startswith("#")
-        ]
-    except (OSError, UnicodeDecodeError) as err:
-        reason = getattr(err, "strerror", None) or err
-        raise InputError(f"cannot read draft cost ({reason})", file=path, field="drafter.cost") from None
-    header = [h.strip() for h in next(csv.reader(lines[:1]), [])]
+    text = inputs.read_text(path, what="draft cost", field="drafter.cost", limit=inputs.LIMITS["table"])
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    with inputs.reading(path, field="drafter.cost"):
+        header = [h.strip() for h in next(csv.reader(lines[:1]), [])]
+    if "tokens" in header and "requests" in header:
+        raise InputError(
+            "draft cost header names both 'tokens' and 'requests': keep the one it is indexed by",
+            file=path,
+            line=1,
+            field="drafter.cost",
+        )
     key = "tokens" if "tokens" in header else "requests" if "requests" in header else None
     if key is None or "seconds" not in header:
         raise InputError(

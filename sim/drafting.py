@@ -5,8 +5,9 @@ and deployment `rep.eng`) and the decoding slots `di` of this step (a slice or i
 - `stale_rows`: the confidences from `delay` steps earlier (full drafting with a stale-reading policy);
 - `adaptive_step`: draft = "adaptive": depths planned from the lagged rows, the draft pass priced from them,
   verify lengths chosen within them;
-- `intake`: drafter.intake_seconds, a draft pass priced by the drafts each drafting request verified since
-  it last drafted (on specbed's CPU engine a longer verify step makes the next draft pass dearer);
+- `draft_part`: the step's draft part, priced by the deployment's `StepCost` from the drafting requests,
+  their `intake` (drafter.intake_seconds: the drafts each verified since it last drafted; on specbed's CPU
+  engine a longer verify step makes the next draft pass dearer) and the longest context;
 - `longest_context`: the longest running context, which a padded engine's steps scale with.
 
 May import: numpy, the standard library.
@@ -44,22 +45,30 @@ def adaptive_step(rep, di, conf: np.ndarray) -> tuple[np.ndarray, float]:
         stale = rep.hist.exchange(di, age, conf, prior)
     else:
         stale = rep.hist.lagged(di, age, prior)
-    plan_cost = eng.cost if eng.policy_cost is None else eng.policy_cost
+    step, plan = eng.step, eng.planned
     # The context's KV reads are a fixed (depth- and ℓ-independent) term, carried as draft seconds
-    # (draft_s= prices it as plan_cost.with_draft would, keeping the policy's caches on plan_cost).
-    context = plan_cost.kv_token_seconds * rep.kv_used
+    # (draft_s= prices it as plan.cost.with_draft would, keeping the policy's caches on plan.cost).
+    context = plan.cost.kv_token_seconds * rep.kv_used
     budget, fixed = eng.max_batch_tokens, (context if context else None)
-    depths = eng.policy.trusted_depths(stale, plan_cost, eng.drafter, budget, fixed)
-    draft_s = eng.drafter.seconds(depths, eng.cost)
-    plan_s = draft_s if eng.policy_cost is None else eng.drafter.seconds(depths, plan_cost)
-    lengths = eng.policy.trusted(conf, plan_cost, stale, budget, depths, plan_s + context)
+    depths = eng.policy.trusted_depths(stale, plan.cost, step.drafter, budget, fixed)
+    draft_s = step.drafter.seconds(depths, step.cost)
+    plan_s = draft_s if eng.plan is None else step.drafter.seconds(depths, plan.cost)
+    lengths = eng.policy.trusted(conf, plan.cost, stale, budget, depths, plan_s + context)
     if eng.policy.delay:
         rep.hist.record(di, age, conf, depths=depths, prior=prior)
-    if eng.intake_s:
-        draft_s = intake(rep, di[depths > 0], draft_s)
-    if eng.draft_context_s:  # every drafting row's context padded to the longest (drafter.padded_...)
-        draft_s += eng.draft_context_s * int(np.count_nonzero(depths)) * longest_context(rep)
-    return lengths, draft_s
+    return lengths, _draft(rep, depths.size, di[depths > 0], int(np.count_nonzero(depths)), depths, draft_s)
+
+
+def draft_part(rep, di, r: int) -> float:
+    """The draft part of a full-drafting step whose r decoding slots `di` all draft γ (`StepCost.draft`)."""
+    return _draft(rep, r, di, r)
+
+
+def _draft(rep, r: int, slots, drafting: int, depths=None, base: float | None = None) -> float:
+    step = rep.eng.step
+    taken = intake(rep, slots) if step.intake_s else 0
+    longest = longest_context(rep) if step.draft_context_s else 0
+    return step.draft(r, depths=depths, drafting=drafting, intake=taken, longest=longest, base=base)
 
 
 def longest_context(rep) -> int:
@@ -69,11 +78,9 @@ def longest_context(rep) -> int:
     return int(np.maximum.reduce(rep.inp[:n] + rep.gen[:n])) if n else 0
 
 
-def intake(rep, slots, draft_s: float) -> float:
-    """`draft_s` plus the intake of the requests drafting in `slots` (drafter.intake_seconds): each counts
-    1 + the drafts it verified per step since it last drafted, one of them priced in the draft cost and
-    `intake_ref` more on average; then their counts restart."""
-    eng, pend = rep.eng, rep.pend[slots]
-    extra = int(np.add.reduce(pend)) - pend.size * (1.0 + eng.intake_ref)
+def intake(rep, slots) -> int:
+    """The drafts the requests drafting in `slots` verified since they last drafted, each counted 1 + per
+    step (drafter.intake_seconds, priced by `StepCost.draft`); then their counts restart."""
+    taken = int(np.add.reduce(rep.pend[slots]))
     rep.pend[slots] = 0
-    return max(draft_s + eng.intake_s * extra, 0.0)
+    return taken

@@ -26,7 +26,9 @@ Summary (flat dict, JSON-ready; the public contract keys are marked *):
 - mean_batch_size (decoding requests per step in the window), queue_len_mean and in_system_mean
   (time averages in the window), queue_area_s / system_area_s (exact ∫ dt over the whole run, for
   Little's law), busy_frac, draft_time_frac (draft seconds / step seconds over all steps), step_s_mean and
-  draft_s_mean (seconds per engine step and its draft part, all steps).
+  draft_s_mean (seconds per engine step and its draft part, all steps); step_s_<part> for each part of
+  `specsched.stepcost.PARTS` (draft, fixed, context, forward, prefill, pad, context_pad): where the step
+  time goes, mean seconds per step (they add up to step_s_mean within rounding).
 - goodput: slo_attainment (measured requests meeting TTFT ≤ slo_ttft_s and TPOT ≤ slo_tpot_s),
   goodput_req_s and goodput_tok_s (those requests' count / output tokens per window second).
 - confidence quality of the acceptance model: ece_raw*, ece_calibrated*, auc_raw, auc_calibrated.
@@ -39,7 +41,8 @@ Summary (flat dict, JSON-ready; the public contract keys are marked *):
   entries: request-steps with at least i + 1 drafts accepted), spec_acceptance_length
   (1 + accepted / drafts; NaN without drafts).
 
-May import: numpy, the standard library, `sim.recorder`, `sim.curves`, `sim.workload`, `sim.config`.
+May import: numpy, the standard library, `sim.recorder`, `sim.curves`, `sim.workload`, `sim.config`,
+`specsched.stepcost` (PARTS).
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ from sim.recorder import (
     Recorder,
 )
 from sim.workload import Workload
+from specsched.stepcost import PARTS
 
 
 def request_table(rec: Recorder, wl: Workload) -> dict[str, np.ndarray]:
@@ -178,6 +182,8 @@ def summarize(
     s["draft_time_frac"] = _ratio(rec.draft_s, rec.draft_s + rec.verify_s)
     s["step_s_mean"] = _ratio(rec.draft_s + rec.verify_s, rec.steps)
     s["draft_s_mean"] = _ratio(rec.draft_s, rec.steps)
+    for name, total in zip(PARTS, rec.bill_s):
+        s[f"step_s_{name}"] = _ratio(total, rec.steps)
     ttft, tpot = req["ttft_s"], req["tpot_s"]
     ok = measured & (ttft <= cfg.metrics.slo_ttft_s) & (np.isnan(tpot) | (tpot <= cfg.metrics.slo_tpot_s))
     s["slo_attainment"] = _ratio(ok.sum(), measured.sum())

@@ -23,12 +23,10 @@ One engine step of a replica, at time t (`Replica._plan`, then `yield timeout`, 
 3. Prefill: the token budget left after verify tokens (verify first, as vLLM) goes to running requests
    still prefilling, in admission order, then to waiting requests admitted FIFO while `max_num_seqs`,
    the budget and free KV allow (no admission in a step that preempted). Chunks are limited by free KV.
-4. Time: step = draft seconds (draft_s(R), or priced from the planned depths) + cost.request_seconds ·
-   (running requests) + cost.kv_token_seconds · (KV tokens they hold: prompt + generated, or the computed
-   part of a prompt) + cost.latency(prefill tokens + Σ (1 + ℓ_r)) + server.prefill_request_seconds ·
-   (requests prefilling in this step) + server.pad_token_seconds · (R·(1 + max ℓ_r) − Σ (1 + ℓ_r)) on a
-   pure-decode step + server.padded_context_seconds · (running requests) · (the longest context among them:
-   prompt + generated) (see `sim.drafter` and `specsched.CostTable`).
+4. Time: the step's `StepShape` (running and decoding requests, batched and verify tokens, prefilling
+   requests, padded verify slots, KV held, longest context) priced by the deployment's
+   `specsched.StepCost` into a `StepBill`: draft + fixed + context + forward + prefill + pad +
+   context_pad, each part one term of the config (`specsched.stepcost`, `sim.stepcost`).
 5. At t + step: each decoding request emits min(accepted + 1, tokens still owed); a request whose
    prefill completes emits its first token (TTFT); requests that reached their output length leave.
 
@@ -56,9 +54,10 @@ import numpy as np
 import simpy
 
 from sim.deployment import Deployment
-from sim.drafting import adaptive_step, intake, longest_context, stale_rows
-from sim.steps import DecodeRun, NormalStream, StepPlan, plan_decode_run, run_length
+from sim.drafting import adaptive_step, draft_part, longest_context, stale_rows
+from sim.steps import DecodeRun, NormalStream, StepPlan, plan_decode_run, run_bills, run_length
 from specsched import StaleBuffer
+from specsched.stepcost import StepShape
 
 
 class Replica:
@@ -142,40 +141,31 @@ class Replica:
         """
         eng = self.eng
         env, rec = eng.env, eng.recorder
-        draft, r, observer = float(eng.draft_s[plan.r]), plan.r, eng.observer
+        r, observer, bills = plan.r, eng.observer, plan.bills
         now = t = env.now
         times = [now]
-        for seconds in plan.seconds:
+        for seconds in bills.seconds:
             t += seconds  # as simpy adds each timeout to the time it was scheduled at
             times.append(t)
         delay = t - now
         if observer is None and eng.replicas == 1 and now + delay == t and rec.parts[self.index].bins.fits(t):
             yield env.timeout(delay)
             self.kv_used += sum(plan.emitted)
-            rec.steps_run(
-                self.index,
-                times,
-                plan.seconds,
-                draft,
-                r,
-                plan.verify,
-                plan.emitted,
-                plan.step_lengths,
-                plan.step_accepted,
-            )
+            args = (plan.verify, plan.emitted, plan.step_lengths, plan.step_accepted)
+            rec.steps_run(self.index, times, bills.seconds, bills.draft, r, *args, bills)
             if eng.on_step is not None:
                 for t in times[1:]:
                     eng.on_step(t)
             self._apply_run(plan)
             return
-        for k, (seconds, verify, emitted) in enumerate(zip(plan.seconds, plan.verify, plan.emitted)):
-            start = env.now
+        for k, bill in enumerate(run_bills(bills)):
+            start, seconds, verify, emitted = env.now, bill.seconds, plan.verify[k], plan.emitted[k]
             yield env.timeout(seconds)
             lengths, accepted = plan.step_lengths[k], plan.step_accepted[k]
             self.kv_used += emitted  # step by step, as `_apply` would (observers read it)
-            rec.step(self.index, start, seconds, draft, r, verify, emitted, lengths, accepted)
+            rec.step(self.index, start, seconds, bill.draft, r, verify, emitted, lengths, accepted, bill)
             if observer is not None:
-                observer(self, start, seconds, r, verify, 0, lengths, accepted, emitted)
+                observer(self, start, seconds, r, verify, 0, lengths, accepted, emitted, bill)
             if eng.on_step is not None:
                 eng.on_step(env.now)
         self._apply_run(plan)
@@ -198,7 +188,7 @@ class Replica:
                 decoding = self.pleft[:n] == 0
                 di = np.flatnonzero(decoding)
                 pf = np.flatnonzero(~decoding)
-            draft_s = float(eng.draft_s[r])
+            draft_s = float(eng.step.draft_s[r])
             if r and gamma:
                 lengths, accepted, draft_s = self._decide(di, r)
                 verify = r + int(np.add.reduce(lengths))
@@ -221,15 +211,21 @@ class Replica:
             self._preempt_newest(now)
         # Attention reads every running request's KV once per step, prefilling ones included: a fixed
         # charge per request plus, for a context-aware table, one per KV token held (kv_used = Σ context).
-        seconds = float(draft_s + eng.cost.request_seconds * self.n + eng.kv_s * self.kv_used)
-        seconds += float(eng.latency[verify + prefill])
-        if eng.prefill_request_s and prefill:
-            seconds += eng.prefill_request_s * int(np.count_nonzero(chunks))
-        elif eng.pad_s and r:  # a pure-decode step: rows padded to the longest (a join's is in its own cost)
-            seconds += eng.pad_s * (r * (1 + int(lengths.max())) - verify)
-        if eng.context_pad_s:  # every row's KV padded to the longest context (server.padded_context_seconds)
-            seconds += eng.context_pad_s * self.n * longest_context(self)
-        return StepPlan(di, r, lengths, accepted, pf, chunks, prefill, now, seconds, verify, draft_s)
+        step = eng.step
+        shape = StepShape(
+            self.n,
+            r,
+            verify + prefill,
+            verify,
+            prefilling=int(np.count_nonzero(chunks)) if prefill and step.prefill_request_s else 0,
+            padded=r * (1 + int(lengths.max())) if r and step.pad_s else 0,
+            kv=self.kv_used,
+            longest=longest_context(self) if step.context_pad_s else 0,
+        )
+        bill = step.bill(shape, draft_s)
+        return StepPlan(
+            di, r, lengths, accepted, pf, chunks, prefill, now, bill.seconds, verify, bill.draft, bill
+        )
 
     def _decide(self, di, r: int) -> tuple[np.ndarray, np.ndarray, float]:
         """(lengths, accepted, draft seconds) of this step's r decoding slots `di` (lengths, accepted:
@@ -245,16 +241,12 @@ class Replica:
         else:
             pos = {"position": self.gen[di]} if getattr(model, "by_position", False) else {}
             true, conf = model.step(dom, lat, self.rng_truth, self.rng_conf, **pos)
-        draft_s = float(eng.draft_s[r])
         if eng.adaptive:
             lengths, draft_s = adaptive_step(self, di, conf)
         else:
             stale = stale_rows(self, di, conf) if self.hist is not None else None
             lengths = eng.policy.trusted(conf, eng.view(r, self.kv_used), stale, eng.max_batch_tokens)
-            if eng.intake_s:
-                draft_s = intake(self, di, draft_s)
-            if eng.draft_context_s:  # every drafting row's context padded to the longest
-                draft_s += eng.draft_context_s * r * longest_context(self)
+            draft_s = draft_part(self, di, r)
         if eng.vector_draws:
             return lengths, model.accept_steps(w, lengths[None], self.rng_verify)[0], draft_s
         return lengths, model.sample_accepted(true, lengths, self.rng_verify), draft_s
@@ -316,7 +308,7 @@ class Replica:
         if r:
             emit = np.minimum(accepted + 1, self.olen[di] - self.gen[di])
             self.gen[di] += emit
-            if eng.intake_s:
+            if eng.step.intake_s:
                 self.pend[di] += lengths + 1
             self.acc[di] += accepted
             self.dsteps[di] += 1
@@ -333,10 +325,20 @@ class Replica:
                 rec.prefilled(self.rid[ready], now, self.index)
         self.kv_used += emitted + prefill
         rec.step(
-            self.index, plan.start, plan.seconds, plan.draft_s, r, plan.verify, emitted, lengths, accepted
+            self.index,
+            plan.start,
+            plan.seconds,
+            plan.draft_s,
+            r,
+            plan.verify,
+            emitted,
+            lengths,
+            accepted,
+            plan.bill,
         )
         if eng.observer is not None:  # off by default (the timeline): one None check per step
-            eng.observer(self, plan.start, plan.seconds, r, plan.verify, prefill, lengths, accepted, emitted)
+            args = (plan.start, plan.seconds, r, plan.verify, prefill, lengths, accepted, emitted, plan.bill)
+            eng.observer(self, *args)
         self._finish(now)
         if eng.on_step is not None:
             eng.on_step(now)
@@ -347,9 +349,9 @@ class Replica:
         n = run.r
         self.gen[:n] += run.emit
         self.acc[:n] += run.accepted
-        self.dsteps[:n] += len(run.seconds)
+        self.dsteps[:n] += len(run.bills.seconds)
         self.lsum[:n] += run.lengths
-        self.tau_seen = 0.9 * self.tau_seen + 0.1 * sum(run.emitted) / (n * len(run.seconds))
+        self.tau_seen = 0.9 * self.tau_seen + 0.1 * sum(run.emitted) / (n * len(run.bills.seconds))
         if run.finished:
             self._finish(self.eng.env.now)
 

@@ -16,7 +16,7 @@ times as K single steps, because nothing that could change them happens before t
 Truth noise, estimate noise and the accept uniforms each have their own stream, consumed step after step
 in both paths, so a run gives the same result whatever the pass lengths (tests/sim/test_decode_run.py).
 
-May import: numpy, the standard library.
+May import: numpy, the standard library, `specsched.stepcost`.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from specsched.stepcost import RunBills, StepBill
 
 #: Most steps decided in one pass (memory: K·R·γ floats per array).
 MAX_RUN = 256
@@ -73,7 +75,8 @@ class StepPlan:
     lengths, accepted: int64[r] verify lengths and accepted drafts; prefill_slots, chunks: int64[p] slots
     prefilling this step and their chunk sizes (None when none could); prefill_tokens: Σ chunks; start,
     seconds: step start (simulated s) and duration; verify: Σ (1 + ℓ_r) verify tokens; draft_s: the draft
-    pass's seconds (part of `seconds`; priced from the planned depths with draft = "adaptive").
+    pass's seconds (part of `seconds`; priced from the planned depths with draft = "adaptive"); bill: the
+    step's price by part (`specsched.stepcost.StepBill`, `seconds` and `draft_s` are two of its fields).
     """
 
     decoding: slice | np.ndarray
@@ -87,20 +90,22 @@ class StepPlan:
     seconds: float
     verify: int
     draft_s: float
+    bill: StepBill | None = None
 
 
 @dataclass
 class DecodeRun:
     """K ≥ 1 pure-decode steps of slots 0..r−1 (`plan_decode_run`).
 
-    seconds: float per step; verify, emitted: int per step (Σ (1 + ℓ), tokens emitted); emit, accepted,
-    lengths: int64[r] per-slot totals over the K steps (emit already cut at the output length); finished:
-    whether a request completes at the end of the last step; step_lengths, step_accepted: int64[K, r] the
-    same by step (what `Recorder.step` and observers see for each step).
+    bills: the steps' prices (`specsched.stepcost.RunBills`; `seconds`: float per step); verify, emitted: int
+    per step (Σ (1 + ℓ), tokens emitted); emit, accepted, lengths: int64[r] per-slot totals over the K steps
+    (emit already cut at the output length); finished: whether a request completes at the end of the last
+    step; step_lengths, step_accepted: int64[K, r] the same by step (what `Recorder.step` and observers see
+    for each step).
     """
 
     r: int
-    seconds: list[float]
+    bills: RunBills
     verify: list[int]
     emitted: list[int]
     emit: np.ndarray
@@ -109,6 +114,11 @@ class DecodeRun:
     finished: bool  # some request reached its output length at the end of the last step
     step_lengths: np.ndarray
     step_accepted: np.ndarray
+
+    @property
+    def seconds(self) -> list[float]:
+        """Each step's seconds."""
+        return self.bills.seconds
 
 
 def run_length(rep, now: float) -> int:
@@ -150,12 +160,10 @@ def plan_decode_run(rep, k: int, now: float) -> DecodeRun:
     verify = np.add.reduce(lengths, axis=1)
     verify += n
     verify = verify.tolist()
-    # `Deployment.step_seconds` in Python floats (the same IEEE additions, in the same order): K is small
-    fixed, latency = float(eng.draft_s[n] + eng.cost.request_seconds * n), eng.latency_list
-    seconds = [fixed + latency[b] for b in verify]
-    if eng.pad_s:  # rows padded to the longest (server.pad_token_seconds), as `Replica._plan` charges them
-        padded = (n * (1 + lengths.max(axis=1, initial=0))).tolist()
-        seconds = [s + eng.pad_s * (p - b) for s, p, b in zip(seconds, padded, verify)]
+    # the K bills in Python floats (the same IEEE additions, in the same order, as `StepCost.bill`)
+    padded = (n * (1 + lengths.max(axis=1, initial=0))).tolist() if eng.step.pad_s else None
+    bills = eng.step.bills(n, verify, padded)
+    seconds = bills.seconds
     horizon, t, keep = (rep.horizon or eng.horizon)(), now, 0
     for step in seconds:  # start times summed left to right, as simpy sums them
         if not t < horizon:
@@ -179,7 +187,7 @@ def plan_decode_run(rep, k: int, now: float) -> DecodeRun:
     emitted[-1] = int(np.add.reduce(slot_emit)) - sum(emitted[:-1])
     return DecodeRun(
         n,
-        seconds[:keep],
+        bills if keep == k else _first(bills, keep),
         verify[:keep],
         emitted,
         slot_emit,
@@ -189,3 +197,17 @@ def plan_decode_run(rep, k: int, now: float) -> DecodeRun:
         lengths[:keep],
         accepted[:keep],
     )
+
+
+def _first(bills: RunBills, keep: int) -> RunBills:
+    """The bills of the first `keep` steps of a run."""
+    pad = None if bills.pad is None else bills.pad[:keep]
+    return RunBills(bills.draft, bills.fixed, bills.forward[:keep], pad, bills.seconds[:keep])
+
+
+def run_bills(bills: RunBills):
+    """Each step's `StepBill` of a run, in step order."""
+    draft, fixed = bills.draft, bills.fixed
+    pads = bills.pad or [0.0] * len(bills.seconds)
+    for forward, pad, seconds in zip(bills.forward, pads, bills.seconds):
+        yield StepBill(draft, fixed, 0.0, forward, 0.0, pad, 0.0, seconds)

@@ -8,21 +8,24 @@ counter tracks:
       {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "replica 0"}},  # once per replica
       {"ph": "X", "name": "step", "cat": "engine", "pid": REPLICA, "tid": 0, "ts": START_US, "dur": DUR_US,
        "args": {"requests": R, "verify_tokens": B_verify, "prefill_tokens": B_prefill,
-                "drafted": R·γ, "verified_drafts": Σ ℓ, "accepted": Σ accepted, "emitted": tokens}},
+                "drafted": R·γ, "verified_drafts": Σ ℓ, "accepted": Σ accepted, "emitted": tokens,
+                "cost_us": {"draft": US, "fixed": US, ...}}},  # the step's bill by part (PARTS)
       {"ph": "C", "name": "queue", "pid": REPLICA, "ts": END_US, "args": {"waiting": N}},
       {"ph": "C", "name": "kv", "pid": REPLICA, "ts": END_US, "args": {"kv_tokens": N}},
       ...],
      "displayTimeUnit": "ms", "otherData": {...}}
 
-`ts`/`dur` are simulated microseconds (Trace Event's unit); `pid` is the replica index, so Perfetto
-shows one process per replica. So a run's file holds exactly `summary["steps"]` "X" events.
+`ts`/`dur` are simulated microseconds (Trace Event's unit), and so is `cost_us`, the step's
+`specsched.stepcost.StepBill` by part (where its time goes: the parts add up to `dur` within rounding);
+`pid` is the replica index, so Perfetto shows one process per replica. So a run's file holds exactly
+`summary["steps"]` "X" events.
 
 Memory is bounded: steps are buffered as numbers and flushed (formatted in one pass) to the open file
 every `flush_every` steps; the writer never holds the run's events. The file is written under a
 temporary name and renamed by `close()` (`abort()` removes it), so a failed run leaves no half-written
 timeline.
 
-May import: numpy, the standard library.
+May import: numpy, the standard library, `specsched.stepcost` (PARTS).
 """
 
 from __future__ import annotations
@@ -33,13 +36,19 @@ from pathlib import Path
 
 import numpy as np
 
+from specsched.stepcost import PARTS
+
 #: one step as text: its complete event and its two counter events (filled by `%` from a row)
 _STEP = (
     '{"ph":"X","name":"step","cat":"engine","pid":%d,"tid":0,"ts":%.3f,"dur":%.3f,"args":{"requests":%d,'
-    '"verify_tokens":%d,"prefill_tokens":%d,"drafted":%d,"verified_drafts":%d,"accepted":%d,"emitted":%d}},\n'
+    '"verify_tokens":%d,"prefill_tokens":%d,"drafted":%d,"verified_drafts":%d,"accepted":%d,"emitted":%d,'
+    '"cost_us":{' + ",".join(f'"{name}":%.3f' for name in PARTS) + "}}},\n"
     '{"ph":"C","name":"queue","pid":%d,"ts":%.3f,"args":{"waiting":%d}},\n'
     '{"ph":"C","name":"kv","pid":%d,"ts":%.3f,"args":{"kv_tokens":%d}}'
 )
+
+
+_NO_BILL = (0.0,) * len(PARTS)  # a step observed without its bill
 
 
 class TimelineWriter:
@@ -60,6 +69,7 @@ class TimelineWriter:
         self.events = 0  # "X" events written (= engine steps)
         self._rows: list[tuple] = []
         self._accepted: list[np.ndarray] = []
+        self._parts: list[tuple] = []  # each step's bill by part (seconds)
         self._seen: set[int] = set()
         self._handle = open(self.tmp, "w")  # held open for the run: closed by close() / abort()
         self._handle.write('{"traceEvents":[\n')
@@ -76,7 +86,9 @@ class TimelineWriter:
         lengths: np.ndarray,
         accepted: np.ndarray,
         emitted: int,
+        bill=None,
     ) -> None:
+        self._parts.append(bill[: len(PARTS)] if bill is not None else _NO_BILL)
         self._rows.append(
             (
                 replica.index,
@@ -119,10 +131,11 @@ class TimelineWriter:
         drafted = (ints[3] * self.gamma).tolist()
         verified = (ints[4] - ints[3]).tolist()  # verify tokens = requests + Σ ℓ
         t, d, e, a = ts.tolist(), (end - ts).tolist(), end.tolist(), accepted.tolist()
-        fields = zip(p, t, d, r, v, pf, drafted, verified, a, em, e, q, kv)
+        parts = (np.array(self._parts, dtype=np.float64).reshape(len(rows), len(PARTS)) * 1e6).tolist()
+        fields = zip(p, t, d, r, v, pf, drafted, verified, a, em, parts, e, q, kv)
         out.extend(
-            _STEP % (p_, t_, d_, r_, v_, f_, g_, h_, a_, m_, p_, e_, q_, p_, e_, k_)
-            for p_, t_, d_, r_, v_, f_, g_, h_, a_, m_, e_, q_, k_ in fields
+            _STEP % (p_, t_, d_, r_, v_, f_, g_, h_, a_, m_, *c_, p_, e_, q_, p_, e_, k_)
+            for p_, t_, d_, r_, v_, f_, g_, h_, a_, m_, c_, e_, q_, k_ in fields
         )
         text = ",\n".join(out)
         self._handle.write(text if self._first else ",\n" + text)
@@ -130,6 +143,7 @@ class TimelineWriter:
         self.events += len(rows)
         rows.clear()
         self._accepted.clear()
+        self._parts.clear()
 
     def close(self) -> Path:
         """Finish the JSON document and move it to `path`; returns `path`."""

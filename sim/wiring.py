@@ -26,11 +26,11 @@ import specsched
 from sim.acceptance import AcceptanceModel
 from sim.config import SimConfig
 from sim.deployment import Deployment
-from sim.drafter import draft_cost, draft_kv_seconds, draft_seconds_table
 from sim.empirical import EmpiricalModel
 from sim.recorder import Recorder
 from sim.routing import STATE_FREE, ClosedLoop, OpenLoop, Router, route_up_front
 from sim.server import Replica
+from sim.stepcost import step_cost
 from sim.workload import Workload
 
 
@@ -129,40 +129,25 @@ def run_replicas(
 def _deployment(prep: Prepared, env: simpy.Environment, rec: Recorder, observer) -> Deployment:
     """The `Deployment` every replica of `prep`'s run shares."""
     cfg, wl = prep.config, prep.workload
-    budget = cfg.server.max_num_batched_tokens
-    tp = cfg.server.tp or 1
     return Deployment(
         env=env,
         recorder=rec,
         model=prep.model,
         policy=prep.policy,
-        cost=prep.cost,
+        step=step_cost(cfg, prep.cost),
         gamma=cfg.drafter.effective_gamma,
         max_num_seqs=cfg.server.max_num_seqs,
-        max_batch_tokens=budget,
+        max_batch_tokens=cfg.server.max_num_batched_tokens,
         kv_tokens=cfg.server.kv_tokens,
         input_tokens=wl.input_tokens,
         output_tokens=wl.output_tokens,
         domain=wl.domain,
         latent=prep.latent,
-        draft_s=draft_seconds_table(cfg.drafter, prep.cost, cfg.server.max_num_seqs, tp=tp),
-        latency=np.asarray(prep.cost.latency(np.arange(budget + 1)), dtype=np.float64),
         rng_accept=prep.rngs["acceptance"],
         rng_conf=prep.rngs["confidence"],
         rng_verify=prep.rngs["verify"],
-        policy_cost=prep.policy_cost,
-        prefill_request_s=float(cfg.server.prefill_request_seconds),
-        intake_s=float(cfg.drafter.intake_seconds) if cfg.drafter.effective_gamma else 0.0,
-        intake_ref=float(cfg.drafter.intake_tokens),
-        pad_s=float(cfg.server.pad_token_seconds),
-        context_pad_s=float(cfg.server.padded_context_seconds),
-        draft_context_s=float(cfg.drafter.padded_context_seconds) if cfg.drafter.effective_gamma else 0.0,
-        drafter=draft_cost(cfg.drafter, tp=tp),
+        plan=None if prep.policy_cost is None else step_cost(cfg, prep.policy_cost),
         observer=observer,
-        draft_kv_s=draft_kv_seconds(cfg.drafter, tp=tp),
-        policy_draft_s=None
-        if prep.policy_cost is None
-        else draft_seconds_table(cfg.drafter, prep.policy_cost, cfg.server.max_num_seqs, tp=tp),
     )
 
 

@@ -16,6 +16,7 @@ import importlib
 import os
 import sys
 
+from specsched import inputs
 from specsched.errors import InputError
 
 #: subcommand -> (module, one-line help). Modules may take a sub-subcommand (e.g. `trace stats`).
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     shared = [n for n, (m, _) in SUBCOMMANDS.items() if m == module_name]
     call_argv = [name, *rest] if len(shared) > 1 else rest
     try:
-        with _one_line_argparse():
+        with _one_line_argparse(), inputs.collect_warnings(f"specbed {name}"):  # warnings: one line each
             return int(entry(call_argv) or 0)
     except SystemExit as exit_:  # argparse inside a subcommand: --help (0) or bad usage (2)
         code = exit_.code

@@ -90,8 +90,8 @@ def _print_mape(summ: dict, outliers: int = 0) -> None:
 
 def _fit(args) -> int:
     _names(args.model, args.gpu)
+    safeio.check_file(args.out, inputs=args.measured)  # before fitting: a bad --out (or an input) refused
     points = read_measured(args.measured, args.where)
-    safeio.check_file(args.out)  # before fitting: a bad --out is bad input
     t0 = time.perf_counter()
     knobs, outlier = fit(points, args.model, args.gpu)
     seconds = time.perf_counter() - t0

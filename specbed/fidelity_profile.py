@@ -3,7 +3,8 @@
 Role: profile the engine in the workload's regime (`profile_now`, every step moved to no context), average
 the profiles bracketing a run (`bracketed`), the draft cost by drafting requests the twin and the adaptive
 engine price a draft pass with (`write_draft_cost`), the engine policy's table at the closed loop's steady
-longest context (`at_context`, `steady_longest`) and the twin's padded-context seconds (`context_seconds`).
+longest context (`at_context`, `steady_longest`); the measured step-cost terms are read through
+`specsched.stepcost.profile_terms` (one mapping, profile field ↔ config key).
 `ctx` is a `specbed.fidelity_steps.Setup` (args, bundle, corpus, clock, probe, n).
 
 May import: numpy, stdlib, specsched, engine.*, specbed.fidelity_stats.
@@ -19,18 +20,9 @@ import numpy as np
 from specbed.fidelity_stats import level_drift
 from specsched import safeio
 from specsched.contracts import Profile
+from specsched.stepcost import profile_terms
 
-INTAKE = ("intake_s", "intake_tokens")  # the Profile fields behind drafter.intake_seconds / intake_tokens
-
-
-def context_seconds(prof: Profile, n: int) -> tuple[float, float]:
-    """(server, drafter).padded_context_seconds of a profile at R = n: its verify and draft seconds per padded
-    KV slot when its steps were moved to no context (`longest_context: 0`), else zeros (its table and
-    draft seconds hold the context)."""
-    if prof.context_ref != 0:
-        return 0.0, 0.0
-    return prof.context_verify_s.get(n, 0.0), prof.context_draft_s.get(n, 0.0)
-
+INTAKE = ("intake_s", "intake_tokens")  # the Profile fields averaged over the profiles around a run
 
 def at_context(prof: Profile, n: int, context: float) -> Profile:
     """`prof` (moved to no context) as the engine's policy plans on it: its R = n steps at longest context
@@ -106,7 +98,7 @@ def speed_ratio(run_probe, before: Profile, after: Profile) -> float:
 
 
 def bracketed(ctx, before: Profile, after: Profile, cost_path: Path, draft_path: Path):
-    """(table, draft_s, join_s, drift, (intake s, intake tokens, pad s, (server, drafter) padded-context s)):
+    """(table, draft_s, join_s, drift, terms: the step-cost terms by name, `specsched.stepcost.TERMS`):
     the mean of the profiles just before and after the engine run (which cancels slow drifts of a shared
     machine), written to cost_path (verify) and draft_path (draft seconds by drafting requests) for the
     simulator."""
@@ -131,4 +123,4 @@ def bracketed(ctx, before: Profile, after: Profile, cost_path: Path, draft_path:
     avg.write(cost_path)
     both = {r: 0.5 * (b + after.draft_s[r]) for r, b in before.draft_s.items() if r in after.draft_s}
     write_draft_cost(both, n, draft_path)
-    return avg.table(layers=layers), draft_s, join_s, drift, (*intake, avg.pad_s[n], context_seconds(avg, n))
+    return avg.table(layers=layers), draft_s, join_s, drift, profile_terms(avg, n)

@@ -17,7 +17,7 @@ import dataclasses
 import math
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +25,6 @@ import numpy as np
 from specbed.fidelity_profile import (
     at_context,
     bracketed,
-    context_seconds,
     profile_now,
     speed_ratio,
     steady_longest,
@@ -37,6 +36,7 @@ from specsched import safeio
 from specsched.contracts import DOMAINS as SIM_DOMAINS
 from specsched.contracts import Profile, load_curves, read_profile, save_curves
 from specsched.errors import InputError
+from specsched.stepcost import profile_terms
 
 SIM_NAME = {"eagle": "eagle3", "dflash": "dflash", "dspark": "dspark"}
 
@@ -50,10 +50,8 @@ class Inputs:
     draft_s: float | None
     join_s: float
     curves: object | None
-    intake: tuple[float, float] = (0.0, 0.0)  # (drafter.intake_seconds, intake_tokens) of the given profile
-    pad_s: float = 0.0  # server.pad_token_seconds of the given profile
-    # (server, drafter).padded_context_seconds of the given profile (one moved to context 0)
-    context_pad_s: tuple[float, float] = (0.0, 0.0)
+    #: the given profile's step-cost terms by name (`specsched.stepcost.profile_terms`)
+    terms: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -88,7 +86,6 @@ def load_inputs(args: argparse.Namespace) -> Inputs:
         n = args.concurrency
         draft_s = args.draft_seconds if args.draft_seconds is not None else given.draft_s.get(n)
         join_s = given.join_s.get(n, 0.0)
-        intake = (given.intake_s.get(n, 0.0), given.intake_tokens.get(n, 0.0))
         if draft_s is None:
             raise InputError(
                 f"no draft seconds for R={n} in the cost file; pass --draft-seconds", file=args.cost
@@ -96,7 +93,7 @@ def load_inputs(args: argparse.Namespace) -> Inputs:
     if given is None:
         return Inputs(None, None, 0.0, curves)
     n = args.concurrency
-    return Inputs(given, draft_s, join_s, curves, intake, given.pad_s.get(n, 0.0), context_seconds(given, n))
+    return Inputs(given, draft_s, join_s, curves, profile_terms(given, n))
 
 
 def setup(args: argparse.Namespace, inputs: Inputs) -> Setup:
@@ -196,10 +193,8 @@ class EngineRun:
     cost_path: Path
     policy_path: Path | None
     draft_path: Path
-    intake: tuple[float, float] = (0.0, 0.0)  # drafter.intake_seconds, intake_tokens (the profiles' mean)
+    terms: dict = field(default_factory=dict)  # the step-cost terms by name (the profiles' mean)
     speed: float = 1.0  # the speed probe's raw time during the run / during the profiles (a diagnostic)
-    pad_s: float = 0.0  # server.pad_token_seconds (the profiles' mean)
-    context_pad_s: tuple[float, float] = (0.0, 0.0)  # (server, drafter).padded_context_seconds
 
 
 def _draft_rule(path: Path):
@@ -269,7 +264,7 @@ def run_engine(
     draft_path = ctx.out / f"draft_{label}.csv"
     steady = steady_longest(a.prompt_len, a.output_len, ctx.n)
     for attempt in range(1, a.attempts + 1):
-        intake, speed, pad, padded = inputs.intake, 1.0, inputs.pad_s, inputs.context_pad_s
+        terms, speed = inputs.terms, 1.0
         if inputs.given is None:
             before = profile_now(ctx)
             write_draft_cost(before.draft_s, ctx.n, draft_path)
@@ -293,7 +288,7 @@ def run_engine(
         if inputs.given is None:
             after = profile_now(ctx)
             speed = speed_ratio(ro.probe_s, before, after)
-            table, draft_s, join_s, drift, (*intake, pad, padded) = bracketed(
+            table, draft_s, join_s, drift, terms = bracketed(
                 ctx, before, after, cost_path, draft_path
             )
         if drift <= a.max_drift or attempt == a.attempts:
@@ -314,10 +309,8 @@ def run_engine(
         cost_path,
         policy_path,
         draft_path,
-        tuple(intake),
+        dict(terms),
         speed,
-        pad,
-        padded,
     )
     ms = table.seconds * 1e3
     ctx.say(
@@ -337,10 +330,12 @@ def twin_config(ctx: Setup, pol: str, params: dict, run: EngineRun, curves_path:
     row's KV padded to the step's longest context (server.padded_context_seconds), as the profiles
     measured them."""
     from sim.config import DrafterConfig, MetricsConfig, PolicyConfig, ServerConfig, SimConfig
+    from sim.stepcost import term_settings
 
     a, n, table = ctx.args, ctx.n, run.table
     mid = n * (1 + a.gamma) // 2
     by_tokens = float(table.latency(mid + a.prompt_len) - table.latency(mid))
+    sets = term_settings({**run.terms, "prefill_request_s": max(run.join_s - by_tokens, 0.0)})
     dcfg = DrafterConfig(
         name=ctx.sim_drafter,
         gamma=a.gamma,
@@ -348,9 +343,7 @@ def twin_config(ctx: Setup, pol: str, params: dict, run: EngineRun, curves_path:
         markov_overhead=0.0,
         curves=str(curves_path),
         cost=str(run.draft_path),
-        intake_seconds=run.intake[0],
-        intake_tokens=run.intake[1],
-        padded_context_seconds=run.context_pad_s[1],
+        **sets["drafter"],
     )
     return SimConfig(
         seed=a.seed,
@@ -364,9 +357,7 @@ def twin_config(ctx: Setup, pol: str, params: dict, run: EngineRun, curves_path:
             tp=1,
             max_num_seqs=n,
             policy_cost=None if run.policy_path is None else str(run.policy_path),
-            prefill_request_seconds=max(run.join_s - by_tokens, 0.0),
-            pad_token_seconds=run.pad_s,
-            padded_context_seconds=run.context_pad_s[0],
+            **sets["server"],
         ),
         acceptance=acc_cfg,
         metrics=MetricsConfig(warmup=a.warmup, drain=a.drain),

@@ -26,6 +26,7 @@ from specsched.policies import (
     policy_params,
 )
 from specsched.stale import StaleBuffer
+from specsched.stepcost import StepBill, StepCost, StepShape
 
 __all__ = [
     "BUILTIN_COSTS",
@@ -33,6 +34,9 @@ __all__ = [
     "AdaptivePolicy",
     "DraftCost",
     "StaleBuffer",
+    "StepBill",
+    "StepCost",
+    "StepShape",
     "plan_depths",
     "GPU",
     "GPUS",

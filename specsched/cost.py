@@ -17,7 +17,7 @@ from typing import Literal
 
 import numpy as np
 
-from specsched import hardware
+from specsched import hardware, inputs
 from specsched.errors import InputError
 
 Mode = Literal["step", "linear"]
@@ -27,6 +27,8 @@ Mode = Literal["step", "linear"]
 _DENSE_MIN = 16_384
 #: largest batch size (tokens per step) a table may list: the dense lookup holds 2× this many float64s
 MAX_TOKENS = 1 << 20
+#: a measured step time outside this range (seconds) is a unit error, not a GPU
+MIN_STEP_S, MAX_STEP_S = 1e-9, 1e4
 
 
 @dataclass(frozen=True, eq=False)
@@ -159,14 +161,12 @@ class CostTable:
         non-numeric or non-positive value, or unsorted/duplicate sizes.
         """
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8-sig")  # a BOM (Excel) is not an error
-        except OSError as err:
-            raise InputError(f"cannot read cost table ({err.strerror or err})", file=str(path)) from None
-        except UnicodeDecodeError as err:
-            raise InputError(
-                f"not a UTF-8 text file (undecodable byte at offset {err.start})", file=str(path)
-            ) from None
+        text = inputs.read_text(path, what="cost table", limit=inputs.LIMITS["table"])  # regular, capped
+        with inputs.reading(path):
+            return cls._parse_csv(path, text, mode, layers, key)
+
+    @classmethod
+    def _parse_csv(cls, path: Path, text: str, mode: Mode, layers: int, key: str) -> CostTable:
         rows = [
             (i, line)
             for i, line in enumerate(text.splitlines(), start=1)
@@ -176,6 +176,7 @@ class CostTable:
             raise InputError("empty cost table (expected header 'tokens,seconds')", file=str(path))
         header_line, header = rows[0]
         names = [h.strip() for h in next(csv.reader([header]))]
+        inputs.unique_columns(names, str(path), header_line)
         if key not in names or "seconds" not in names:
             raise InputError(
                 f"header must have columns '{key},seconds', got {','.join(names)!r}",
@@ -206,6 +207,7 @@ class CostTable:
         per_kv = 0.0
         if has_ctx:
             tokens, seconds, per_kv = _context_slope(tokens, context, seconds, path)
+        _warn_if_cheaper(tokens, seconds, path, key)
         return cls.from_points(
             tokens, seconds, mode=mode, layers=layers, name=path.stem, kv_token_seconds=per_kv
         )
@@ -335,10 +337,7 @@ class CostTable:
 def _cell(row: dict, name: str, path: Path, lineno: int, *, whole: bool = False, zero: bool = False):
     """One numeric cell of a cost-table CSV: > 0 (≥ 0 with `zero`), a whole number ≥ 1 with `whole`."""
     raw = row[name]
-    try:
-        val = float(raw)
-    except ValueError:
-        raise InputError(f"not a number: {raw!r}", file=str(path), line=lineno, field=name) from None
+    val = inputs.number(raw, file=str(path), line=lineno, field=name)  # finite, ≤ 64 characters
     if whole and val.is_integer() and val > MAX_TOKENS:
         raise InputError(
             f"must be ≤ {MAX_TOKENS} (the largest batch a table may list), got {raw!r}",
@@ -352,7 +351,27 @@ def _cell(row: dict, name: str, path: Path, lineno: int, *, whole: bool = False,
         what = "latency" if name == "seconds" else "value"
         need = "≥ 0" if zero else "> 0"
         raise InputError(f"{what} must be {need}, got {raw!r}", file=str(path), line=lineno, field=name)
+    if name == "seconds" and not MIN_STEP_S <= val <= MAX_STEP_S:  # 1e-300 or 1e300 s is no GPU step
+        raise InputError(
+            f"a step time must be within [{MIN_STEP_S:g}, {MAX_STEP_S:g}] s, got {raw!r}",
+            file=str(path),
+            line=lineno,
+            field=name,
+        )
     return int(val) if whole else val
+
+
+def _warn_if_cheaper(tokens, seconds, path: Path, key: str) -> None:
+    """A step that costs 10 % less than a smaller one is legal (kernel choice) but surprising: warn."""
+    peak = 0.0
+    for t, sec in zip(tokens, seconds):
+        if sec < 0.9 * peak:
+            inputs.warn(
+                f"gets cheaper with size ({key}={int(t)} takes {sec:.4g} s, a smaller one {peak:.4g} s)",
+                file=str(path),
+            )
+            return
+        peak = max(peak, float(sec))
 
 
 def _context_slope(tokens: list[int], context: list[float], seconds: list[float], path: Path):

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specsched import hardware, safeio
+from specsched import hardware, inputs, safeio
 from specsched.cost import CostTable
 from specsched.errors import InputError
 from specsched.measured import Points
@@ -82,17 +82,23 @@ class Fit:
 def load_fit(path: str | Path) -> Fit:
     """Read FIT.json; `InputError` naming the file and field if it is unreadable or malformed."""
     file = str(path)
-    try:
-        doc = json.loads(Path(path).read_text())
-    except OSError as err:
-        raise InputError(f"cannot read fit file ({err.strerror or err})", file=file) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise InputError(f"not a fit file: invalid JSON ({err})", file=file) from None
+    doc = inputs.load_json(path, what="fit file")  # regular file, size cap, digit/depth/finite limits
+    with inputs.reading(file):
+        return _parse_fit(doc, file)
+
+
+#: the extra knobs a fit may carry: key -> (lower, upper, whole number)
+_EXTRA = {"link_latency": (0.0, 1e-2, False), "bytes_per_param": (0.125, 8.0, False), "ep": (1, 1024, True)}
+
+
+def _parse_fit(doc, file: str) -> Fit:
     if not isinstance(doc, dict):
         raise InputError("not a fit file: expected a JSON object", file=file)
     for key in ("model", "gpu", "knobs"):
         if key not in doc:
             raise InputError("missing (not a `specbed cost fit` file?)", file=file, field=key)
+    if doc.get("version", FIT_VERSION) != FIT_VERSION:
+        raise InputError(f"unknown fit version (this build reads {FIT_VERSION})", file=file, field="version")
     knobs = doc["knobs"]
     if not isinstance(knobs, dict):
         raise InputError("expected an object of knob → value", file=file, field="knobs")
@@ -103,6 +109,12 @@ def load_fit(path: str | Path) -> Fit:
             continue
         if isinstance(val, bool) or not isinstance(val, (int, float)) or not math.isfinite(val) or val < 0:
             raise InputError(f"must be a number ≥ 0, got {val!r}", file=file, field=f"knobs.{key}")
+        lo, hi, whole = _EXTRA.get(key, (*BOUNDS.get(key, (0.0, math.inf)), False))
+        if not lo <= val <= hi or (whole and val % 1):
+            kind = "a whole number" if whole else "a number"
+            raise InputError(
+                f"must be {kind} in [{lo:g}, {hi:g}], got {val!r}", file=file, field=f"knobs.{key}"
+            )
     try:
         hardware.get_model(doc["model"])
         hardware.get_gpu(doc["gpu"])

@@ -22,7 +22,6 @@ May import: numpy, the standard library, `specsched.errors`.
 from __future__ import annotations
 
 import csv
-import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from specsched import inputs
 from specsched.errors import InputError
 
 PHASES: tuple[str, ...] = ("decode", "prefill", "draft")
@@ -73,10 +73,7 @@ _FIELDS = ("phase", "tp", "requests", "tokens", "context", "seconds", "source")
 
 def _number(cells: dict, key: str, file: str, line: int, *, whole: bool = False, positive: bool = False):
     raw = cells.get(key)
-    try:
-        val = float(raw)
-    except (TypeError, ValueError):
-        raise InputError(f"not a number: {raw!r}", file=file, line=line, field=key) from None
+    val = inputs.number(raw, file=file, line=line, field=key)  # finite; null / list / 400 digits refused
     if not math.isfinite(val) or val < 0 or (positive and val <= 0):
         need = "> 0" if positive else "≥ 0"
         raise InputError(f"must be a finite number {need}, got {raw!r}", file=file, line=line, field=key)
@@ -127,6 +124,7 @@ def _read_csv(path: Path, text: str) -> list[tuple[dict, list[dict], int]]:
         raise InputError("empty measured-data file (no header)", file=file)
     header_line, header = rows[0]
     names = [h.strip() for h in next(csv.reader([header]))]
+    inputs.unique_columns(names, file, header_line)
     if all(c in names for c in SPLITWISE_COLUMNS):
         convert = _splitwise_points
     elif all(c in names for c in ("phase", "requests", "tokens", "seconds")):
@@ -153,10 +151,7 @@ def _read_csv(path: Path, text: str) -> list[tuple[dict, list[dict], int]]:
 
 def _read_vllm(path: Path, text: str) -> list[tuple[dict, list[dict], int]]:
     file = str(path)
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise InputError(f"not valid JSON ({err.msg})", file=file, line=err.lineno) from None
+    doc = inputs.parse_json(text, file)
     if not isinstance(doc, dict) or not isinstance(doc.get("batch_stats"), dict) or not doc["batch_stats"]:
         raise InputError(
             "expected a JSON object with a non-empty 'batch_stats' map", file=file, field="batch_stats"
@@ -211,13 +206,11 @@ def read_measured(paths: Sequence[str | Path], where: Iterable[str] = ()) -> Poi
     known: set[str] = set()
     points: list[dict] = []
     for path in map(Path, paths):
-        try:
-            text = path.read_text()
-        except (OSError, UnicodeDecodeError) as err:
-            reason = getattr(err, "strerror", None) or err
-            raise InputError(f"cannot read measured data ({reason})", file=str(path)) from None
+        text = inputs.read_text(path, what="measured-data file", limit=inputs.LIMITS["table"])
         reader = _read_vllm if path.suffix.lower() == ".json" else _read_csv
-        for cells, derived, lineno in reader(path, text):
+        with inputs.reading(path):
+            rows = reader(path, text)
+        for cells, derived, lineno in rows:
             for point in derived:
                 fields = {**cells, **{k: v for k, v in point.items() if k != "context"}}
                 known.update(fields)

@@ -9,20 +9,31 @@ part. When a write fails (a full disk, ENOSPC; a folder made read-only meanwhile
 are removed, the previous results stay as they were, and an `InputError` says so in one line (exit 2 via
 specbed.cli).
 
-Temporary files are named `.tmp-NAME.PID`; a reader never opens them.
+Temporary files are named `.tmp-NAME.PID`; a reader never opens them, and `check_dir` removes those
+whose process is gone (a kill -9 mid-write). `check_file` also refuses an output that is one of the
+command's inputs or a file a run / sweep folder owns (`refuse_clobber`); `check_run_dir` keeps runs out
+of sweep folders; `held` is the folder writer lock (flock) a read-modify-write holds.
 
 May import: the standard library, `specsched.errors`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import os
-from collections.abc import Callable
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
 from specsched.errors import InputError
+
+#: the files a run folder (`specbed run --out`) and a sweep folder own (besides cells/ and errors/)
+RUN_FILES = ("summary.json", "requests.csv", "series.csv", "confidence.json", "config.toml", "timeline.json")
+SWEEP_FILES = ("sweep.json", "results.jsonl", "results.csv")
 
 #: file content: text, bytes, or a function writing to an open handle (text mode unless `binary`)
 Content = str | bytes | Callable[[TextIO], None] | Callable[[BinaryIO], None]
@@ -40,10 +51,11 @@ def os_reason(err: OSError) -> str:
 def check_dir(path: str | os.PathLike[str], *, field: str = "--out") -> Path:
     """Create folder `path` (and parents) and prove it writable with a probe file; InputError otherwise."""
     out = Path(path)
-    if out.exists() and not out.is_dir():
-        raise InputError("exists and is not a folder", file=str(out), field=field)
     try:
+        if out.exists() and not out.is_dir():
+            raise InputError("exists and is not a folder", file=str(out), field=field)
         out.mkdir(parents=True, exist_ok=True)
+        clean_stale(out)
         probe = out / f".tmp-probe.{os.getpid()}"
         with open(probe, "wb") as fh:
             fh.write(b"probe")
@@ -53,15 +65,152 @@ def check_dir(path: str | os.PathLike[str], *, field: str = "--out") -> Path:
     return out
 
 
-def check_file(path: str | os.PathLike[str], *, field: str = "--out") -> Path:
-    """Prove that file `path` can be (re)written: its folder is writable and it is not a folder itself."""
+def check_file(
+    path: str | os.PathLike[str], *, field: str = "--out", inputs: Iterable[str | os.PathLike[str]] = ()
+) -> Path:
+    """Prove that file `path` can be (re)written: its folder is writable, it is not a folder itself, not
+    one of the command's `inputs` and not a file a run or sweep folder owns (see `refuse_clobber`)."""
     out = Path(path)
-    if out.is_dir():
-        raise InputError("is a folder; give a file name", file=str(out), field=field)
     if str(path).endswith(os.sep):
         raise InputError("ends with a path separator; give a file name", file=str(out), field=field)
+    try:
+        if out.is_dir():
+            raise InputError("is a folder; give a file name", file=str(out), field=field)
+    except OSError as err:  # a name over 255 bytes, a loop of links
+        raise InputError(f"cannot write here ({os_reason(err)})", file=str(out), field=field) from None
+    refuse_clobber(out, inputs=inputs, field=field)
     check_dir(out.parent if str(out.parent) else ".", field=field)
     return out
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
+    except (OSError, RuntimeError, ValueError):
+        return False
+
+
+def result_kind(folder: str | os.PathLike[str]) -> str | None:
+    """ "sweep" (a sweep.json or cells/ folder), "run" (summary.json + requests.csv) or None."""
+    d = Path(folder)
+    try:
+        if (d / "sweep.json").exists() or (d / "cells").is_dir():
+            return "sweep"
+        if (d / "summary.json").is_file() and (d / "requests.csv").is_file():
+            return "run"
+    except OSError:
+        return None
+    return None
+
+
+def refuse_clobber(
+    out: str | os.PathLike[str], *, inputs: Iterable[str | os.PathLike[str]] = (), field: str = "--out"
+) -> None:
+    """InputError if output file `out` is one of `inputs` or a file of a run / sweep folder's own (a
+    report onto sweep.json, an export onto summary.json would destroy the results they read)."""
+    out = Path(out)
+    for given in inputs:
+        if _same(out, Path(given)):
+            raise InputError(
+                f"is also an input of this command ({given}); write the result elsewhere",
+                file=str(out),
+                field=field,
+            )
+    parent, grand = out.parent, out.parent.parent
+    kind = result_kind(parent)
+    owned = (kind == "run" and out.name in RUN_FILES) or (kind == "sweep" and out.name in SWEEP_FILES)
+    if not owned and parent.name in ("cells", "errors") and result_kind(grand) == "sweep":
+        kind, owned = "sweep", True
+    if owned:
+        raise InputError(
+            f"is a file of the {kind} results in {parent}; write elsewhere", file=str(out), field=field
+        )
+
+
+def check_run_dir(path: str | os.PathLike[str], *, field: str = "--out") -> Path:
+    """`check_dir` for a run's folder: refused when it holds (or a running sweep holds) a sweep."""
+    out = Path(path)
+    if result_kind(out) == "sweep":
+        raise InputError("holds a sweep's results; a run needs its own folder", file=str(out), field=field)
+    check_dir(out, field=field)
+    if not try_lock(out):
+        raise InputError(
+            "another specbed process (a sweep?) is writing this folder", file=str(out), field=field
+        )
+    return out
+
+
+def try_lock(folder: Path) -> bool:
+    """Whether nobody holds `folder`'s writer lock (the flock a sweep or a run holds on the folder)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)  # releases a lock taken here
+
+
+@contextlib.contextmanager
+def held(folder: str | os.PathLike[str], *, wait_s: float = 0.0, field: str = "--out") -> Iterator[None]:
+    """Hold `folder`'s writer lock (flock on the folder; dropped by the OS even on kill -9) for the block.
+
+    `wait_s` > 0 waits that long for another holder (a read-modify-write of a shared file); 0 refuses.
+    """
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise InputError(
+                        "another specbed process is writing this folder (its lock is held)",
+                        file=str(folder),
+                        field=field,
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)
+
+
+STALE_S = 60.0  # a temporary file untouched this long, of a process that is gone, is debris
+_STALE = re.compile(r"^\.(?:tmp-.+\.|.+\.tmp-)(\d+)$")
+
+
+def clean_stale(folder: str | os.PathLike[str]) -> None:
+    """Remove `.tmp-NAME.PID` / `.NAME.tmp-PID` files whose writer process is gone (a kill -9)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        m = _STALE.match(name)
+        if m is None or _alive(int(m.group(1))):
+            continue
+        path = os.path.join(folder, name)
+        with contextlib.suppress(OSError):
+            if time.time() - os.lstat(path).st_mtime > STALE_S:  # a writer elsewhere (another host) is slow
+                os.unlink(path)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
 
 
 def _tmp(path: Path) -> Path:

@@ -5,7 +5,7 @@ Role: the speed-critical core of `traces.formats`. A CSV is read in blocks of ab
 regular unquoted lines is split with C-level `str.split` calls, anything else (quotes, blank lines,
 ragged rows) goes through the `csv` module, which also produces the precise error for a bad row.
 Only one block of text is alive at a time, so memory is the numeric columns plus one block.
-Imports: numpy, the standard library, specsched.errors.
+Imports: numpy, the standard library, specsched.errors, specsched.inputs.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import IO
 
 import numpy as np
 
+from specsched import inputs
 from specsched.errors import InputError
 
 BLOCK_CHARS = 1 << 20
@@ -42,12 +43,8 @@ class TextSource:
 
     def __init__(self, path: str | os.PathLike[str], *, progress: bool = False) -> None:
         self.name = str(path)
-        try:
-            raw = open(path, "rb")  # closed in close()
-        except IsADirectoryError:
-            raise InputError("is a directory, not a trace file", file=self.name) from None
-        except OSError as err:
-            raise InputError(f"cannot open: {err.strerror or err}", file=self.name) from None
+        # a regular file only (a FIFO or /dev/zero is refused before a byte is read); closed in close()
+        raw = inputs.open_input(path, what="trace", limit=inputs.LIMITS["trace"])
         self._raw = raw
         self._size = os.fstat(raw.fileno()).st_size
         binary: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if raw.peek(2)[:2] == b"\x1f\x8b" else raw

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from specsched import inputs
 from specsched.errors import InputError
 from traces import _parse as P
 from traces.columns import TIME_UNITS, Raw, Spec
@@ -89,7 +90,12 @@ def resolve_spec(format: str | None, columns: Mapping[str, str] | None) -> Spec 
 
 def read_raw(path: Path, spec: Spec | None, *, format: str | None, progress: bool = False) -> Raw:
     """Read `path` (plain, gzip or Parquet) into raw columns; `spec=None` detects the format."""
-    with open(path, "rb") as fh:
+    with inputs.reading(path):  # a 400-digit number, a 5,000-deep JSON line: one line naming the file
+        return _read_raw(path, spec, format=format, progress=progress)
+
+
+def _read_raw(path: Path, spec: Spec | None, *, format: str | None, progress: bool = False) -> Raw:
+    with inputs.open_input(path, what="trace", limit=inputs.LIMITS["trace"]) as fh:  # regular files only
         magic = fh.read(4)
     is_parquet = magic == b"PAR1"
     if (format or "").lower() == "parquet" or is_parquet:

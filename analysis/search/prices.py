@@ -12,16 +12,16 @@ so `specbed search` can price it. A table is TOML:
 A config's GPU kind is, in order: its `server.gpu` key (when the config has one), the space's
 `[search.gpus]` mapping from a cost table name to a kind, or the GPU of a built-in cost table.
 
-May import: the standard library, `specsched` (built-in cost tables), `specsched.errors`.
+May import: the standard library, `specsched` (built-in cost tables, inputs, errors).
 """
 
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from specsched import inputs
 from specsched.errors import InputError
 
 DEFAULT = Path(__file__).resolve().parent.parent / "data" / "gpu_prices.toml"
@@ -58,14 +58,7 @@ def load_prices(path: str | Path | None = None) -> Prices:
     """The price table at `path` (None: the shipped one); InputError naming the file and field."""
     path = Path(path) if path is not None else DEFAULT
     file = str(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(
-            f"cannot read price table ({getattr(err, 'strerror', None) or err})", file=file
-        ) from None
-    except tomllib.TOMLDecodeError as err:
-        raise InputError(f"not valid TOML: {err}", file=file) from None
+    data = inputs.load_toml(path, what="price table")
     for key in data:
         if key not in ("currency", "gpu"):
             raise InputError("unknown key (known: currency, gpu)", file=file, field=key)

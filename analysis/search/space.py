@@ -33,19 +33,20 @@ workload.kind = "trace", num_requests = 0) or a `specbed run` config whose [work
 traffic. It is applied after the space's base and before its `set` and axes, so a space may still
 override a traffic key (e.g. set = ["workload.speedup=2"]).
 
-May import: the standard library, `specsched.errors`, `analysis.sweepfile`, `analysis.model`.
+May import: the standard library, `specsched.errors`, `specsched.inputs`, `analysis.sweepfile`,
+`analysis.model`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.model import Override, flatten
-from analysis.sweepfile import Sweep, _line, parse_sweep, read_text
+from analysis.sweepfile import Sweep, _line, parse_sweep
+from specsched import inputs
 from specsched.errors import InputError
 
 OBJECTIVES = ("cost", "goodput_per_gpu")
@@ -81,9 +82,9 @@ class Space:
 def load_space(path: str | Path) -> Space:
     """A `Space` from SPACE.toml; InputError naming the file, line and key when anything is wrong."""
     file = str(path)
-    text = read_text(path, "space file")
+    text = inputs.read_text(path, what="space file", limit=inputs.LIMITS["config"])
     sweep = parse_sweep(text, file, extra=("search",))
-    data = tomllib.loads(text)  # parse_sweep proved it is TOML
+    data = inputs.parse_toml(text, file)  # parse_sweep proved it is TOML
     return Space(sweep, _options(data.get("search", {}), text, file), text)
 
 
@@ -140,11 +141,8 @@ def traffic_overrides(spec: str, speedup: float | None = None) -> list[Override]
     where = ("--traffic", None)
     path = Path(spec)
     if path.suffix.lower() == ".toml":
-        text = read_text(path, "traffic config")
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as err:
-            raise InputError(f"not valid TOML: {err}", file=spec) from None
+        text = inputs.read_text(path, what="traffic config", limit=inputs.LIMITS["config"])
+        data = inputs.parse_toml(text, spec)
         workload = data.get("workload")
         if not isinstance(workload, dict) or not workload:
             raise InputError("a traffic config needs a [workload] table", file=spec, field="workload")

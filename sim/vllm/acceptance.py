@@ -26,7 +26,6 @@ May import: numpy, the standard library, `specsched.errors`.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from specsched import inputs
 from specsched.errors import InputError
 
 PROM_PREFIX = "vllm:spec_decode_"
@@ -353,11 +353,13 @@ def read_acceptance(paths: list[str | Path]) -> Acceptance:
         raise InputError("no input files", field="FILE")
     files = [str(p) for p in paths]
     texts = []
-    for f in files:
-        try:
-            texts.append(Path(f).read_text(encoding="utf-8", errors="replace"))
-        except OSError as e:
-            raise InputError(f"cannot read: {e.strerror or e}", file=f) from None
+    for f in files:  # regular files only, capped (a FIFO or /dev/zero is refused before a byte is read)
+        texts.append(inputs.read_text(f, what="vLLM input", limit=inputs.LIMITS["log"], errors="replace"))
+    with inputs.reading(files[0] if len(files) == 1 else ", ".join(files)):
+        return _read_kind(files, texts)
+
+
+def _read_kind(files: list[str], texts: list[str]) -> Acceptance:
     kinds = [_kind(t, f) for t, f in zip(texts, files)]
     if len(set(kinds)) > 1:
         raise InputError(
@@ -371,8 +373,5 @@ def read_acceptance(paths: list[str | Path]) -> Acceptance:
         return read_logs(files, texts)
     docs = []
     for f, t in zip(files, texts):
-        try:
-            docs.append(json.loads(t))
-        except json.JSONDecodeError as e:
-            raise InputError(f"invalid JSON: {e.msg}", file=f, line=e.lineno) from None
+        docs.append(inputs.parse_json(t, f))
     return read_bench(files, docs)

@@ -22,12 +22,13 @@ May import: numpy, the standard library, `specsched.errors`.
 from __future__ import annotations
 
 import csv
-import json
+import io
 import math
 from pathlib import Path
 
 import numpy as np
 
+from specsched import inputs
 from specsched.errors import InputError
 
 #: requests.csv columns the export reads
@@ -41,14 +42,7 @@ _SUMMARY_KEYS = (
 
 def _read_summary(run_dir: Path) -> dict:
     path = run_dir / "summary.json"
-    try:
-        doc = json.loads(path.read_text())
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror or e}", file=str(path)) from None
-    except UnicodeDecodeError as e:
-        raise InputError(f"not UTF-8 text (undecodable byte at offset {e.start})", file=str(path)) from None
-    except json.JSONDecodeError as e:
-        raise InputError(f"invalid JSON: {e.msg}", file=str(path), line=e.lineno) from None
+    doc = inputs.load_json(path, what="run summary", nonfinite=True)  # regular, capped, bounded digits
     if not isinstance(doc, dict):
         raise InputError("expected a JSON object", file=str(path))
     for key in _SUMMARY_KEYS:
@@ -56,17 +50,25 @@ def _read_summary(run_dir: Path) -> dict:
             raise InputError(
                 "missing (a run from an older specbed: run it again to export it)", file=str(path), field=key
             )
+    for key in ("spec_drafts", "spec_draft_tokens", "spec_accepted_tokens"):  # counts: whole and ≥ 0
+        inputs.number(doc[key], file=str(path), field=key, integer=True, lo=0)
+    per_pos = doc["spec_accepted_per_pos"]
+    if not isinstance(per_pos, list):
+        raise InputError("expected a list of counts", file=str(path), field="spec_accepted_per_pos")
+    for i, value in enumerate(per_pos):
+        inputs.number(value, file=str(path), field=f"spec_accepted_per_pos[{i}]", integer=True, lo=0)
+    for key in _SUMMARY_KEYS[:4]:  # ITL statistics: a number, NaN or null
+        value = doc[key]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise InputError(f"expected a number, got {value!r}"[:80], file=str(path), field=key)
     return doc
 
 
 def _read_requests(run_dir: Path) -> dict[str, np.ndarray]:
     """The `_COLUMNS` of run_dir/requests.csv as float64 arrays (NaN where the run wrote nan)."""
     path = run_dir / "requests.csv"
-    try:
-        handle = open(path, newline="")
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror or e}", file=str(path)) from None
-    with handle:
+    raw = inputs.open_input(path, what="requests table", limit=inputs.LIMITS["table"])
+    with io.TextIOWrapper(raw, encoding="utf-8", newline="") as handle, inputs.reading(path):
         reader = csv.reader(handle)
         header = next(reader, None)
         if header is None:
@@ -174,14 +176,7 @@ COMPARE_ROWS = (
 def load_vllm_result(path: str | Path) -> dict:
     """A `vllm bench serve --save-result` JSON: an object whose compared keys, where present, are numbers."""
     file = str(path)
-    try:
-        doc = json.loads(Path(path).read_text())
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror or e}", file=file) from None
-    except UnicodeDecodeError as e:
-        raise InputError(f"not UTF-8 text (undecodable byte at offset {e.start})", file=file) from None
-    except json.JSONDecodeError as e:
-        raise InputError(f"invalid JSON: {e.msg}", file=file, line=e.lineno) from None
+    doc = inputs.load_json(path, what="vllm bench result")  # regular, capped, bounded digits
     if not isinstance(doc, dict):
         raise InputError("expected a JSON object (a vllm bench serve --save-result file)", file=file)
     for key, _ in COMPARE_ROWS:

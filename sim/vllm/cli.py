@@ -15,6 +15,7 @@ May import: numpy, the standard library, `sim` modules, `specsched` (errors, con
 from __future__ import annotations
 
 import argparse
+import contextlib
 from pathlib import Path
 
 from specsched import safeio
@@ -86,8 +87,13 @@ def _from_vllm(argv: list[str]) -> int:
         if Path(args.out).exists():  # never replace a file the user did not name
             raise InputError("exists: merge into it with --into, or name the file with --out", file=args.out,
                              field="--out")  # fmt: skip
-    acc = read_acceptance(args.files)
-    out = write_acceptance_curves(acc, args.drafter, args.domain, out=args.out, into=args.into)
+    target = Path(args.out if args.out is not None else args.into)
+    safeio.check_file(target, inputs=args.files)  # never onto a scrape it reads, nor a result's own file
+    # --into is a read-modify-write: concurrent merges into one file wait for each other (folder lock)
+    lock = safeio.held(target.parent, wait_s=60.0, field="--into") if args.into else contextlib.nullcontext()
+    with lock:
+        acc = read_acceptance(args.files)
+        out = write_acceptance_curves(acc, args.drafter, args.domain, out=args.out, into=args.into)
     rates = ", ".join(f"{x:.3f}" for x in acc.rates)
     cond = ", ".join(f"{x:.3f}" for x in acc.conditional())
     print(

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from specsched import safeio
+from specsched import inputs, safeio
 from specsched.contracts.builtin_curves import DRAFTERS, builtin_curve, check_domain, check_drafter
 from specsched.contracts.domains import DOMAINS
 from specsched.errors import InputError
@@ -344,19 +344,9 @@ def _samples(value: Any, where: str, file: str, gamma: int) -> Samples:
 def load_curves(path: str | Path) -> Curves:
     """Read and validate a JSON curves file; any problem raises `InputError` naming the file and field."""
     file = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8-sig")  # a BOM is not an error
-    except OSError as e:
-        raise InputError(f"cannot read curves file: {e.strerror or e}", file=file) from None
-    except UnicodeDecodeError as e:
-        raise InputError(f"not a UTF-8 JSON file (undecodable byte at offset {e.start})", file=file) from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"invalid JSON: {e.msg}", file=file, line=e.lineno) from None
-    except RecursionError:
-        raise InputError("invalid JSON: nested too deeply", file=file) from None
-    return parse_curves(doc, file)
+    doc = inputs.load_json(path, what="curves file")  # regular file, size cap, digit/depth/finite limits
+    with inputs.reading(file):
+        return parse_curves(doc, file)
 
 
 def curve_matrix(

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specsched import safeio
+from specsched import inputs, safeio
 from specsched.cost import CostTable
 from specsched.errors import InputError
 from specsched.measured import write_steps
@@ -137,8 +137,14 @@ def read_profile(path: str | Path) -> Profile:
     table = CostTable.from_csv(path, mode="linear")  # the table's own checks, one CSV reader
     keys = (DRAFT_KEY, JOIN_KEY, INTAKE_KEY, INTAKE_TOKENS_KEY, PAD_KEY)
     keys += (CONTEXT_VERIFY_KEY, CONTEXT_DRAFT_KEY)
+    text = inputs.read_text(path, what="profile", limit=inputs.LIMITS["table"])
+    with inputs.reading(file):
+        return _parse_profile(table, text, file, keys)
+
+
+def _parse_profile(table: CostTable, text: str, file: str, keys: tuple[str, ...]) -> Profile:
     note, by_r, ref = "", {k: {} for k in keys}, None
-    for i, line in enumerate(Path(path).read_text().splitlines(), start=1):
+    for i, line in enumerate(text.splitlines(), start=1):
         if line.startswith(NOTE_PREFIX):
             note = line[len(NOTE_PREFIX) :]
         if line.startswith(f"# {CONTEXT_REF_KEY}:"):

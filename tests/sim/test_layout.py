@@ -31,6 +31,8 @@ OWN = [
     "sim.wiring",
     "sim.shard",
     "sim.raysession",
+    "sim.stepcost",
+    "sim.timebins",
 ]
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from sim.recorder import LogHistogram
 from specbed.cli import main as specbed
+from specsched.stepcost import PARTS
 
 WHOLE = ["--set", "metrics.warmup=0", "--set", "metrics.drain=0"]
 SMALL = [
@@ -142,9 +143,13 @@ def test_timeline_structure_and_event_count(run_dir):
         "verified_drafts",
         "accepted",
         "emitted",
+        "cost_us",
     }
     for e in steps:
         assert set(e["args"]) == args and e["dur"] > 0 and e["ts"] >= 0 and e["tid"] == 0
+        # the step's bill by part (`specsched.stepcost.PARTS`) adds up to its duration
+        assert set(e["args"]["cost_us"]) == set(PARTS)
+        assert sum(e["args"]["cost_us"].values()) == pytest.approx(e["dur"], abs=0.01)
     assert sum(e["args"]["emitted"] for e in steps) == s["output_tokens"]
     assert sum(e["args"]["accepted"] for e in steps) == s["spec_accepted_tokens"]
     counters = [e for e in events if e["ph"] == "C"]
