@@ -84,6 +84,7 @@ def _print(outcome, slo, files: dict[str, str], out: Path) -> None:
         print("no candidate met the SLO (dropped.csv says why for each)", file=sys.stderr)
         return
     print("\n" + output.ranked_table(outcome, slo, top=10))
+    print("\ncheapest by GPU and series:\n" + output.best_by(outcome, slo))
     print("\nwinner: " + files["vllm_serve.sh"].splitlines()[-1])
     done = f"{len(outcome.candidates)} candidates in {outcome.seconds:.1f} s"
     print(f"\n{done} -> {out}/summary.md, ranked.csv, dropped.csv, pareto.png, winner.toml, vllm_serve.sh")

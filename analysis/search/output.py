@@ -70,6 +70,38 @@ def ranked_table(outcome, slo, top: int = 20, markdown: bool = False) -> str:
     return (md_table if markdown else text_table)(HEAD, rows)
 
 
+def best_by(outcome, slo) -> str:
+    """The cheapest SLO-meeting candidate of each GPU kind × series (e.g. with and without speculation),
+    and what each series saves against the space's first series on the same GPU kind."""
+    best: dict[tuple[str, str], object] = {}
+    for c in outcome.ranked:  # best first
+        best.setdefault((c.gpu, c.cell.series), c)
+    if not best:
+        return ""
+    order = list(dict.fromkeys(c.cell.series for c in outcome.candidates))
+    rows = []
+    for gpu in dict.fromkeys(c.gpu for c in outcome.candidates):
+        ref = next((best[(gpu, s)] for s in order if (gpu, s) in best), None)
+        for series in order:
+            c = best.get((gpu, series))
+            if c is None:
+                rows.append([gpu, series, "none met the SLO", "", "", ""])
+                continue
+            save = "" if ref is None or c is ref else f"{1 - c.cost / ref.cost:+.0%}"
+            rows.append(
+                [
+                    gpu,
+                    series,
+                    _name(c).split(" | ", 1)[-1],
+                    f"{c.cost:.3f}",
+                    _pct(slo.margin(c.summary)),
+                    save,
+                ]
+            )
+    head = ["gpu", "series", "cheapest deployment", "$/Mtok", "margin", f"saves vs {order[0]}"]
+    return text_table(head, rows)
+
+
 def pareto(outcome) -> list:
     """Ranked candidates on the front of (lower cost, higher per-user speed), cheapest first."""
     pts = [c for c in outcome.ranked if isinstance(c.summary.get("per_user_tok_s_mean"), (int, float))]
@@ -175,6 +207,8 @@ def summary_md(outcome, slo, space, files: dict[str, str], front: list) -> str:
         ranked_table(outcome, slo, markdown=True) if outcome.ranked else "No candidate met the SLO.",
         "",
     ]
+    if outcome.ranked:
+        lines += ["## Cheapest by GPU and series", "", "```", best_by(outcome, slo), "```", ""]
     if front:
         lines += ["## Pareto: cost vs per-user speed", ""]
         lines += [md_table(["candidate", "$/Mtok", "tok/s/user"], [[_name(c), f"{c.cost:.3f}",

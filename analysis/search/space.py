@@ -82,9 +82,13 @@ class Space:
 def load_space(path: str | Path) -> Space:
     """A `Space` from SPACE.toml; InputError naming the file, line and key when anything is wrong."""
     file = str(path)
-    text = inputs.read_text(path, what="space file", limit=inputs.LIMITS["config"])
+    return parse_space(inputs.read_text(path, what="space file", limit=inputs.LIMITS["config"]), file)
+
+
+def parse_space(text: str, file: str | None = None) -> Space:
+    """A `Space` from TOML text (`file` names it in errors and anchors relative paths)."""
     sweep = parse_sweep(text, file, extra=("search",))
-    data = inputs.parse_toml(text, file)  # parse_sweep proved it is TOML
+    data = inputs.parse_toml(text, file or "space")  # parse_sweep proved it is TOML
     return Space(sweep, _options(data.get("search", {}), text, file), text)
 
 
