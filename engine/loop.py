@@ -64,6 +64,7 @@ from engine.verify import BACKENDS, match_verify, rejection_sample
 MODES = ("standard", "coupled")
 __all__ = [
     "CLOCKS",
+    "make_planner",
     "Engine",
     "EngineConfig",
     "EngineStats",
@@ -183,6 +184,25 @@ class EngineConfig:
             raise ValueError(f"EngineConfig field 'device': {self.device!r} but CUDA is not available here")
 
 
+def make_planner(policy, config: EngineConfig, cost: specsched.CostTable):
+    """(the engine's `specsched.Planner`, the table it plans on): the policy with a stale buffer by cache
+    slot, the young requests' prior `stale_prior` and the draft cost (`draft_cost`; None = one
+    target-sized layer over the drafted positions). An adaptive step's draft pass is priced from its
+    depths, never as the table's draft_seconds (what a caller sets to the full pass) on top of it."""
+    adaptive = getattr(policy, "draft", "full") == "adaptive"
+    draft = config.draft_cost or specsched.DraftCost("parallel", 1.0)
+    budget = config.max_batch_tokens
+    planner = specsched.Planner(
+        policy,
+        config.max_running,
+        config.gamma,
+        draft=draft,
+        max_batch_tokens=budget,
+        prior=config.stale_prior,
+    )
+    return planner, cost.with_draft(0.0) if adaptive else cost
+
+
 class Engine:
     """Batched speculative (or plain) decoding of a TinyLM target with a drafter and a specsched policy."""
 
@@ -220,15 +240,8 @@ class Engine:
         self.cache = KVCache(target.config, config.max_running, max_len, device=self.device)
         self._cached = [0] * config.max_running  # host mirror of cache.lengths (feeds need no device read)
         self.stats = EngineStats()
-        self._adaptive = getattr(self.policy, "draft", "full") == "adaptive"
-        delay = self.policy.delay
-        uses = self.policy.uses_stale
-        self._rows = specsched.StaleBuffer(config.max_running, config.gamma, delay) if uses else None
         self._age = np.zeros(config.max_running, dtype=np.int64)  # speculative steps since admission, by slot
-        self._draft_cost = config.draft_cost or specsched.DraftCost("parallel", 1.0)
-        # An adaptive step's draft pass is priced from its depths (draft_cost), never as the table's
-        # draft_seconds (what a caller sets to the full pass for full drafting) on top of it.
-        self._plan_cost = self.cost.with_draft(0.0) if self._adaptive else self.cost
+        self.planner, self._plan_cost = make_planner(self.policy, config, self.cost)
         self._relay = HiddenRelay() if getattr(drafter, "uses_hidden", False) else None
 
     def generate(self, requests: Sequence[Request], *, speculative: bool = True) -> dict[int, list[int]]:
@@ -305,14 +318,16 @@ class Engine:
         draft_s: float,
         conf,
         raw,
-        planned,
+        decision,
         ells,
         accepted,
         drafted=(0, 0),
     ):
         """The StepOutput of the step just done (`before`: each request's output length before it;
-        `drafted`: (requests drafted, positions drafted))."""
+        `drafted`: (requests drafted, positions drafted); `decision`: the planner's `StepDecision`, or the
+        planned lengths of a plain step)."""
         i64 = np.int64
+        planned = decision.lengths if isinstance(decision, specsched.StepDecision) else decision
         return StepOutput(
             rids=np.array([x.rid for x in running], dtype=i64),
             first=np.array([b == 0 for b in before], dtype=bool),
@@ -328,6 +343,7 @@ class Engine:
             end_s=self._now() - self._t0,
             drafting=drafted[0],
             drafted=drafted[1],
+            decision=decision if isinstance(decision, specsched.StepDecision) else None,
         )
 
     def _plain_step(self, running) -> StepOutput:
@@ -350,47 +366,55 @@ class Engine:
         return self._output(running, before, start, 0.0, none, none, zeros, zeros, zeros)
 
     def _spec_step(self, running) -> StepOutput:
+        """One speculative step: draft → plan → verify → commit (the plan is the shared `Planner`'s)."""
         start, before = self._now() - self._t0, [len(x.output) for x in running]
-        cfg, vocab, gamma = self.config, self.target.config.vocab_size, self.config.gamma
-        r = len(running)
-        seeds, rids, t0 = self._keys(running)
-        offs = torch.arange(gamma + 1, dtype=torch.int64, device=self.device)
-        e_pos, e_draft = self._draft_noise(seeds, rids, t0, offs)
+        keys = self._keys(running)
         slots = np.array([x.slot for x in running], dtype=np.int64)
-        age, prior, depths, deepest, stale = self._age[slots], cfg.stale_prior, None, gamma, None
-        if self._adaptive and self.policy.delay:  # depths from lagged rows, before anything is drafted
-            stale = self._rows.lagged(slots, age, prior)
-            depths = self._depths(stale)
-            deepest = int(depths.max(initial=0))
+        age, plan = self._age[slots], self.planner
+        depths = plan.before_draft(slots, age, cost=self._plan_cost)  # from lagged rows, before drafting
+        prop, conf, e_pos, draft_s = self._propose(running, depths, keys)
+        decision = plan.after_draft(conf, slots, age, cost=self._plan_cost)
+        self._age[slots] += 1
+        cap = np.array([x.remaining - 1 for x in running], dtype=np.int64)  # value-blind: counts only
+        ells = np.clip(decision.lengths, 0, np.maximum(cap, 0)).astype(np.int64).tolist()  # host: feeds
+        emitted = self._verify_commit(running, prop, ells, keys, e_pos)
+        r, depths = len(running), decision.depths
+        # what the drafter was asked for: the draft pass's size, priced the same way in profile and twin
+        drafted = (
+            (r, r * self.config.gamma)
+            if depths is None
+            else (int(np.count_nonzero(depths)), int(depths.sum()))
+        )
+        self.stats.count(r, ells, emitted, drafted[1])
+        raw = conf if prop.raw_conf is None else prop.raw_conf.to(torch.float64).cpu().numpy()
+        accepted = [n - 1 for n in emitted]
+        return self._output(running, before, start, draft_s, conf, raw, decision, ells, accepted, drafted)
+
+    def _propose(self, running, depths, keys):
+        """(proposal, conf float64[R, γ] on the host, e_pos, draft seconds) of the step's draft pass."""
+        seeds, rids, t0 = keys
+        offs = torch.arange(self.config.gamma + 1, dtype=torch.int64, device=self.device)
+        e_pos, e_draft = self._draft_noise(seeds, rids, t0, offs)
+        deepest = self.config.gamma if depths is None else int(depths.max(initial=0))
         t_draft = self._now()
         prop = self._draft(running, depths, deepest, e_draft)
         conf = prop.conf.to(torch.float64).cpu().numpy()  # the one device-to-host copy the scheduler needs
         draft_s = self._now() - t_draft  # the copy waited for the drafter's kernels: they count as drafting
-        extra = {}
-        if depths is not None:
-            self._rows.record(slots, age, conf, depths=depths, prior=prior)
-        elif self._rows is not None:
-            stale = self._rows.exchange(slots, age, conf, prior)  # lagged rows (delay 0: the current ones)
-        cost = self.cost
-        if self._adaptive:
-            if depths is None:  # delay 0, the negative control: depths from the current step
-                depths = self._depths(stale)
-            extra = {"depths": depths}
-            cost = self._plan_cost.with_draft(self._draft_cost.seconds(depths, self._plan_cost))
-        planned = self.policy(conf, cost, stale=stale, max_batch_tokens=cfg.max_batch_tokens, **extra)
-        self._age[slots] += 1
-        cap = np.array([x.remaining - 1 for x in running], dtype=np.int64)  # value-blind: counts only
-        ells = np.clip(planned, 0, np.maximum(cap, 0)).astype(np.int64).tolist()  # host: feeds, stats
-        lengths = self._tensor(ells)
+        return prop, conf, e_pos, draft_s
+
+    def _verify_commit(self, running, prop, ells: list[int], keys, e_pos) -> list[int]:
+        """One batched target forward over each request's uncached tokens plus its first ℓ_r drafts, the
+        verifier, then the commit (cache lengths, relayed hidden states, outputs); returns tokens emitted."""
+        r, gamma, vocab = len(running), self.config.gamma, self.target.config.vocab_size
+        offs = torch.arange(gamma + 1, dtype=torch.int64, device=self.device)
         feeds, committed = self._feeds(running)
         n_unc = self._tensor([len(f) for f in feeds])
-        drafts = prop.tokens.tolist()
-        feeds = [f + d[:ell] for f, d, ell in zip(feeds, drafts, ells)]
+        feeds = [f + d[:ell] for f, d, ell in zip(feeds, prop.tokens.tolist(), ells)]
         logits, n_valid = self._forward(running, feeds)
         rows = torch.minimum(n_unc[:, None] - 1 + offs[None, :], n_valid[:, None] - 1)  # [R, γ+1]
         target_logits = logits.gather(1, rows[:, :, None].expand(r, gamma + 1, vocab))
         target_probs = probs_from_logits(target_logits, [x.params for x in running])
-        tokens, n_emit = self._verify(prop, target_probs, lengths, (seeds, rids, t0), e_pos)
+        tokens, n_emit = self._verify(prop, target_probs, self._tensor(ells), keys, e_pos)
         emitted = n_emit.tolist()
         observe = getattr(self.drafter, "observe", None)  # the Drafter protocol's optional hook
         if observe is not None:
@@ -402,17 +426,7 @@ class Engine:
         self._commit_lengths(running, kept)
         for x, row, n in zip(running, tokens.tolist(), emitted):
             x.output.extend(row[: min(n, x.remaining)])
-        self.stats.steps += 1
-        self.stats.verify_tokens += r + sum(ells)
-        # what the drafter was asked for: the draft pass's size, priced the same way in profile and twin
-        drafted = (r, r * gamma) if depths is None else (int(np.count_nonzero(depths)), int(depths.sum()))
-        self.stats.drafted += drafted[1]
-        self.stats.verified_drafts += sum(ells)
-        self.stats.accepted += sum(emitted) - r
-        self.stats.emitted += sum(emitted)
-        raw = conf if prop.raw_conf is None else prop.raw_conf.to(torch.float64).cpu().numpy()
-        accepted = [n - 1 for n in emitted]
-        return self._output(running, before, start, draft_s, conf, raw, planned, ells, accepted, drafted)
+        return emitted
 
     def _draft(self, running, depths, deepest: int, e_draft: torch.Tensor):
         """The step's Proposal [R, γ]. With planned depths (int64[R]) only what the plan asks is drafted:
@@ -434,11 +448,6 @@ class Engine:
         if self._relay is None:
             return {}
         return {"hidden": self._relay.hand([x.rid for x in reqs], self.cache.k)}
-
-    def _depths(self, stale: np.ndarray) -> np.ndarray:
-        # trusted: the rows come from the engine's own buffer, the budget is checked by EngineConfig
-        budget = self.config.max_batch_tokens
-        return self.policy.trusted_depths(stale, self._plan_cost, self._draft_cost, budget)
 
     def _draft_noise(self, seeds, rids, t0, offs):
         """(e_pos, e_draft): coupled mode drafts with the target's own noise at absolute positions

@@ -6,7 +6,7 @@ fitting read the loop through it and never reach into the loop's internals. `Eng
 counters of one generate() call. `full_rows` is the one definition of the request-steps curves and STS are
 measured on.
 
-May import: numpy, stdlib.
+May import: numpy, stdlib, `specsched.planner` (StepDecision).
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+
+from specsched.planner import StepDecision
 
 # "wall": time.perf_counter; "process": this process's CPU seconds (all its threads): on a CPU shared with
 # other jobs it measures the engine's own work, not the neighbours'. It cannot see GPU time: on CUDA use wall.
@@ -38,7 +40,9 @@ class StepOutput:
     start_s, draft_s, end_s: the step's start and end (seconds on EngineConfig.clock since generate()
     began) and the seconds the drafter's propose took (0 for plain steps); drafting: requests the drafter
     ran for (R with full drafting, #{depth > 0} with planned depths, 0 for plain steps) and drafted: the
-    positions they drafted (R·γ, Σ depth, 0): what the draft pass is priced from (specbed fidelity)."""
+    positions they drafted (R·γ, Σ depth, 0): what the draft pass is priced from (specbed fidelity);
+    decision: the planner's `specsched.StepDecision` (depths, lengths), the one the simulator's
+    `StepPlan` carries too (None for plain steps)."""
 
     rids: np.ndarray
     first: np.ndarray
@@ -54,6 +58,7 @@ class StepOutput:
     end_s: float
     drafting: int = 0
     drafted: int = 0
+    decision: StepDecision | None = None
 
     @property
     def verify_tokens(self) -> int:
@@ -74,6 +79,17 @@ class EngineStats:
     accepted: int = 0
     emitted: int = 0
     seconds: float = 0.0
+
+    def count(self, requests: int, ells: list[int], emitted: list[int], drafted: int) -> None:
+        """Add one speculative step of `requests` requests: verify lengths `ells`, tokens `emitted`,
+        positions `drafted`."""
+        verified = sum(ells)
+        self.steps += 1
+        self.verify_tokens += requests + verified
+        self.drafted += drafted
+        self.verified_drafts += verified
+        self.accepted += sum(emitted) - requests
+        self.emitted += sum(emitted)
 
     @property
     def acceptance(self) -> float:

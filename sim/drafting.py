@@ -1,67 +1,60 @@
 """The draft side of one replica's step: lagged confidence rows, adaptive depths, the drafter's intake.
 
-Role: helpers of `sim.server.Replica._decide`, taking the replica (`rep`: its slot arrays, stale buffer
-and deployment `rep.eng`) and the decoding slots `di` of this step (a slice or int64[r]).
-- `stale_rows`: the confidences from `delay` steps earlier (full drafting with a stale-reading policy);
-- `adaptive_step`: draft = "adaptive": depths planned from the lagged rows, the draft pass priced from them,
-  verify lengths chosen within them;
+Role: helpers of `sim.server.Replica._decide`, taking the replica (`rep`: its slot arrays, `Planner` and
+deployment `rep.eng`) and the decoding slots `di` of this step (a slice or int64[r]).
+- `decide`: the step's `specsched.StepDecision` from the replica's planner (the one planning sequence,
+  shared with the engine): lagged rows, depths with draft = "adaptive", verify lengths;
 - `draft_part`: the step's draft part, priced by the deployment's `StepCost` from the drafting requests,
   their `intake` (drafter.intake_seconds: the drafts each verified since it last drafted; on specbed's CPU
   engine a longer verify step makes the next draft pass dearer) and the longest context;
 - `longest_context`: the longest running context, which a padded engine's steps scale with.
 
-May import: numpy, the standard library.
+May import: numpy, the standard library, `specsched` (planner).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from specsched.planner import StepDecision
 
-def stale_rows(rep, di, conf: np.ndarray) -> np.ndarray:
-    """Record `conf` for the decoding slots `di`; return their confidences from `delay` steps earlier.
 
-    A request younger than `delay` decode steps has no such row: it passes its domain's population
-    curve (`model.curves`, a constant known before any token is drafted), never its current row —
-    sizing the batch from current confidences is exactly the lookahead bias the delay exists to avoid.
+def decide(rep, di, r: int, conf: np.ndarray) -> StepDecision:
+    """The step's decision for its r decoding slots `di` (conf float64[r, γ]) from the replica's `Planner`.
+
+    A stale-reading policy is given the rows of `delay` steps earlier; a request younger than that passes
+    its domain's population curve (`model.curves`, a constant known before any token is drafted), never
+    its current row — sizing the batch from current confidences is exactly the lookahead bias the delay
+    exists to avoid. With draft = "adaptive" depths are planned from those rows before the verify lengths
+    (the acceptance model drew all γ positions; only the drafted ones are recorded) on the policy's own
+    table (server.policy_cost, when set), the context's KV reads a fixed term of it; the step itself is
+    timed with the hardware's (`draft_part`).
     """
-    if isinstance(di, slice):
-        di = np.arange(di.start, di.stop)
-    age = rep.dsteps[di]  # decode steps since admission
-    return rep.hist.exchange(di, age, conf, rep.eng.model.curves[rep.dom[di]])
-
-
-def adaptive_step(rep, di, conf: np.ndarray) -> tuple[np.ndarray, float]:
-    """Plan depths from the lagged rows (delay 0, the negative control: the current ones), price the
-    draft pass from them, verify within them; record only drafted positions (the rest hold the prior).
-    The policy uses its own table (server.policy_cost, when set); the step is timed with the hardware's.
-    """
-    eng = rep.eng
-    if isinstance(di, slice):
-        di = np.arange(di.start, di.stop)
-    age = rep.dsteps[di]
-    prior = eng.model.curves[rep.dom[di]]
-    if eng.policy.delay == 0:
-        stale = rep.hist.exchange(di, age, conf, prior)
-    else:
-        stale = rep.hist.lagged(di, age, prior)
-    step, plan = eng.step, eng.planned
+    eng, planner = rep.eng, rep.planner
+    if planner.rows is None:
+        return planner.after_draft(conf, None, None, None, eng.view(r, rep.kv_used))
+    slots = np.arange(di.start, di.stop) if isinstance(di, slice) else di
+    age, prior = rep.dsteps[slots], eng.model.curves[rep.dom[slots]]
+    if not planner.adaptive:
+        return planner.after_draft(conf, slots, age, prior, eng.view(r, rep.kv_used))
+    table = eng.planned.cost
     # The context's KV reads are a fixed (depth- and ℓ-independent) term, carried as draft seconds
-    # (draft_s= prices it as plan.cost.with_draft would, keeping the policy's caches on plan.cost).
-    context = plan.cost.kv_token_seconds * rep.kv_used
-    budget, fixed = eng.max_batch_tokens, (context if context else None)
-    depths = eng.policy.trusted_depths(stale, plan.cost, step.drafter, budget, fixed)
-    draft_s = step.drafter.seconds(depths, step.cost)
-    plan_s = draft_s if eng.plan is None else step.drafter.seconds(depths, plan.cost)
-    lengths = eng.policy.trusted(conf, plan.cost, stale, budget, depths, plan_s + context)
-    if eng.policy.delay:
-        rep.hist.record(di, age, conf, depths=depths, prior=prior)
-    return lengths, _draft(rep, depths.size, di[depths > 0], int(np.count_nonzero(depths)), depths, draft_s)
+    # (priced as table.with_draft would, keeping the policy's caches on the table).
+    context = table.kv_token_seconds * rep.kv_used
+    planner.before_draft(slots, age, prior, table, context)
+    return planner.after_draft(conf, slots, age, prior, table, context)
 
 
-def draft_part(rep, di, r: int) -> float:
-    """The draft part of a full-drafting step whose r decoding slots `di` all draft γ (`StepCost.draft`)."""
-    return _draft(rep, r, di, r)
+def draft_part(rep, di, r: int, decision: StepDecision) -> float:
+    """The draft part of the step (`StepCost.draft`): full drafting, γ for each of the r slots `di`, or
+    the planned depths, priced on the hardware's table (the planner's price when it planned on it)."""
+    depths = decision.depths
+    if depths is None:
+        return _draft(rep, r, di, r)
+    step = rep.eng.step
+    base = decision.draft_s if rep.eng.plan is None else step.drafter.seconds(depths, step.cost)
+    slots = (np.arange(di.start, di.stop) if isinstance(di, slice) else di)[depths > 0]
+    return _draft(rep, r, slots, int(np.count_nonzero(depths)), depths, base)
 
 
 def _draft(rep, r: int, slots, drafting: int, depths=None, base: float | None = None) -> float:

@@ -13,9 +13,9 @@ One engine step of a replica, at time t (`Replica._plan`, then `yield timeout`, 
 2. Decode: for the R running requests that finished prefill, (true, conf) = model.step(...) (the truth and
    the estimate of it), lengths = policy(conf, cost.with_draft(draft_s), stale=..., max_batch_tokens),
    accepted = model.sample_accepted(true, lengths) (truth noise, estimate noise and accept uniforms: three
-   separate streams). For policies with `uses_stale` the server keeps each
-   request's confidences of its last `delay` decode steps in one `specsched.StaleBuffer` and passes those
-   from `delay` steps earlier; a request younger than that passes its domain's population curve (the
+   separate streams), all through the replica's `specsched.Planner` (the engine's too). For policies with
+   `uses_stale` the planner keeps each request's confidences of its last `delay` decode steps and passes
+   those from `delay` steps earlier; a request younger than that passes its domain's population curve (the
    buffer's stated prior: a constant, so still lossless). With draft = "adaptive" the policy first plans
    each request's draft depth from those lagged rows (`policy.depths`), the step's draft pass is priced
    from the depths (`sim.drafter.draft_cost`), and verify lengths are chosen within them. The acceptance
@@ -43,7 +43,8 @@ replica plans its next step at the same instant. Routers and arrival processes l
 State is numpy arrays indexed by slot (0..n−1 = running requests in admission order), not per-request
 objects; per-request results go to `sim.recorder.Recorder`.
 
-May import: numpy, simpy, the standard library, `sim.deployment`, `sim.steps`, `specsched` (StaleBuffer).
+May import: numpy, simpy, the standard library, `sim.deployment`, `sim.steps`, `sim.drafting`,
+`specsched` (Planner, StepDecision, StepShape).
 """
 
 from __future__ import annotations
@@ -54,9 +55,9 @@ import numpy as np
 import simpy
 
 from sim.deployment import Deployment
-from sim.drafting import adaptive_step, draft_part, longest_context, stale_rows
+from sim.drafting import decide, draft_part, longest_context
 from sim.steps import DecodeRun, NormalStream, StepPlan, plan_decode_run, run_bills, run_length
-from specsched import StaleBuffer
+from specsched.planner import Planner, StepDecision
 from specsched.stepcost import StepShape
 
 
@@ -87,7 +88,10 @@ class Replica:
         self.lat = np.zeros(s)
         # θ[dom] + latent by slot (`AcceptanceModel.offsets`), set at admission: the draws' fixed part
         self.offsets = np.zeros((s, eng.gamma)) if eng.vector_draws else None
-        self.hist = StaleBuffer(s, eng.gamma, eng.policy.delay) if eng.policy.uses_stale else None
+        #: the one planning sequence (`specsched.Planner`, shared with the engine): policy and stale rows
+        self.planner = Planner(
+            eng.policy, s, eng.gamma, draft=eng.step.drafter, max_batch_tokens=eng.max_batch_tokens
+        )
         self.wake: simpy.Event | None = None
         # Own streams (children spawned in replica order): a replica's draws never interleave with another's,
         # so deciding several steps at once, or simulating one replica alone, draws the same numbers.
@@ -189,8 +193,10 @@ class Replica:
                 di = np.flatnonzero(decoding)
                 pf = np.flatnonzero(~decoding)
             draft_s = float(eng.step.draft_s[r])
+            decision = None
             if r and gamma:
-                lengths, accepted, draft_s = self._decide(di, r)
+                decision, accepted, draft_s = self._decide(di, r)
+                lengths = decision.lengths
                 verify = r + int(np.add.reduce(lengths))
             else:
                 lengths = accepted = np.zeros(r, dtype=np.int64)
@@ -227,9 +233,9 @@ class Replica:
             di, r, lengths, accepted, pf, chunks, prefill, now, bill.seconds, verify, bill.draft, bill
         )
 
-    def _decide(self, di, r: int) -> tuple[np.ndarray, np.ndarray, float]:
-        """(lengths, accepted, draft seconds) of this step's r decoding slots `di` (lengths, accepted:
-        int64[r]): draws, policy (depths first with draft = "adaptive"), verification.
+    def _decide(self, di, r: int) -> tuple[StepDecision, np.ndarray, float]:
+        """(decision, accepted, draft seconds) of this step's r decoding slots `di` (accepted: int64[r]):
+        draws, the planner (`sim.drafting.decide`: depths first with draft = "adaptive"), verification.
 
         A model with `draw_steps` (the parametric one) is drawn exactly as the run path draws one step,
         whatever the policy, draft mode or cost table, so those never change the random draws."""
@@ -241,15 +247,11 @@ class Replica:
         else:
             pos = {"position": self.gen[di]} if getattr(model, "by_position", False) else {}
             true, conf = model.step(dom, lat, self.rng_truth, self.rng_conf, **pos)
-        if eng.adaptive:
-            lengths, draft_s = adaptive_step(self, di, conf)
-        else:
-            stale = stale_rows(self, di, conf) if self.hist is not None else None
-            lengths = eng.policy.trusted(conf, eng.view(r, self.kv_used), stale, eng.max_batch_tokens)
-            draft_s = draft_part(self, di, r)
+        decision = decide(self, di, r, conf)
+        lengths, draft_s = decision.lengths, draft_part(self, di, r, decision)
         if eng.vector_draws:
-            return lengths, model.accept_steps(w, lengths[None], self.rng_verify)[0], draft_s
-        return lengths, model.sample_accepted(true, lengths, self.rng_verify), draft_s
+            return decision, model.accept_steps(w, lengths[None], self.rng_verify)[0], draft_s
+        return decision, model.sample_accepted(true, lengths, self.rng_verify), draft_s
 
     def _make_room(self) -> bool:
         """Preempt newest requests until held KV plus decode reservations fit; True if any was preempted."""
@@ -370,8 +372,7 @@ class Replica:
             self.lat[:m] = self.lat[:n][keep]
             if self.offsets is not None:
                 self.offsets[:m] = self.offsets[:n][keep]
-            if self.hist is not None:
-                self.hist.compact(keep, n)
+            self.planner.compact(keep, n)
             self.n = m
             rec.finished(rids, now, self.index)
             if eng.on_complete is not None:

@@ -16,7 +16,7 @@ times as K single steps, because nothing that could change them happens before t
 Truth noise, estimate noise and the accept uniforms each have their own stream, consumed step after step
 in both paths, so a run gives the same result whatever the pass lengths (tests/sim/test_decode_run.py).
 
-May import: numpy, the standard library, `specsched.stepcost`.
+May import: numpy, the standard library, `specsched.stepcost`, `specsched.planner`.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specsched.planner import StepDecision
 from specsched.stepcost import RunBills, StepBill
 
 #: Most steps decided in one pass (memory: K·R·γ floats per array).
@@ -76,7 +77,8 @@ class StepPlan:
     prefilling this step and their chunk sizes (None when none could); prefill_tokens: Σ chunks; start,
     seconds: step start (simulated s) and duration; verify: Σ (1 + ℓ_r) verify tokens; draft_s: the draft
     pass's seconds (part of `seconds`; priced from the planned depths with draft = "adaptive"); bill: the
-    step's price by part (`specsched.stepcost.StepBill`, `seconds` and `draft_s` are two of its fields).
+    step's price by part (`specsched.stepcost.StepBill`, `seconds` and `draft_s` are two of its fields);
+    decision: the planner's `specsched.StepDecision` (depths, lengths; None without speculation).
     """
 
     decoding: slice | np.ndarray
@@ -91,6 +93,7 @@ class StepPlan:
     verify: int
     draft_s: float
     bill: StepBill | None = None
+    decision: StepDecision | None = None
 
 
 @dataclass
@@ -155,7 +158,7 @@ def plan_decode_run(rep, k: int, now: float) -> DecodeRun:
     eng, n = rep.eng, rep.n
     model, rng_t, rng_c, rng_v = eng.model, rep.rng_truth, rep.rng_conf, rep.rng_verify
     w, conf = model.draw_steps(rep.dom[:n], rep.lat[:n], k, rng_t, rng_c, rep.offsets[:n])
-    lengths = eng.policy.trusted_many(conf, eng.view(n), eng.max_batch_tokens)
+    lengths = rep.planner.lengths_many(conf, eng.view(n))
     accepted = model.accept_steps(w, lengths, rng_v)
     verify = np.add.reduce(lengths, axis=1)
     verify += n

@@ -18,6 +18,7 @@ from specsched.depth import DRAFT_MODES, AdaptivePolicy, DraftCost, make_policy,
 from specsched.errors import InputError
 from specsched.graphs import vllm_capture_sizes, with_cudagraphs
 from specsched.hardware import GPU, GPUS, MODELS, ModelShape
+from specsched.planner import Planner, StepDecision
 from specsched.policies import (
     POLICIES,
     LosslessnessWarning,
@@ -33,7 +34,9 @@ __all__ = [
     "DRAFT_MODES",
     "AdaptivePolicy",
     "DraftCost",
+    "Planner",
     "StaleBuffer",
+    "StepDecision",
     "StepBill",
     "StepCost",
     "StepShape",

@@ -66,6 +66,19 @@ def test_drafting_stops_at_the_deepest_planned_depth_and_skips_when_none_drafts(
     assert max(counting.depths) <= 4 and engine.stats.verified_drafts > 0
 
 
+class _Planned:
+    """The engine planner's policy with its depth plan replaced by `plan(stale)`."""
+
+    def __init__(self, inner, plan):
+        self.inner, self.plan = inner, plan
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def trusted_depths(self, stale, *args):
+        return self.plan(stale)
+
+
 @pytest.mark.parametrize("mode", ["coupled", "standard"])
 def test_each_request_drafts_its_own_depth_and_depth_zero_skips_the_drafter(mode):
     engine = _engine("dspark", {"delay": 1}, mode=mode, draft_cost=DraftCost("parallel", 1.0))
@@ -77,7 +90,7 @@ def test_each_request_drafts_its_own_depth_and_depth_zero_skips_the_drafter(mode
         plans.append(d)
         return d
 
-    engine._depths = depths
+    engine.planner.policy = _Planned(engine.planner.policy, depths)
     out = engine.generate(REQS)
     if mode == "coupled":
         assert out == PLAIN  # coupled decoding is plain decoding bit for bit, whatever is drafted
