@@ -149,3 +149,14 @@ def test_budget_stops_cleanly_with_the_best_so_far(tmp_path, capsys):
     assert code in (0, 1)
     assert "budget" in capsys.readouterr().out
     assert (tmp_path / "out" / "summary.md").is_file()
+
+
+def test_shipped_search_spaces_parse_and_price():
+    from analysis.search.halving import candidates_of
+
+    root = Path(__file__).resolve().parents[2]
+    files = sorted((root / "configs" / "search").glob("*.toml"))
+    assert files
+    for path in files:
+        cands = candidates_of(load_space(path), traffic_overrides("azure2023-conv", 2.0), load_prices())
+        assert cands and all(c.usd_per_hour > 0 for c in cands), path
