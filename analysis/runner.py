@@ -14,7 +14,7 @@ Backends
   retries for dead workers. Ray is optional and imported only here.
 
 May import: the standard library, `specsched.errors`, `analysis.sweepfile`, `analysis.store`,
-`specsched.progress`, `analysis.model`; `ray` lazily.
+`specsched.progress`, `analysis.model`; `analysis.report` and `ray` lazily.
 """
 
 from __future__ import annotations
@@ -106,6 +106,11 @@ def run_sweep(
     if jobs < 1:
         raise InputError(f"must be ≥ 1, got {jobs}", field="--jobs")
     cells = expand(sweep, model)
+    if sweep.analysis.baseline is not None:  # before any cell runs, not after
+        from analysis.report import resolve_baseline
+
+        series = sorted({c.row_head()["series"] for c in cells})
+        resolve_baseline(sweep.analysis.baseline, series, file=sweep.file, field="analysis.baseline")
     # Ray: import and connect before the folder is touched (a missing package or a bad address is bad input).
     with ray_session(jobs, address) if backend == "ray" else contextlib.nullcontext():
         return _execute(sweep, cells, Path(out), model, jobs, backend, resume, force, progress, start)

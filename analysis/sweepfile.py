@@ -44,6 +44,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -171,7 +172,7 @@ def _parse_sweep(data: dict, text: str, file: str | None, extra: tuple[str, ...]
     base = data.get("base")
     if isinstance(base, str):
         base_path = (here / base) if not Path(base).is_absolute() else Path(base)
-        if not base_path.is_file():
+        if not os.path.isfile(base_path):  # False (never OSError) for a name too long
             raise fail(f"base config file not found: {base_path}", "base")
     elif isinstance(base, dict):
         base_table = {k: (v, _line(text, k)) for k, v in _anchor_paths(flatten(base), here).items()}
@@ -221,7 +222,7 @@ def _anchor(key: str, value: object, here: Path) -> object:
         and isinstance(value, str)
         and value.strip()  # "" must stay "" (an error later), not become this folder
         and not Path(value).is_absolute()
-        and (here / value).exists()
+        and os.path.exists(here / value)
     ):
         return str(here / value)
     return value

@@ -11,6 +11,7 @@ specsched.errors, specsched.fit.
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from pathlib import Path
 
@@ -133,7 +134,7 @@ def load_cost(
             return fit_table(fitted, tp=tp or 1, ep=ep or 1)
         except ValueError as err:
             raise InputError(str(err), file=str(path)) from None
-    if path.suffix.lower() == ".csv" or path.exists():
+    if path.suffix.lower() == ".csv" or os.sep in str(spec) or os.path.exists(path):  # never raises
         return CostTable.from_csv(path, mode=mode)  # type: ignore[arg-type]
     raise InputError(
         f"unknown cost table {str(spec)!r}: not a built-in ({', '.join(BUILTIN_COSTS)}), "
