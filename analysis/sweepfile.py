@@ -146,20 +146,24 @@ def _line(text: str, key: str) -> int | None:
     return None
 
 
-def parse_sweep(text: str, file: str | None = None) -> Sweep:
-    """A `Sweep` from TOML text (`file` only names it in errors and anchors relative paths)."""
+def parse_sweep(text: str, file: str | None = None, *, extra: tuple[str, ...] = ()) -> Sweep:
+    """A `Sweep` from TOML text (`file` only names it in errors and anchors relative paths).
+
+    extra: further top-level keys the caller reads itself (e.g. `specbed search`'s [search]); skipped here.
+    """
     data = inputs.parse_toml(text, file or "sweep")  # digit, depth and int64 limits, one line
     with inputs.reading(file or "sweep"):
-        return _parse_sweep(data, text, file)
+        return _parse_sweep(data, text, file, extra)
 
 
-def _parse_sweep(data: dict, text: str, file: str | None) -> Sweep:
+def _parse_sweep(data: dict, text: str, file: str | None, extra: tuple[str, ...] = ()) -> Sweep:
     def fail(message: str, key: str) -> InputError:
         return InputError(message, file=file, line=_line(text, key), field=key)
 
     for key in data:
-        if key not in TOP_KEYS:
-            return _raise(fail(f"unknown sweep key (known: {', '.join(TOP_KEYS)})", key))
+        if key not in TOP_KEYS and key not in extra:
+            known = ", ".join((*TOP_KEYS, *extra))
+            return _raise(fail(f"unknown sweep key (known: {known})", key))
     here = Path(file).resolve().parent if file else Path.cwd()
     name = data.get("name", Path(file).stem if file else "sweep")
     if not isinstance(name, str):

@@ -220,6 +220,7 @@ def main() -> None:
     ap.add_argument("--only", default="", help="run only probes whose id contains this")
     ap.add_argument("--show", type=int, default=40, help="list this many unhandled probes")
     ap.add_argument("--skip-slow", action="store_true", help="skip the probes that import torch")
+    ap.add_argument("--limit", type=float, default=None, help="seconds before a light probe counts as a hang")
     args = ap.parse_args()
     root = Path(args.root).resolve()
     sys.path.insert(0, str(root))
@@ -236,6 +237,9 @@ def main() -> None:
     ):
         __import__(mod)
     probes = [p for p in all_probes() if args.only in p.id and not (args.skip_slow and p.limit_s > 20)]
+    for p in probes:
+        if args.limit is not None and p.limit_s <= 20:
+            p.limit_s = args.limit
     bad: list[tuple[str, str]] = []
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="probe-") as tmp:

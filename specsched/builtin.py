@@ -32,6 +32,9 @@ _SPECS: dict[str, tuple[str, str, int, dict]] = {
     "h200-dense8b": ("dense-8b", "h200", 1, _CTX),
     "h100-dense70b-tp4": ("dense-70b", "h100", 4, _CTX),
     "h200-dense70b-tp4": ("dense-70b", "h200", 4, _CTX),
+    # The same two models on B200 (capacity planning across GPU kinds: `specbed search`).
+    "b200-dense8b": ("dense-8b", "b200", 1, _CTX),
+    "b200-dense70b-tp4": ("dense-70b", "b200", 4, _CTX),
     # V4-like MoE, served DeepSeek-style: data-parallel attention, experts spread over a large EP group
     # across nodes, dispatch/combine overlapped with compute (two micro-batches). These tables are per GPU
     # (one DP rank's batch); "concurrency" in the paper's Fig. 8 is per rank. Context length, the
@@ -82,6 +85,11 @@ BUILTIN_COSTS: tuple[str, ...] = tuple(_SPECS)
 def builtin_gpus_per_replica(name: str) -> int:
     """GPUs behind one replica of a built-in table (for throughput per GPU)."""
     return _SPECS[name][2]
+
+
+def builtin_gpu(name: str) -> str:
+    """The GPU kind of a built-in table (a key of `specsched.hardware.GPUS`: "h100", "h200", ...)."""
+    return _SPECS[name][1]
 
 
 @cache

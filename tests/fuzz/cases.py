@@ -389,6 +389,101 @@ def sweep_cases() -> list[Case]:
     return cases
 
 
+# -- search: spaces, SLO strings, price tables, traffic files (`specbed search`) ---------------------------
+
+SPACE = b"""name = "fz"
+[axes]
+"server.cost" = ["h200-dense8b"]
+"server.replicas" = [1, 2]
+"""
+PRICES = b"""[gpu.h200]
+usd_per_hour = 3.5
+source = "test"
+date = "2026-01-01"
+"""
+TRAFFIC = b"""[workload]
+kind = "poisson"
+rate = 2.0
+num_requests = 50
+"""
+_SEARCH = ("search", "{W}/space.toml", "--out", "{W}/so", "--quiet")
+_SLO = ("--slo", "ttft_p90<=2s")
+
+
+def _search_case(name: str, argv: tuple[str, ...], files: dict[str, bytes], expect: tuple[str, ...]) -> Case:
+    base = {"space.toml": SPACE, "traffic.toml": TRAFFIC, "prices.toml": PRICES}
+    return Case("search", name, argv, {**base, **files}, expect)
+
+
+def search_cases() -> list[Case]:
+    run = (*_SEARCH, "--traffic", "{W}/traffic.toml")
+    spaces = {
+        "space-unknown-top": SPACE + b"bogus = 1\n",
+        "space-unknown-key": SPACE + b'"server.bogus" = [1]\n',
+        "space-empty-axis": SPACE + b'"server.max_num_seqs" = []\n',
+        "space-bad-value": SPACE + b'"server.max_num_seqs" = [-4]\n',
+        "space-search-key": SPACE + b"[search]\nbogus = 1\n",
+        "space-objective": SPACE + b'[search]\nobjective = "speed"\n',
+        "space-rungs": SPACE + b"[search]\nrungs = [0.5, 0.2]\n",
+        "space-rungs-last": SPACE + b"[search]\nrungs = [0.1, 0.5]\n",
+        "space-eta": SPACE + b"[search]\neta = 0\n",
+        "space-keep": SPACE + b"[search]\nkeep = 1.5\n",
+        "space-gpus": SPACE + b"[search]\ngpus = 3\n",
+        "space-truncated": SPACE[:20],
+        "space-binary": b"\x00\xff" * 20,
+        "space-unpriced-csv": SPACE.replace(b'"h200-dense8b"', b'"c.csv"') + b'"server.layers" = [32]\n',
+    }
+    cases = [_search_case(n, (*run, *_SLO), {"space.toml": d, "c.csv": b"tokens,seconds\n1,0.01\n"},
+                          ("space.toml",)) for n, d in spaces.items()]  # fmt: skip
+    slos = {
+        "slo-empty": "",
+        "slo-metric": "ttft_p95<=2s",
+        "slo-unit": "ttft_p90<=2h",
+        "slo-op": "ttft_p90>=2s",
+        "slo-number": "ttft_p90<=abc",
+        "slo-negative": "itl_p50<=-1ms",
+        "slo-nan": "itl_p50<=nan",
+        "slo-dup": "itl_p50<=1s,itl_p50<=2s",
+        "slo-attainment": "attainment>=2",
+        "slo-garbage": "\x00,,",
+    }
+    for name, slo in slos.items():
+        cases.append(_search_case(name, (*run, "--slo", slo), {}, ("--slo",)))
+    prices = {
+        "prices-truncated": PRICES[:15],
+        "prices-no-source": PRICES.replace(b'source = "test"\n', b""),
+        "prices-zero": PRICES.replace(b"3.5", b"0"),
+        "prices-string": PRICES.replace(b"3.5", b'"cheap"'),
+        "prices-unknown": PRICES + b"bogus = 1\n",
+        "prices-empty": b"",
+        "prices-missing-gpu": PRICES.replace(b"h200", b"h100"),
+    }
+    for name, data in prices.items():
+        argv = (*run, *_SLO, "--prices", "{W}/p.toml")
+        cases.append(_search_case(name, argv, {"p.toml": data}, ("p.toml",)))
+    traffic = {
+        "traffic-no-workload": b"seed = 1\n",
+        "traffic-bad-key": TRAFFIC + b"bogus = 1\n",
+        "traffic-bad-rate": TRAFFIC.replace(b"2.0", b"-2.0"),
+        "traffic-truncated": TRAFFIC[:12],
+    }
+    for name, data in traffic.items():
+        argv = (*_SEARCH, "--traffic", "{W}/t.toml", *_SLO)
+        cases.append(_search_case(name, argv, {"t.toml": data}, ("t.toml",)))
+    trace = (*_SEARCH, "--traffic", "{W}/t.csv", *_SLO)
+    cases.append(_search_case("traffic-bad-trace", trace, {"t.csv": b"a,b\n\xff,1\n"}, ("t.csv",)))
+    cases.append(
+        _search_case("traffic-missing", (*_SEARCH, "--traffic", "nope-trace", *_SLO), {}, ("nope-trace",))
+    )
+    for name, extra, word in (("jobs", ("--jobs", "0"), "--jobs"),
+                              ("budget", ("--budget-s", "-1"), "--budget-s"),
+                              ("backend", ("--backend", "slurm"), "--backend"),
+                              ("speedup", ("--speedup", "0"), "--speedup"),
+                              ("resume-force", ("--resume", "--force"), "--force")):  # fmt: skip
+        cases.append(_search_case(f"flag-{name}", (*run, *_SLO, *extra), {}, (word,)))
+    return cases
+
+
 # -- flags of every command -------------------------------------------------------------------------------
 
 
@@ -527,9 +622,60 @@ def validate_cases() -> list[Case]:
     return cases
 
 
+DISAGG_TOML = b"""[workload]
+num_requests = 20
+[[pool]]
+role = "prefill"
+[[pool]]
+role = "decode"
+"""
+
+
+def disagg_cases() -> list[Case]:
+    """`specbed disagg`: bad pool tables, hand-off keys and --set items (sim.disagg.config)."""
+    files = {"d.toml": DISAGG_TOML}
+    bad_sets = {
+        "pool replicas 0": ("pool.decode.replicas=0", "pool.decode.replicas"),
+        "pool replicas text": ("pool.prefill.replicas=abc", "pool.prefill.replicas"),
+        "pool replicas huge": ("pool.decode.replicas=1e30", "pool.decode.replicas"),
+        "pool unknown role": ("pool.middle.replicas=1", "pool.middle.replicas"),
+        "pool unknown key": ("pool.decode.bogus=1", "pool.decode.bogus"),
+        "pool prefix_hit 1": ("pool.prefill.prefix_hit=1", "pool.prefill.prefix_hit"),
+        "pool prefix_hit nan": ("pool.prefill.prefix_hit=nan", "pool.prefill.prefix_hit"),
+        "pool ep without ranks": ("pool.decode.ep_gpus=8", "pool.decode.attention_ranks"),
+        "pool budget": ("pool.decode.budget=everyone", "pool.decode.budget"),
+        "pool seqs over its budget": ("pool.decode.max_num_seqs=10000", "pool.decode.max_num_batched_tokens"),
+        "handoff link": ("handoff.link=pigeon", "handoff.link"),
+        "handoff bandwidth 0": ("handoff.bandwidth=0", "handoff.bandwidth"),
+        "handoff latency inf": ("handoff.latency=inf", "handoff.latency"),
+        "handoff draft_kv": ("handoff.draft_kv=both", "handoff.draft_kv"),
+        "handoff model": ("handoff.model=gpt-9", "handoff.model"),
+        "handoff unknown key": ("handoff.colour=red", "handoff.colour"),
+    }
+    cases = [
+        Case("disagg", name, ("disagg", "{W}/d.toml", "--set", item), files, (fieldname,))
+        for name, (item, fieldname) in bad_sets.items()
+    ]
+    bad_files = {
+        "no decode pool": (b'[[pool]]\nrole = "prefill"\n', "pool.role"),
+        "two prefill pools": (b'[[pool]]\nrole = "prefill"\n[[pool]]\nrole = "prefill"\n', "pool.role"),
+        "pool not an array": (b'[pool]\nrole = "prefill"\n', "pool"),
+        "handoff not a table": (b'handoff = 3\n[[pool]]\nrole = "prefill"\n[[pool]]\nrole = "decode"\n',
+                                "handoff"),
+        "pool negative replicas": (DISAGG_TOML.replace(b'"decode"', b'"decode"\nreplicas = -2'),
+                                   "pool.decode.replicas"),
+        "closed loop": (DISAGG_TOML.replace(b"num_requests = 20", b'kind = "closed"'), "workload.kind"),
+    }  # fmt: skip
+    for name, (data, fieldname) in bad_files.items():
+        cases.append(Case("disagg", name, ("disagg", "{W}/c.toml"), {"c.toml": data}, ("c.toml", fieldname)))
+    cases.append(Case("disagg", "missing config", ("disagg", "{W}/none.toml"), expect=("none.toml",)))
+    return cases
+
+
 def all_cases() -> list[Case]:
     cases = [
         *validate_cases(),
+        *disagg_cases(),
         *config_cases(),
         *config_file_cases(),
         *cost_cases(),
@@ -537,6 +683,7 @@ def all_cases() -> list[Case]:
         *vllm_format_cases(),
         *trace_cases(),
         *sweep_cases(),
+        *search_cases(),
         *flag_cases(),
         *output_cases(),
         *generated.special_cases(),
