@@ -24,13 +24,14 @@ DEFAULT_KV_TOKENS = 2_000_000
 
 @dataclass(frozen=True)
 class VllmServerKeys:
-    """model: catalogue name or HF id (None: not a vLLM deployment); gpu: catalogue GPU; precision:
+    """model: catalogue name or HF id (None: not a vLLM deployment); gpu: catalogue GPU (None: H100,
+    and a config without `model` names no GPU here: `analysis.search.prices` reads it); precision:
     fp16/bf16/fp8 (None: the checkpoint's); gpu_memory_utilization in (0, 1]; max_model_len: longest
     request (None: unchecked); cpu_offload_gb: weights per GPU moved to host memory; prefix_caching,
     async_scheduling: vLLM v1's defaults (on)."""
 
     model: str | None = None
-    gpu: str = "h100"
+    gpu: str | None = None  # None: h100 for a vLLM deployment
     precision: str | None = None
     gpu_memory_utilization: float = 0.9
     max_model_len: int | None = None
@@ -44,7 +45,8 @@ class VllmServerKeys:
         check_range(s, "cpu_offload_gb", self.cpu_offload_gb, 0.0)
         if self.max_model_len is not None:
             check_range(s, "max_model_len", self.max_model_len, 1)
-        get_gpu(self.gpu, field=f"{s}.gpu")
+        if self.gpu is not None:
+            get_gpu(self.gpu, field=f"{s}.gpu")
         if self.precision is not None:
             check_choice(s, "precision", self.precision.lower(), tuple(PRECISIONS))
         if self.model is not None:

@@ -258,7 +258,7 @@ def server_deployment(cfg: SimConfig) -> tuple[SimConfig, specsched.CostTable]:
     srv = cfg.server
     spec = VllmSpec(
         model=srv.model,
-        gpu=srv.gpu,
+        gpu=srv.gpu or "h100",
         precision=srv.precision,
         tp=srv.tp or 1,
         dp=srv.replicas,
