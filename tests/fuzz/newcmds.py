@@ -1,0 +1,92 @@
+"""Fuzz cases of the commands other issues add (`specbed search`, and whichever of `validate`,
+`cost calibrate`, disaggregated pool configs have landed): the same classes as tests/fuzz/generated.py —
+special files, numbers and types, deep nesting, long names, bad flags, outputs onto inputs."""
+
+from __future__ import annotations
+
+from specbed.cli import SUBCOMMANDS as KNOWN
+from tests.fuzz.base import Case
+from tests.fuzz.generated import LONG, SPECIAL
+
+SPACE = b"""name = "fzs"
+[axes]
+"server.cost" = ["h100-dense8b"]
+"server.replicas" = [1, 2]
+[search]
+rungs = [0.5, 1.0]
+keep = 2
+"""
+TRAFFIC = b"""seed = 3
+[workload]
+kind = "poisson"
+rate = 20.0
+num_requests = 40
+input_tokens = 128
+output_tokens = 32
+"""
+PRICES = b'currency = "USD"\n[gpu.h100]\nusd_per_hour = 2.5\nsource = "fz"\ndate = "2026"\n'
+SLO = "ttft_p90<=2s,itl_p50<=50ms"
+FILES = {"space.toml": SPACE, "traffic.toml": TRAFFIC, "prices.toml": PRICES, "afile": b"keep me\n"}
+
+
+def _search(*extra: str, space="{W}/space.toml", traffic="{W}/traffic.toml", out="{W}/so") -> tuple[str, ...]:
+    return ("search", space, "--traffic", traffic, "--slo", SLO, "--out", out, "--quiet", *extra)
+
+
+def search_cases() -> list[Case]:
+    if "search" not in KNOWN:
+        return []
+    out = []
+    slots = {
+        "space": lambda f: _search(space=f),
+        "traffic": lambda f: _search(traffic=f),
+        "prices": lambda f: _search("--prices", f),
+    }
+    for slot, argv in slots.items():
+        for kind, marker in SPECIAL.items():
+            out.append(
+                Case(
+                    "search",
+                    f"{slot} {kind}",
+                    argv(f"{{W}}/x-{kind}.toml"),
+                    {**FILES, f"x-{kind}.toml": marker},
+                    (f"x-{kind}.toml",),
+                )
+            )
+        for name, text in {
+            "d40": b"x = " + b"4" * 40,
+            "d4400": b"x = " + b"8" * 4400,
+            "deep": b"x = " + b"[" * 3000,
+            "binary": b"\x00\xff" * 20,
+            "truncated": SPACE[:25],
+        }.items():
+            out.append(
+                Case("search", f"{slot} {name}", argv("{W}/x.toml"), {**FILES, "x.toml": text}, ("x.toml",))
+            )
+        out.append(Case("search", f"{slot} long name", argv("{W}/" + LONG + ".toml"), FILES, (LONG[:16],)))
+    prices = {
+        "price negative": PRICES.replace(b"2.5", b"-1"),
+        "price nan": PRICES.replace(b"2.5", b"nan"),
+        "price string": PRICES.replace(b"2.5", b'"cheap"'),
+        "price huge": PRICES.replace(b"2.5", b"1" * 30),
+    }
+    for name, text in prices.items():
+        out.append(
+            Case("search", name, _search("--prices", "{W}/p.toml"), {**FILES, "p.toml": text}, ("p.toml",))
+        )
+    flags = {
+        "slo garbage": (_search()[:5] + ("nonsense",) + _search()[6:], "--slo"),
+        "slo unknown metric": (_search()[:5] + ("bogus_p90<=1s",) + _search()[6:], "bogus"),
+        "speedup -1": (_search("--speedup", "-1"), "speedup"),
+        "speedup nan": (_search("--speedup", "nan"), "speedup"),
+        "budget -1": (_search("--budget-s", "-1"), "budget"),
+        "jobs 0": (_search("--jobs", "0"), "jobs"),
+        "resume+force": (_search("--resume", "--force"), "--force"),
+        "backend slurm": (_search("--backend", "slurm"), "backend"),
+        "out under a file": (_search(out="{W}/afile/o"), "afile"),
+        "out long name": (_search(out="{W}/" + LONG), LONG[:16]),
+        "out a finished sweep": (_search(out="{W}/done"), "done"),
+    }
+    for name, (argv, word) in flags.items():
+        out.append(Case("search", name, argv, FILES, (word,)))
+    return out
