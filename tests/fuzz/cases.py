@@ -615,6 +615,7 @@ def all_cases() -> list[Case]:
         *outputs_flags.flag_cases(),
         *outputs_flags.nonsense_cases(),
         *newcmds.search_cases(),
+        *newcmds.disagg_cases(),
     ]
     ids = [c.id for c in cases]
     assert len(ids) == len(set(ids)), "duplicate case ids"

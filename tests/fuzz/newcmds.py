@@ -61,9 +61,9 @@ def search_cases() -> list[Case]:
             "truncated": SPACE[:25],
         }.items():
             out.append(
-                Case("search", f"{slot} {name}", argv("{W}/x.toml"), {**FILES, "x.toml": text}, ("x.toml",))
+                Case("search-gen", f"{slot} {name}", argv("{W}/x.toml"), {**FILES, "x.toml": text}, ("x.toml",))
             )
-        out.append(Case("search", f"{slot} long name", argv("{W}/" + LONG + ".toml"), FILES, (LONG[:16],)))
+        out.append(Case("search-gen", f"{slot} long name", argv("{W}/" + LONG + ".toml"), FILES, (LONG[:16],)))
     prices = {
         "price negative": PRICES.replace(b"2.5", b"-1"),
         "price nan": PRICES.replace(b"2.5", b"nan"),
@@ -72,7 +72,7 @@ def search_cases() -> list[Case]:
     }
     for name, text in prices.items():
         out.append(
-            Case("search", name, _search("--prices", "{W}/p.toml"), {**FILES, "p.toml": text}, ("p.toml",))
+            Case("search-gen", name, _search("--prices", "{W}/p.toml"), {**FILES, "p.toml": text}, ("p.toml",))
         )
     flags = {
         "slo garbage": (_search()[:5] + ("nonsense",) + _search()[6:], "--slo"),
@@ -88,5 +88,71 @@ def search_cases() -> list[Case]:
         "out a finished sweep": (_search(out="{W}/done"), "done"),
     }
     for name, (argv, word) in flags.items():
-        out.append(Case("search", name, argv, FILES, (word,)))
+        out.append(Case("search-gen", name, argv, FILES, (word,)))
+    return out
+
+
+DISAGG = b"""seed = 0
+[workload]
+kind = "poisson"
+rate = 20.0
+num_requests = 30
+input_tokens = 512
+output_tokens = 32
+[server]
+cost = "h200-v4flash"
+[handoff]
+link = "ib-400g"
+model = "deepseek-v3"
+[[pool]]
+role = "prefill"
+replicas = 1
+[[pool]]
+role = "decode"
+replicas = 1
+"""
+
+
+def disagg_cases() -> list[Case]:
+    """`specbed disagg` with [[pool]] tables: the config file's classes and its pools' own fields."""
+    if "disagg" not in KNOWN:
+        return []
+    argv = ("disagg", "{W}/d.toml")
+    out = [
+        Case("disagg-gen", f"config {kind}", argv, {"d.toml": marker, "afile": b"x\n"}, ("d.toml",))
+        for kind, marker in SPECIAL.items()
+    ]
+    bad = {
+        "replicas 0": DISAGG.replace(b"replicas = 1\n[[pool]]", b"replicas = 0\n[[pool]]"),
+        "replicas -1": DISAGG.replace(b'role = "decode"\nreplicas = 1', b'role = "decode"\nreplicas = -1'),
+        "replicas d40": DISAGG.replace(
+            b'role = "decode"\nreplicas = 1', b'role = "decode"\nreplicas = ' + b"4" * 40
+        ),
+        "replicas string": DISAGG.replace(
+            b'role = "decode"\nreplicas = 1', b'role = "decode"\nreplicas = "one"'
+        ),
+        "role unknown": DISAGG.replace(b'role = "decode"', b'role = "verify"'),
+        "no decode pool": DISAGG[: DISAGG.rindex(b"[[pool]]")],
+        "pool a table": DISAGG.replace(b"[[pool]]", b"[pool]", 1),
+        "pool unknown key": DISAGG + b"bogus = 1\n",
+        "handoff link": DISAGG.replace(b'"ib-400g"', b'"carrier-pigeon"'),
+        "handoff table a number": DISAGG.replace(
+            b'[handoff]\nlink = "ib-400g"\nmodel = "deepseek-v3"\n', b"handoff = 3\n"
+        ),
+        "prefix_hit 2": DISAGG.replace(b'role = "prefill"\n', b'role = "prefill"\nprefix_hit = 2.0\n'),
+        "prefix_hit nan": DISAGG.replace(b'role = "prefill"\n', b'role = "prefill"\nprefix_hit = nan\n'),
+        "deep": DISAGG + b"x = " + b"[" * 3000,
+        "truncated": DISAGG[:120],
+        "binary": b"\xff\x00" * 30,
+    }
+    out += [Case("disagg-gen", name, argv, {"d.toml": text}, ("d.toml",)) for name, text in bad.items()]
+    files = {"d.toml": DISAGG, "afile": b"x\n"}
+    flags = {
+        "out under a file": ((*argv, "--out", "{W}/afile/o"), "afile"),
+        "out a finished sweep": ((*argv, "--out", "{W}/done"), "done"),
+        "out long name": ((*argv, "--out", "{W}/" + LONG), LONG[:16]),
+        "backend slurm": ((*argv, "--backend", "slurm"), "--backend"),
+        "set unknown": ((*argv, "--set", "workload.bogus=1"), "workload.bogus"),
+    }
+    out += [Case("disagg-gen", name, a, files, (w,)) for name, (a, w) in flags.items()]
     return out
