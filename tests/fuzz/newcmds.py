@@ -26,6 +26,7 @@ output_tokens = 32
 """
 PRICES = b'currency = "USD"\n[gpu.h100]\nusd_per_hour = 2.5\nsource = "fz"\ndate = "2026"\n'
 SLO = "ttft_p90<=2s,itl_p50<=50ms"
+SG = "search-gen"
 FILES = {"space.toml": SPACE, "traffic.toml": TRAFFIC, "prices.toml": PRICES, "afile": b"keep me\n"}
 
 
@@ -60,10 +61,8 @@ def search_cases() -> list[Case]:
             "binary": b"\x00\xff" * 20,
             "truncated": SPACE[:25],
         }.items():
-            out.append(
-                Case("search-gen", f"{slot} {name}", argv("{W}/x.toml"), {**FILES, "x.toml": text}, ("x.toml",))
-            )
-        out.append(Case("search-gen", f"{slot} long name", argv("{W}/" + LONG + ".toml"), FILES, (LONG[:16],)))
+            out.append(Case(SG, f"{slot} {name}", argv("{W}/x.toml"), {**FILES, "x.toml": text}, ("x.toml",)))
+        out.append(Case(SG, f"{slot} long name", argv("{W}/" + LONG + ".toml"), FILES, (LONG[:16],)))
     prices = {
         "price negative": PRICES.replace(b"2.5", b"-1"),
         "price nan": PRICES.replace(b"2.5", b"nan"),
@@ -71,9 +70,7 @@ def search_cases() -> list[Case]:
         "price huge": PRICES.replace(b"2.5", b"1" * 30),
     }
     for name, text in prices.items():
-        out.append(
-            Case("search-gen", name, _search("--prices", "{W}/p.toml"), {**FILES, "p.toml": text}, ("p.toml",))
-        )
+        out.append(Case(SG, name, _search("--prices", "{W}/p.toml"), {**FILES, "p.toml": text}, ("p.toml",)))
     flags = {
         "slo garbage": (_search()[:5] + ("nonsense",) + _search()[6:], "--slo"),
         "slo unknown metric": (_search()[:5] + ("bogus_p90<=1s",) + _search()[6:], "bogus"),
@@ -88,7 +85,7 @@ def search_cases() -> list[Case]:
         "out a finished sweep": (_search(out="{W}/done"), "done"),
     }
     for name, (argv, word) in flags.items():
-        out.append(Case("search-gen", name, argv, FILES, (word,)))
+        out.append(Case(SG, name, argv, FILES, (word,)))
     return out
 
 
