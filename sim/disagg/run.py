@@ -149,7 +149,7 @@ def run_decode(
     with np.errstate(divide="ignore", over="ignore"):
         env.run()
     rec.close(env.now)
-    if rec.completed != expected:
+    if rec.completed != expected or any(rep.n or rep.kv_used or rep.queue for rep in replicas):
         raise RuntimeError(f"decode pool ended with {expected - rec.completed} requests unfinished")
     return rec
 
@@ -185,6 +185,19 @@ def simulate_disagg(cfg: DisaggConfig) -> DisaggResult:
     drec = run_decode(dprep, ready, send, rebuild_tokens(cfg, prompt))
     t1 = time.perf_counter()
     return results(cfg, (pprep, prec), (dprep, drec), (hand, exposed, prompt, cached), (t0, t1))
+
+
+def _ep_parts(cfg: DisaggConfig, dsum: dict) -> dict:
+    """An EP decode pool's step bill at the run's mean batch and verify length, part by part
+    (`decode_ep_<part>_ms`: attention, dense, experts, dispatch, combine, overhead, hidden, total)."""
+    pool = cfg.decode
+    if pool.ep_gpus is None or not dsum["mean_batch_size"] > 0:
+        return {}
+    ranks = 1 if pool.budget == "rank" else pool.attention_ranks
+    q = dsum["mean_verify_tokens_per_request_step"]
+    q = q if q == q and q >= 1 else 1.0
+    bill = ep_group(pool).decode_bill(dsum["mean_batch_size"] / ranks, q, pool.context_tokens)
+    return {f"decode_ep_{k}_ms": 1e3 * v for k, v in bill.as_dict().items()}
 
 
 def _window(arrival: np.ndarray, warmup: float, drain: float) -> tuple[float, float]:
@@ -240,6 +253,7 @@ def results(cfg: DisaggConfig, pre, dec, hand_off, marks) -> DisaggResult:
         "window_start_s": t0,
         "window_end_s": t1,
     }
+    s.update(_ep_parts(cfg, dsum))
     requests = {"arrival_s": arrival, "prefill_done_s": prec.first_token_s, "ready_s": ready,
                 "finish_s": finish, "ttft_s": ttft, "tpot_s": tpot, "input_tokens": prompt,
                 "cached_tokens": cached, "output_tokens": out, "handoff_exposed_s": exposed}  # fmt: skip

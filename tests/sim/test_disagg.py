@@ -147,3 +147,14 @@ def test_shards_by_replica_merge_to_the_single_process_run():
     drec = _merge(n, dprep, [decode_shard(cfg, ready, send, [1]), decode_shard(cfg, ready, send, [0])])
     merged = results(cfg, (pprep, prec), (dprep, drec), (hand, exposed, prompt, cached), (0.0, 0.0))
     assert merged.summary == whole.summary
+
+
+def test_decode_pool_preemption_recomputes_locally_and_releases_all_kv():
+    """A decode pool short of KV preempts its newest request, which recomputes prompt + emitted tokens
+    there (as a colocated engine does); every request still finishes and every KV slot is released."""
+    tight = [*FEW, "workload.input_dist=fixed", "pool.decode.kv_tokens=12000", "pool.decode.max_num_seqs=64"]
+    r = simulate_disagg(load_disagg(SMALL, tight))
+    assert r.decode["preemptions"] > 0
+    assert np.all(np.isfinite(r.requests["finish_s"]))
+    roomy = simulate_disagg(load_disagg(SMALL, [*FEW, "workload.input_dist=fixed"]))
+    assert r.decode["output_tokens"] == roomy.decode["output_tokens"]
