@@ -245,7 +245,7 @@ class Replica:
             w, conf = model.draw_steps(dom, lat, 1, self.rng_truth, self.rng_conf, self.offsets[di])
             conf = conf[0]
         else:
-            pos = {"position": self.gen[di]} if getattr(model, "by_position", False) else {}
+            pos = {"position": self.gen[di]} if model.by_position else {}
             true, conf = model.step(dom, lat, self.rng_truth, self.rng_conf, **pos)
         decision = decide(self, di, r, conf)
         lengths, draft_s = decision.lengths, draft_part(self, di, r, decision)

@@ -33,6 +33,7 @@ OWN = [
     "sim.raysession",
     "sim.stepcost",
     "sim.timebins",
+    "sim.model",
 ]
 
 
