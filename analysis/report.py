@@ -45,6 +45,20 @@ class Analysis:
     order: list[str]  # series in the order the sweep lists them
 
 
+def resolve_baseline(
+    baseline: str, series: list[str], *, file: str | None = None, field: str = "--baseline"
+) -> str:
+    """The series `baseline` names: itself, or the one series whose name starts with it."""
+    if baseline in series:
+        return baseline
+    matches = [s for s in series if s.split("(")[0].split("/")[0] == baseline]
+    if len(matches) != 1:
+        raise InputError(
+            f"no series {baseline!r} in this sweep (series: {', '.join(series)})", file=file, field=field
+        )
+    return matches[0]
+
+
 def analyze(
     manifest: dict,
     rows: list[dict],
@@ -66,13 +80,8 @@ def analyze(
     fronts = frontiers(points)
     series = sorted({s for _, s in points})
     baseline = baseline or spec.get("baseline")
-    if baseline is not None and baseline not in series:
-        matches = [s for s in series if s.split("(")[0].split("/")[0] == baseline]
-        if len(matches) != 1:
-            raise InputError(
-                f"no series {baseline!r} in this sweep (series: {', '.join(series)})", field="--baseline"
-            )
-        baseline = matches[0]
+    if baseline is not None:
+        baseline = resolve_baseline(baseline, series)
     if baseline is None and series:
         baseline = series[0]
     facets = sorted({f for f, _ in points})

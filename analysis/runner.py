@@ -14,7 +14,7 @@ Backends
   retries for dead workers. Ray is optional and imported only here.
 
 May import: the standard library, `specsched.errors`, `analysis.sweepfile`, `analysis.store`,
-`specsched.progress`, `analysis.model`; `ray` lazily.
+`specsched.progress`, `analysis.model`; `analysis.report` and `ray` lazily.
 """
 
 from __future__ import annotations
@@ -106,8 +106,13 @@ def run_sweep(
     if jobs < 1:
         raise InputError(f"must be ≥ 1, got {jobs}", field="--jobs")
     cells = expand(sweep, model)
+    if sweep.analysis.baseline is not None:  # before any cell runs, not after
+        from analysis.report import resolve_baseline
+
+        series = sorted({c.row_head()["series"] for c in cells})
+        resolve_baseline(sweep.analysis.baseline, series, file=sweep.file, field="analysis.baseline")
     # Ray: import and connect before the folder is touched (a missing package or a bad address is bad input).
-    with _ray_session(jobs, address) if backend == "ray" else contextlib.nullcontext():
+    with ray_session(jobs, address) if backend == "ray" else contextlib.nullcontext():
         return _execute(sweep, cells, Path(out), model, jobs, backend, resume, force, progress, start)
 
 
@@ -155,13 +160,7 @@ def _run_cells(
         bar.advance()
 
     try:
-        if todo:
-            if backend == "ray":
-                _run_ray(todo, model, on_done, on_error)
-            elif jobs == 1 or len(todo) == 1:
-                _run_serial(todo, model, on_done, on_error)
-            else:
-                _run_pool(todo, model, jobs, on_done, on_error)
+        execute(todo, model, jobs, backend, on_done, on_error)
     finally:
         bar.close()
         rows = store.consolidate(out, manifest["cells"])
@@ -178,6 +177,19 @@ def _run_cells(
 
 Done = Callable[[Cell, dict, float], None]
 Failed = Callable[[Cell, str], None]
+
+
+def execute(todo: list[Cell], model, jobs: int, backend: str, on_done: Done, on_error: Failed) -> None:
+    """Run `todo` on `backend` ("ray" inside a `ray_session`), calling on_done / on_error in this process
+    as each cell's result arrives (every backend's one dispatch; `specbed search` runs its rungs with it)."""
+    if not todo:
+        return
+    if backend == "ray":
+        _run_ray(todo, model, on_done, on_error)
+    elif jobs == 1 or len(todo) == 1:
+        _run_serial(todo, model, on_done, on_error)
+    else:
+        _run_pool(todo, model, jobs, on_done, on_error)
 
 
 def _run_serial(todo: list[Cell], model, on_done: Done, on_error: Failed) -> None:
@@ -280,7 +292,7 @@ def _import_ray():
 
 
 @contextlib.contextmanager
-def _ray_session(jobs: int, address: str | None):
+def ray_session(jobs: int, address: str | None):
     """`sim.raysession.ray_session` (shared with `specbed run --backend ray`), imported when used."""
     from sim.raysession import ray_session
 

@@ -44,6 +44,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -145,20 +146,24 @@ def _line(text: str, key: str) -> int | None:
     return None
 
 
-def parse_sweep(text: str, file: str | None = None) -> Sweep:
-    """A `Sweep` from TOML text (`file` only names it in errors and anchors relative paths)."""
+def parse_sweep(text: str, file: str | None = None, *, extra: tuple[str, ...] = ()) -> Sweep:
+    """A `Sweep` from TOML text (`file` only names it in errors and anchors relative paths).
+
+    extra: further top-level keys the caller reads itself (e.g. `specbed search`'s [search]); skipped here.
+    """
     data = inputs.parse_toml(text, file or "sweep")  # digit, depth and int64 limits, one line
     with inputs.reading(file or "sweep"):
-        return _parse_sweep(data, text, file)
+        return _parse_sweep(data, text, file, extra)
 
 
-def _parse_sweep(data: dict, text: str, file: str | None) -> Sweep:
+def _parse_sweep(data: dict, text: str, file: str | None, extra: tuple[str, ...] = ()) -> Sweep:
     def fail(message: str, key: str) -> InputError:
         return InputError(message, file=file, line=_line(text, key), field=key)
 
     for key in data:
-        if key not in TOP_KEYS:
-            return _raise(fail(f"unknown sweep key (known: {', '.join(TOP_KEYS)})", key))
+        if key not in TOP_KEYS and key not in extra:
+            known = ", ".join((*TOP_KEYS, *extra))
+            return _raise(fail(f"unknown sweep key (known: {known})", key))
     here = Path(file).resolve().parent if file else Path.cwd()
     name = data.get("name", Path(file).stem if file else "sweep")
     if not isinstance(name, str):
@@ -167,7 +172,7 @@ def _parse_sweep(data: dict, text: str, file: str | None) -> Sweep:
     base = data.get("base")
     if isinstance(base, str):
         base_path = (here / base) if not Path(base).is_absolute() else Path(base)
-        if not base_path.is_file():
+        if not os.path.isfile(base_path):  # False (never OSError) for a name too long
             raise fail(f"base config file not found: {base_path}", "base")
     elif isinstance(base, dict):
         base_table = {k: (v, _line(text, k)) for k, v in _anchor_paths(flatten(base), here).items()}
@@ -217,7 +222,7 @@ def _anchor(key: str, value: object, here: Path) -> object:
         and isinstance(value, str)
         and value.strip()  # "" must stay "" (an error later), not become this folder
         and not Path(value).is_absolute()
-        and (here / value).exists()
+        and os.path.exists(here / value)
     ):
         return str(here / value)
     return value

@@ -416,3 +416,5 @@ class SimConfig:
         check_bounds("", self), check_bounds("acceptance", self.acceptance)  # the others check their own
         if self.drafter.gamma > self.server.max_num_batched_tokens:
             raise _fail("drafter", "gamma", "must be ≤ server.max_num_batched_tokens")
+        if self.policy.k is not None and 0 < self.drafter.effective_gamma < self.policy.k:  # never clamped
+            raise _fail("policy", "k", f"must be ≤ drafter.gamma ({self.drafter.effective_gamma})")

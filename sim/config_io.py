@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import re
 import types
 import typing
@@ -226,7 +227,7 @@ def load_config(path: str | Path | None = None, overrides: typing.Iterable[str] 
                     raise InputError(str(err), file=fname, line=line, field=dotted) from None
                 if (section, key) in _PATH_KEYS and _relative_path(value):
                     candidate = base / value
-                    if candidate.exists():
+                    if os.path.exists(candidate):  # False (never OSError) for a name too long
                         value = str(candidate)
                 values[section][key] = value
                 origin[dotted] = (fname, line)

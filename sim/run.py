@@ -36,6 +36,7 @@ from sim.metrics import request_table, summarize, time_series
 from sim.recorder import Recorder
 from sim.wiring import Prepared, run_replicas
 from sim.workload import build_workload
+from specsched import inputs
 from specsched.errors import InputError
 
 STREAMS = (
@@ -151,6 +152,13 @@ def _load_trace(cfg: SimConfig):
         raise _as_input_error(err, "workload.trace") from None
     if len(table) == 0:
         raise InputError("the trace has no requests", file=wcfg.trace, field="workload.trace")
+    if wcfg.kind == "trace" and wcfg.num_requests > len(table):  # legal (the whole trace) but say so
+        inputs.warn(
+            f"asks {wcfg.num_requests} requests of a trace of {len(table)}: "
+            f"replaying {len(table)}",
+            file=wcfg.trace,
+            field="workload.num_requests",
+        )
     return table
 
 

@@ -62,8 +62,12 @@ def run_replicas(
     only: list[int] | None = None,
     progress: bool | Callable[[int, float], None] = False,
     observer: Callable[..., None] | None = None,
+    watch: Callable[[Recorder, float], None] | None = None,
 ) -> Recorder:
     """Simulate the run of `prep` and return its closed Recorder.
+
+    watch: called as watch(recorder, now) every 1024 engine steps, beside `progress`; it may raise to stop
+    the run early (`specbed search` stops runs whose SLO is already lost).
 
     With a state-free router in open loop the arrivals are routed up front and each replica is fed its
     own (replicas never interact); `only` then simulates just those replicas (a shard of `sim.shard`),
@@ -99,14 +103,17 @@ def run_replicas(
             replicas[k].horizon = OpenLoop(env, replicas[k].enqueue, wl.arrival_s, rids).horizon
     else:
         eng.horizon = OpenLoop(env, Router(replicas, kind).submit, wl.arrival_s).horizon
-    if progress:
-        report = _progress_printer(n) if progress is True else progress
+    if progress or watch is not None:
+        report = _progress_printer(n) if progress is True else (progress or None)
         counter = [0]
 
         def on_step(now: float) -> None:
             counter[0] += 1
             if counter[0] & 1023 == 0:
-                report(rec.completed, now)
+                if report is not None:
+                    report(rec.completed, now)
+                if watch is not None:
+                    watch(rec, now)
 
         eng.on_step = on_step
     with np.errstate(divide="ignore", over="ignore"):  # once per run: the hot path's logits of 0 and 1

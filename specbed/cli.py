@@ -28,6 +28,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "sweep": ("analysis.cli", "run a policy sweep"),
     "pareto": ("analysis.cli", "plot Pareto frontiers of a sweep"),
     "report": ("analysis.cli", "markdown report of a sweep"),
+    "search": ("analysis.search.cli", "cheapest deployment meeting an SLO, and its vllm serve line"),
     "verify": ("engine.cli", "run the losslessness suite of the real engine"),
     "engine": ("engine.measure.cli", "engine train / eval / profile / curves"),
     "fidelity": ("twin.cli", "engine vs simulator on the same closed-loop workload"),

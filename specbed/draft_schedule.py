@@ -12,12 +12,12 @@ May import: numpy, the standard library, specsched (and its contracts), sim.conf
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 
 import specsched as S
 from sim.config import DrafterConfig
+from specsched import safeio
 from specsched.contracts import DOMAINS, curve_matrix, load_curves
 from specsched.depth import DraftCost
 from specsched.errors import InputError
@@ -89,6 +89,8 @@ def run(args) -> int:
     """The --draft-schedule mode of `specbed plan` (args from its parser)."""
     if args.cost is None:
         raise InputError("--draft-schedule needs --cost NAME|FILE", field="--cost")
+    if args.json is not None:  # before any work; `DIR/` is a folder, never a file named DIR
+        safeio.check_file(args.json, field="--json", inputs=[p for p in (args.cost, args.curves) if p])
     try:
         cost = S.load_cost(args.cost, mode=args.cost_mode)
     except InputError as err:  # name the flag, not the config key the loader knows
@@ -119,11 +121,6 @@ def run(args) -> int:
     print(render(rows, cost, draft, args.gamma))
     if args.json is not None:
         doc = {"cost": cost.name, "gamma": args.gamma, "drafter": "dspark", "schedule": rows}
-        try:
-            Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
-        except OSError as err:
-            raise InputError(
-                f"cannot write ({err.strerror or err})", file=args.json, field="--json"
-            ) from None
+        safeio.write_text(args.json, json.dumps(doc, indent=2) + "\n", field="--json")  # atomic
         print(f"wrote {args.json}")
     return 0

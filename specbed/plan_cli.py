@@ -110,6 +110,20 @@ def _sizes(text: str) -> tuple[int, ...]:
     return sizes
 
 
+def _check_bounds(args: argparse.Namespace) -> None:
+    """The bounds `run` enforces on the same quantities (sim.bounds), before any work."""
+    from sim.bounds import UPPER_BOUNDS
+
+    for flag, key, values in (
+        ("--batch-sizes", "server.max_num_seqs", args.batch_sizes or ()),
+        ("--layers", "server.layers", (args.layers,) if args.layers is not None else ()),
+        ("--gamma", "drafter.gamma", (args.gamma,)),
+    ):
+        bound = UPPER_BOUNDS[key]
+        if any(v > bound for v in values):
+            raise InputError(f"must be ≤ {bound:g} (as {key} in run), got {max(values)}", field=flag)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="specbed plan", description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0, help="seed of the built-in scenarios")
@@ -130,6 +144,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.seed < 0:
         raise InputError(f"must be ≥ 0, got {args.seed}", field="--seed")
+    _check_bounds(args)
     if args.draft_schedule:
         from specbed import draft_schedule
 

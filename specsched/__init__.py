@@ -8,6 +8,7 @@ made here; nothing else in specbed decides verify lengths. Imports numpy and the
 from specsched.builtin import (
     BUILTIN_COSTS,
     builtin_cost,
+    builtin_gpu,
     builtin_gpus_per_replica,
     builtin_graphs,
     load_cost,
@@ -50,6 +51,7 @@ __all__ = [
     "ModelShape",
     "Policy",
     "builtin_cost",
+    "builtin_gpu",
     "builtin_gpus_per_replica",
     "builtin_graphs",
     "check_conf",

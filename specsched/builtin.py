@@ -11,6 +11,7 @@ specsched.errors, specsched.fit.
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from pathlib import Path
 
@@ -31,6 +32,9 @@ _SPECS: dict[str, tuple[str, str, int, dict]] = {
     "h200-dense8b": ("dense-8b", "h200", 1, _CTX),
     "h100-dense70b-tp4": ("dense-70b", "h100", 4, _CTX),
     "h200-dense70b-tp4": ("dense-70b", "h200", 4, _CTX),
+    # The same two models on B200 (capacity planning across GPU kinds: `specbed search`).
+    "b200-dense8b": ("dense-8b", "b200", 1, _CTX),
+    "b200-dense70b-tp4": ("dense-70b", "b200", 4, _CTX),
     # V4-like MoE, served DeepSeek-style: data-parallel attention, experts spread over a large EP group
     # across nodes, dispatch/combine overlapped with compute (two micro-batches). These tables are per GPU
     # (one DP rank's batch); "concurrency" in the paper's Fig. 8 is per rank. Context length, the
@@ -83,6 +87,11 @@ def builtin_gpus_per_replica(name: str) -> int:
     return _SPECS[name][2]
 
 
+def builtin_gpu(name: str) -> str:
+    """The GPU kind of a built-in table (a key of `specsched.hardware.GPUS`: "h100", "h200", ...)."""
+    return _SPECS[name][1]
+
+
 @cache
 def builtin_cost(name: str, *, graphs: bool = True) -> CostTable:
     """The built-in table `name` (see BUILTIN_COSTS). Cached: tables are immutable.
@@ -125,7 +134,7 @@ def load_cost(
             return fit_table(fitted, tp=tp or 1, ep=ep or 1)
         except ValueError as err:
             raise InputError(str(err), file=str(path)) from None
-    if path.suffix.lower() == ".csv" or path.exists():
+    if path.suffix.lower() == ".csv" or os.sep in str(spec) or os.path.exists(path):  # never raises
         return CostTable.from_csv(path, mode=mode)  # type: ignore[arg-type]
     raise InputError(
         f"unknown cost table {str(spec)!r}: not a built-in ({', '.join(BUILTIN_COSTS)}), "

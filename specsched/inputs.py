@@ -233,9 +233,11 @@ def number(
     integer: bool = False,
     lo: float | None = None,
     hi: float | None = None,
+    text: bool = True,
 ) -> float:
-    """A finite number (an int when `integer`) from a parsed value or a text cell, within [lo, hi]."""
-    if isinstance(value, str):
+    """A finite number (an int when `integer`) from a parsed value or (when `text`) a text cell, within
+    [lo, hi]. A JSON reader passes text=False: "3" where a count belongs is a string, not a number."""
+    if isinstance(value, str) and text:
         text = value.strip()
         if len(text) > MAX_CELL:
             raise InputError(f"a number of {len(text)} characters", file=file, line=line, field=field)

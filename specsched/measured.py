@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specsched import inputs
+from specsched import inputs, safeio
 from specsched.errors import InputError
 
 PHASES: tuple[str, ...] = ("decode", "prefill", "draft")
@@ -71,9 +71,18 @@ class Points:
 _FIELDS = ("phase", "tp", "requests", "tokens", "context", "seconds", "source")
 
 
+#: upper bounds of measured columns (seconds; token_time / prompt_time in ms); counts beyond _MAX_COUNT
+_MAX = {"seconds": 1e4, "token_time": 1e7, "prompt_time": 1e7, "context_tokens": 1e12}
+_MIN = {"seconds": 1e-9, "token_time": 1e-6, "prompt_time": 1e-6}
+_MAX_COUNT = float(1 << 40)
+
+
 def _number(cells: dict, key: str, file: str, line: int, *, whole: bool = False, positive: bool = False):
     raw = cells.get(key)
-    val = inputs.number(raw, file=file, line=line, field=key)  # finite; null / list / 400 digits refused
+    hi = _MAX.get(key, _MAX_COUNT)  # a 40-digit count or a 1e39 s step is a unit error, not a GPU
+    val = inputs.number(raw, file=file, line=line, field=key, hi=hi)  # finite; null / list / digits refused
+    if key in ("seconds", "token_time", "prompt_time") and val < _MIN.get(key, 0.0):
+        raise InputError(f"a step time must be ≥ {_MIN[key]:g}, got {raw!r}", file=file, line=line, field=key)
     if not math.isfinite(val) or val < 0 or (positive and val <= 0):
         need = "> 0" if positive else "≥ 0"
         raise InputError(f"must be a finite number {need}, got {raw!r}", file=file, line=line, field=key)
@@ -243,4 +252,4 @@ def write_steps(path: str | Path, rows: Iterable[dict]) -> None:
             f"{phase},{int(row['tp'])},{int(row['requests'])},{int(row['tokens'])},"
             f"{float(row['context_tokens']):g},{float(row['seconds'])!r}"
         )
-    Path(path).write_text("\n".join(lines) + "\n")
+    safeio.write_text(path, "\n".join(lines) + "\n")  # atomic: a full disk keeps the old file

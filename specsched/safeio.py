@@ -51,6 +51,7 @@ def os_reason(err: OSError) -> str:
 def check_dir(path: str | os.PathLike[str], *, field: str = "--out") -> Path:
     """Create folder `path` (and parents) and prove it writable with a probe file; InputError otherwise."""
     out = Path(path)
+    check_names(out, field=field)
     try:
         if out.exists() and not out.is_dir():
             raise InputError("exists and is not a folder", file=str(out), field=field)
@@ -65,12 +66,27 @@ def check_dir(path: str | os.PathLike[str], *, field: str = "--out") -> Path:
     return out
 
 
+NAME_MAX = 255  # bytes of one file or folder name on Linux filesystems
+
+
+def check_names(path: str | os.PathLike[str], *, field: str = "--out") -> None:
+    """Refuse a path with a name over NAME_MAX bytes before any folder of it is created."""
+    for part in Path(path).parts:
+        if len(os.fsencode(part)) > NAME_MAX:
+            raise InputError(
+                f"a name in the path is {len(os.fsencode(part))} bytes, over {NAME_MAX}: file name too long",
+                file=str(path)[:120] + ("..." if len(str(path)) > 120 else ""),
+                field=field,
+            )
+
+
 def check_file(
     path: str | os.PathLike[str], *, field: str = "--out", inputs: Iterable[str | os.PathLike[str]] = ()
 ) -> Path:
     """Prove that file `path` can be (re)written: its folder is writable, it is not a folder itself, not
     one of the command's `inputs` and not a file a run or sweep folder owns (see `refuse_clobber`)."""
     out = Path(path)
+    check_names(out, field=field)
     if str(path).endswith(os.sep):
         raise InputError("ends with a path separator; give a file name", file=str(out), field=field)
     try:
@@ -130,8 +146,13 @@ def refuse_clobber(
 def check_run_dir(path: str | os.PathLike[str], *, field: str = "--out") -> Path:
     """`check_dir` for a run's folder: refused when it holds (or a running sweep holds) a sweep."""
     out = Path(path)
+    check_names(out, field=field)
     if result_kind(out) == "sweep":
         raise InputError("holds a sweep's results; a run needs its own folder", file=str(out), field=field)
+    if any(os.path.isfile(up / "sweep.json") for up in out.parents):
+        raise InputError(
+            "is inside a sweep's results folder; a run needs its own", file=str(out), field=field
+        )
     check_dir(out, field=field)
     if not try_lock(out):
         raise InputError(

@@ -20,6 +20,7 @@ from typing import NoReturn
 
 import numpy as np
 
+from specsched import safeio
 from specsched.errors import InputError
 from traces import export, synthetic, transform
 from traces.formats import FORMATS
@@ -118,6 +119,8 @@ def _load(args: argparse.Namespace) -> RequestTable:
 
 #: most requests `trace synth` generates (the simulator's own bound on workload.num_requests)
 MAX_SYNTH = 10_000_000
+#: `--rate` / `--cv` bounds: the simulator's on workload.rate / workload.cv (traces may not import sim)
+MAX_RATE, MAX_CV = 1e6, 100.0
 
 
 def _emit(text: str) -> None:
@@ -138,8 +141,14 @@ def main(argv: list[str] | None = None) -> int:
         raise InputError(f"must be > 0, got {args.n}", field="--n")
     if args.command == "synth" and args.n > MAX_SYNTH:
         raise InputError(f"must be ≤ {MAX_SYNTH:,} (its upper bound), got {args.n}", field="--n")
+    if args.command == "synth":  # the simulator's bounds on workload.rate / workload.cv (sim.bounds)
+        for flag, value, bound in (("--rate", args.rate, MAX_RATE), ("--cv", args.cv, MAX_CV)):
+            if value is not None and value > bound:
+                raise InputError(f"must be ≤ {bound:g} (its upper bound in run), got {value:g}", field=flag)
     if args.command in ("convert", "synth"):  # before reading the trace: a bad --out is reported first
+        safeio.check_names(args.out, field="--out")
         export.check_out(args.out)
+        safeio.refuse_clobber(args.out, inputs=[args.file], field="--out")  # never onto the trace read
     table = _load(args)
     if args.command == "stats":
         _emit(json.dumps(describe(table), indent=2))

@@ -85,8 +85,10 @@ def load(
         table = builtin_trace(source, drop_failed=drop_failed)
         return _filter_loaded(table, model, log_type)
     path = Path(source)
-    if not path.exists():
+    if not os.path.exists(path):  # False (never OSError) for a name too long
         hint = f" (built-in traces: {', '.join(BUILTIN_TRACES)})" if not path.suffix else ""
+        if any(len(part.encode()) > 255 for part in path.parts):
+            hint = " (file name too long)"
         raise InputError(f"no such file{hint}", file=str(path), field="trace")
     if path.is_dir():
         raise InputError("is a directory, not a trace file", file=str(path), field="trace")

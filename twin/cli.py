@@ -187,7 +187,30 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ):
         if getattr(args, name) < 1:
             raise InputError(f"must be >= 1, got {getattr(args, name)}", field=f"--{name.replace('_', '-')}")
+    _check_more(args)  # every flag before any measuring (a bad one used to surface after minutes)
     return args
+
+
+def _check_more(args: argparse.Namespace) -> None:
+    import math
+
+    from specsched.policies import POLICIES
+
+    pols = [p.strip() for p in args.policies.split(",") if p.strip()]
+    bad = [p for p in pols if p not in POLICIES] or ([] if pols else [args.policies])
+    if bad:
+        raise InputError(f"unknown policy {bad[0]!r} (known: {', '.join(POLICIES)})", field="--policies")
+    if not 1 <= args.fixed_k <= args.gamma:
+        raise InputError(f"must be in [1, --gamma={args.gamma}], got {args.fixed_k}", field="--fixed-k")
+    if args.draft_seconds is not None and not (math.isfinite(args.draft_seconds) and args.draft_seconds >= 0):
+        raise InputError(f"must be a finite number >= 0, got {args.draft_seconds}", field="--draft-seconds")
+    for name in ("warmup", "drain"):
+        if not 0 <= getattr(args, name) < 1:
+            raise InputError(f"must be in [0, 1), got {getattr(args, name)}", field=f"--{name}")
+    if args.warmup + args.drain >= 1:
+        raise InputError(f"--warmup + --drain must be < 1, got {args.warmup + args.drain:g}", field="--drain")
+    if args.seed < 0:
+        raise InputError(f"must be >= 0, got {args.seed}", field="--seed")
 
 
 def main(argv: list[str] | None = None) -> int:

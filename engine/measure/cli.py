@@ -17,6 +17,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
+
+from specsched.errors import InputError
 
 USAGE = "usage: specbed engine {train|eval|profile|curves} [options]   (--help after each for options)"
 
@@ -145,8 +148,12 @@ def _profile(argv: list[str]) -> int:
     from specsched import safeio
 
     args.drafters = args.drafter
+    safeio.check_file(args.out)  # before loading or measuring: a bad --out is bad input
+    if args.steps_out:
+        safeio.check_file(args.steps_out, field="--steps-out")
+        if Path(args.steps_out).resolve() == Path(args.out).resolve():
+            raise InputError("is the --out file too; name another", file=args.steps_out, field="--steps-out")
     bundle, corpus = _setup(args)
-    safeio.check_file(args.out)  # before measuring: a bad --out is bad input
     pcfg = ProfileConfig(
         requests=rs,
         gamma=args.gamma,

@@ -1,7 +1,11 @@
 """Bridge to vLLM: read what vLLM users measure, write what they compare against.
 
-- `sim.vllm.acceptance`: acceptance counters from vLLM's Prometheus `/metrics`, its `SpecDecoding metrics`
-  log lines and `vllm bench serve --save-result` JSON, to per-position rates.
+- `sim.vllm.acceptance`: acceptance from whatever users paste (format detected by content) to per-position
+  rates, through one reader per format: `read_prom` (/metrics, pasted Prometheus/Grafana tables),
+  `read_logs` (v1 `SpecDecoding metrics`), `read_json` (bench `--save-result`, per-request
+  `acceptance_histogram`), `read_reports` (bench console report, spec_decode.py printout), `read_legacy`
+  (τ-only: v0 `Speculative metrics`, SGLang `accept len`); `textutil` holds the shared text handling.
+  Formats, versions, exact vs estimated: docs/vllm-formats.md.
 - `sim.vllm.bench`: a simulator run in the shape of a `vllm bench serve` result, and the side-by-side
   comparison with a real one.
 - `sim.vllm.cli`: `specbed curves from-vllm`, `specbed export`, `specbed compare`.

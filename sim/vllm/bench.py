@@ -1,6 +1,7 @@
 """A simulator run in the shape of a `vllm bench serve --save-result` JSON, and a comparison with a real one.
 
-Role: `specbed export RUN_DIR --format vllm-bench` and `specbed compare SIM_RUN_DIR VLLM_RESULT.json`.
+Role: `specbed export RUN_DIR --format vllm-bench` and `specbed compare SIM_RUN_DIR VLLM_RESULT`, where the
+real run is a `--save-result` JSON, the console report or per-request JSON (docs/vllm-formats.md).
 
 The export follows vLLM's definitions over the WHOLE run (every completed request; vLLM's benchmark has
 no warm-up window), from the run's requests.csv and summary.json:
@@ -51,12 +52,13 @@ def _read_summary(run_dir: Path) -> dict:
                 "missing (a run from an older specbed: run it again to export it)", file=str(path), field=key
             )
     for key in ("spec_drafts", "spec_draft_tokens", "spec_accepted_tokens"):  # counts: whole and ≥ 0
-        inputs.number(doc[key], file=str(path), field=key, integer=True, lo=0)
+        inputs.number(doc[key], file=str(path), field=key, integer=True, lo=0, text=False)
     per_pos = doc["spec_accepted_per_pos"]
     if not isinstance(per_pos, list):
         raise InputError("expected a list of counts", file=str(path), field="spec_accepted_per_pos")
     for i, value in enumerate(per_pos):
-        inputs.number(value, file=str(path), field=f"spec_accepted_per_pos[{i}]", integer=True, lo=0)
+        where = f"spec_accepted_per_pos[{i}]"
+        inputs.number(value, file=str(path), field=where, integer=True, lo=0, text=False)
     for key in _SUMMARY_KEYS[:4]:  # ITL statistics: a number, NaN or null
         value = doc[key]
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
@@ -170,15 +172,11 @@ COMPARE_ROWS = (
         for stat in ("mean", "median", "p99")
     ),
     ("spec_decode_acceptance_length", "acceptance length"),
+    ("spec_decode_acceptance_rate", "draft acceptance rate (%)"),
 )
 
 
-def load_vllm_result(path: str | Path) -> dict:
-    """A `vllm bench serve --save-result` JSON: an object whose compared keys, where present, are numbers."""
-    file = str(path)
-    doc = inputs.load_json(path, what="vllm bench result")  # regular, capped, bounded digits
-    if not isinstance(doc, dict):
-        raise InputError("expected a JSON object (a vllm bench serve --save-result file)", file=file)
+def _check_result(doc: dict, file: str) -> dict:
     for key, _ in COMPARE_ROWS:
         value = doc.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
@@ -190,6 +188,27 @@ def load_vllm_result(path: str | Path) -> dict:
             file=file,
         )
     return doc
+
+
+def load_vllm_result(path: str | Path) -> dict:
+    """A real run as `--save-result` keys: that JSON itself, the `vllm bench serve` console report, or
+    per-request JSON (`sim.vllm.read_json.per_request_result`); compared keys, where present, are numbers."""
+    from sim.vllm.read_json import is_json, load_docs, per_request_result
+    from sim.vllm.read_reports import console_result
+
+    file = str(path)
+    text = inputs.read_text(path, what="vllm bench result", limit=inputs.LIMITS["json"])  # regular, capped
+    if not is_json(text) and not text.lstrip().startswith(("[", "{")):
+        with inputs.reading(file):
+            return _check_result(console_result(file, text), file)
+    docs = load_docs(file, text)
+    one = docs[0][0] if len(docs) == 1 else None
+    if isinstance(one, dict) and "metrics" not in one:
+        return _check_result(one, file)
+    if len(docs) == 1 and not (isinstance(one, list) and all(isinstance(d, dict) for d in one)):
+        raise InputError("expected a JSON object (a vllm bench serve --save-result file)", file=file)
+    with inputs.reading(file):
+        return _check_result(per_request_result(file, docs), file)
 
 
 def compare_rows(sim: dict, real: dict) -> list[tuple[str, float | None, float | None, float | None]]:

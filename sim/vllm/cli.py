@@ -3,7 +3,7 @@
     specbed curves from-vllm FILE... --drafter NAME --domain DOMAIN [--out curves.json] [--into FILE]
         (--out defaults to the --into file, else curves.json, which must not exist yet)
     specbed export RUN_DIR --format vllm-bench [--out FILE]
-    specbed compare SIM_RUN_DIR VLLM_RESULT.json
+    specbed compare SIM_RUN_DIR VLLM_RESULT  (--save-result JSON, console report or per-request JSON)
 
 Registered for several subcommands, so `main` receives the subcommand name first. Files are written
 under a temporary name and renamed, after every input was read and checked: bad input (one line naming
@@ -27,6 +27,16 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str):  # type: ignore[override]
         raise InputError(message)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise InputError(f"expected an integer >= 1, got {text!r}", field="--k") from None
+    if not 1 <= value <= 64:
+        raise InputError(f"expected an integer in [1, 64], got {value}", field="--k")
+    return value
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -58,7 +68,9 @@ def _compare(argv: list[str]) -> int:
 
     p = _Parser(prog="specbed compare", description="A simulator run beside a `vllm bench serve` result.")
     p.add_argument("sim_run", metavar="SIM_RUN_DIR", help="a `specbed run --out` directory")
-    p.add_argument("vllm_result", metavar="VLLM_RESULT.json", help="`vllm bench serve --save-result` JSON")
+    p.add_argument(
+        "vllm_result", metavar="VLLM_RESULT", help="--save-result JSON, console report or per-request JSON"
+    )
     args = p.parse_args(argv)
     real = load_vllm_result(args.vllm_result)
     sim = export_vllm_bench(args.sim_run)
@@ -81,6 +93,11 @@ def _from_vllm(argv: list[str]) -> int:
         "--out", metavar="FILE", help="curves file to write (default: the --into file, else curves.json)"
     )
     p.add_argument("--into", metavar="FILE", help="merge into this existing curves file")
+    p.add_argument("--tau-only", action="store_true",
+                   help="accept a source with τ only (vLLM v0, SGLang): store a constant-acceptance curve "
+                   "fitted to τ, marked as fitted")  # fmt: skip
+    p.add_argument("--k", type=_positive_int, metavar="K",
+                   help="draft length, for a τ-only source without it")  # fmt: skip
     args = p.parse_args(argv)
     if args.out is None and args.into is None:
         args.out = "curves.json"
@@ -92,16 +109,18 @@ def _from_vllm(argv: list[str]) -> int:
     # --into is a read-modify-write: concurrent merges into one file wait for each other (folder lock)
     lock = safeio.held(target.parent, wait_s=60.0, field="--into") if args.into else contextlib.nullcontext()
     with lock:
-        acc = read_acceptance(args.files)
+        acc = read_acceptance(args.files, tau_only=args.tau_only, k=args.k)
         out = write_acceptance_curves(acc, args.drafter, args.domain, out=args.out, into=args.into)
     rates = ", ".join(f"{x:.3f}" for x in acc.rates)
     cond = ", ".join(f"{x:.3f}" for x in acc.conditional())
-    print(
-        f"{acc.kind}: {acc.drafts:.0f} drafts over {len(acc.sources)} file(s), {acc.per_pos.size} positions"
-    )
-    print(f"  per-position acceptance rate (vLLM): {rates}")
+    drafts = f"{acc.drafts:.0f} drafts" if acc.measured else "τ only"
+    print(f"{acc.kind}: {drafts} over {len(acc.sources)} file(s), {acc.per_pos.size} positions")
+    label = "per-position acceptance rate (vLLM):" if acc.measured else "per-position rate (FITTED to τ):"
+    print(f"  {label:<37}{rates}")
     print(f"  conditional curve:                   {cond}")
     print(f"  acceptance length τ = 1 + Σ rates:   {acc.tau:.3f}")
+    for note in acc.notes:
+        print(f"  provenance: {note}")
     print(f"wrote {out} (drafter {args.drafter!r}, domain {args.domain!r})")
     return 0
 

@@ -47,6 +47,8 @@ def merged_curves(acc: Acceptance, drafter: str, domain: str, base: Curves | Non
             field=f"samples.{drafter}.{domain}",
         )
     note = f"{drafter}/{domain} from vLLM ({acc.kind}: {', '.join(Path(s).name for s in acc.sources)})"
+    if acc.notes:
+        note += " [" + "; ".join(acc.notes) + "]"
     description = f"{base.description}; {note}" if base and base.description else note
     return Curves(
         curves, {d: c for d, c in confidence.items() if c}, samples, description, version=CURVES_VERSION

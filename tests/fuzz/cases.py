@@ -10,21 +10,12 @@ add generated inputs on top.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 
+from tests.fuzz import generated, outputs_flags
+from tests.fuzz.base import GOOD_CSV, GOOD_TOML, GOOD_TRACE, OUT, SWEEP, Case
+from tests.fuzz.flags import flag_cases
 
-@dataclass(frozen=True)
-class Case:
-    category: str
-    name: str
-    argv: tuple[str, ...]
-    files: dict[str, bytes] = field(default_factory=dict)
-    expect: tuple[str, ...] = ()
-    slow: bool = False  # imports torch: a longer time bound
-
-    @property
-    def id(self) -> str:
-        return f"{self.category}:{self.name}"
+_OUT = OUT
 
 
 # -- config keys (every key of the simulator's schema, by type) --------------------------------------------
@@ -88,11 +79,6 @@ def config_cases() -> list[Case]:
 
 # -- config files ----------------------------------------------------------------------------------------
 
-GOOD_TOML = (
-    b'seed = 1\n[workload]\nkind = "closed"\nnum_requests = 20\nconcurrency = 4\n'
-    b'[server]\ncost = "h200-v4flash"\n'
-)
-
 
 def config_file_cases() -> list[Case]:
     bad = {
@@ -136,8 +122,6 @@ def config_file_cases() -> list[Case]:
 
 
 # -- cost tables (CSV) ------------------------------------------------------------------------------------
-
-GOOD_CSV = b"tokens,seconds\n1,0.010\n64,0.012\n512,0.020\n4096,0.090\n"
 
 
 def cost_cases() -> list[Case]:
@@ -212,9 +196,128 @@ def curves_cases() -> list[Case]:
     ]
 
 
-# -- traces ------------------------------------------------------------------------------------------------
+# -- vLLM / SGLang acceptance formats (`specbed curves from-vllm`, `specbed compare`) ------------------------
 
-GOOD_TRACE = b"arrival_s,input_tokens,output_tokens\n0.0,100,50\n0.5,200,20\n1.0,300,30\n"
+_V1 = (
+    "INFO [metrics.py:98] SpecDecoding metrics: Mean acceptance length: 2.93, Accepted: 3857 tokens, "
+    "Drafted: 6000 tokens, Per-position acceptance rate: 0.834, 0.629, 0.466\n"
+)
+_V0 = (
+    "INFO metrics.py:383] Speculative metrics: Draft acceptance rate: 0.463, System efficiency: 0.512, "
+    "Number of speculative tokens: 4, Number of accepted tokens: {acc}, Number of draft tokens: {tok}, "
+    "Number of emitted tokens: {emit}.\n"
+)
+_CONSOLE = (
+    "---------------Speculative Decoding---------------\nAcceptance rate (%):  64.28\n"
+    "Acceptance length:  2.93\nDrafts:  2000\nDraft tokens:  6000\nAccepted tokens:  {acc}\n"
+    "Per-position acceptance (%):\n  Position 0:  83.40\n  Position 1:  62.90\n  Position 2:  46.55\n"
+)
+_OFFLINE = (
+    "num_drafts: 1000\nnum_draft_tokens: 4000\nnum_accepted_tokens: {acc}\nmean acceptance length: 2.99\n"
+    "acceptance at token 0: 0.78\nacceptance at token {i}: 0.57\n"
+)
+
+
+def _prom(per_pos_engines: int = 1, drafts: str = "2000") -> bytes:
+    lines = [f'vllm:spec_decode_num_drafts_total{{engine="{e}"}} {drafts}' for e in range(2)]
+    lines += [
+        f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="{e}",position="0"}} 900'
+        for e in range(per_pos_engines)
+    ]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def vllm_format_cases() -> list[Case]:
+    """Bad inputs of every acceptance format: one line naming the file (and line) at fault, exit 2."""
+    req = {"acceptance_histogram": [100, 150, 100, 350], "num_spec_tokens": 3, "num_spec_steps": 700}
+    bad = {
+        "prom one engine of two": ("p.txt", _prom(1), ("p.txt", "partial scrape")),
+        "prom table not a number": (
+            "t.md",
+            _prom(2).replace(b" 2000", b" | lots |", 1),
+            ("t.md:1", "not a number"),
+        ),
+        "v1 log rates cut": ("a.log", _V1.replace(", 0.629, 0.466", "").encode(), ("a.log:1", "Drafted")),
+        "v1 log rates text": ("b.log", _V1.replace("0.629", "high").encode(), ("b.log:1", "Per-position")),
+        "v0 log restart": (
+            "c.log",
+            (_V0.format(acc=3700, tok=8000, emit=5120) + _V0.format(acc=10, tok=40, emit=30)).encode(),
+            ("c.log:2", "restart"),
+        ),
+        "v0 log emitted above K+1": (
+            "d.log",
+            _V0.format(acc=3700, tok=8000, emit=99999).encode(),
+            ("d.log:1", "K disagrees"),
+        ),
+        "v0 log no tau-only": (
+            "e.log",
+            _V0.format(acc=3700, tok=8000, emit=5120).encode(),
+            ("e.log:1", "--tau-only"),
+        ),
+        "sglang no tau-only": (
+            "f.log",
+            b"Decode batch. #running-req: 4, accept len: 3.10, accept rate: 0.70\n",
+            ("f.log:1", "--tau-only"),
+        ),
+        "sglang not a number": (
+            "g.log",
+            b"Decode batch. #running-req: 4, accept len: 3.1.0\n",
+            ("g.log:1", "accept len"),
+        ),
+        "console sum": ("h.txt", _CONSOLE.format(acc=5000).encode(), ("h.txt:", "accepted")),
+        "console no drafts": (
+            "i.txt",
+            _CONSOLE.format(acc=3857).replace("Drafts:  2000\n", "").encode(),
+            ("i.txt:", "drafts"),
+        ),
+        "offline gap": ("j.txt", _OFFLINE.format(acc=1350, i=3).encode(), ("j.txt:", "missing position 1")),
+        "per-request K": (
+            "k.json",
+            json.dumps({"metrics": {"speculative_decoding": {**req, "num_spec_tokens": 5}}}).encode(),
+            ("k.json", "K disagrees"),
+        ),
+        "per-request steps": (
+            "l.jsonl",
+            (json.dumps({"x": 1}) + "\n" + json.dumps({**req, "num_spec_steps": 3}) + "\n").encode(),
+            ("l.jsonl:2", "num_spec_steps"),
+        ),
+        "per-request bad line": (
+            "m.jsonl",
+            (json.dumps(req) + "\n{oops\n").encode(),
+            ("m.jsonl:2", "JSON"),
+        ),
+    }
+    out = []
+    for name, (file, data, expect) in bad.items():
+        argv = (
+            "curves",
+            "from-vllm",
+            "{W}/" + file,
+            "--drafter",
+            "d",
+            "--domain",
+            "chat",
+            "--out",
+            "{W}/k.out",
+        )
+        out.append(Case("vllm", name, argv, {file: data}, expect))
+    for name, file, data in (
+        ("compare console no rows", "n.txt", b"Successful requests: 3\n"),
+        ("compare per-request no timing", "o.jsonl", json.dumps(req).encode() + b"\n"),
+    ):
+        out.append(
+            Case(
+                "vllm",
+                name,
+                ("compare", "{W}/brokenrun", "{W}/" + file),
+                {file: data, "brokenrun/summary.json": b'{"throughput'},
+                (file,),
+            )
+        )
+    return out
+
+
+# -- traces ------------------------------------------------------------------------------------------------
 
 
 def trace_cases() -> list[Case]:
@@ -241,17 +344,6 @@ def trace_cases() -> list[Case]:
 
 
 # -- sweep files ------------------------------------------------------------------------------------------
-
-SWEEP = b"""name = "fz"
-[base]
-seed = 0
-[base.workload]
-kind = "closed"
-num_requests = 20
-[axes]
-"workload.concurrency" = [2, 4]
-"""
-_OUT = ("--out", "{W}/sw")
 
 
 def sweep_cases() -> list[Case]:
@@ -297,298 +389,102 @@ def sweep_cases() -> list[Case]:
     return cases
 
 
-# -- flags of every command -------------------------------------------------------------------------------
+# -- search: spaces, SLO strings, price tables, traffic files (`specbed search`) ---------------------------
+
+SPACE = b"""name = "fz"
+[axes]
+"server.cost" = ["h200-dense8b"]
+"server.replicas" = [1, 2]
+"""
+PRICES = b"""[gpu.h200]
+usd_per_hour = 3.5
+source = "test"
+date = "2026-01-01"
+"""
+TRAFFIC = b"""[workload]
+kind = "poisson"
+rate = 2.0
+num_requests = 50
+"""
+_SEARCH = ("search", "{W}/space.toml", "--out", "{W}/so", "--quiet")
+_SLO = ("--slo", "ttft_p90<=2s")
 
 
-def flag_cases() -> list[Case]:
-    flags: list[tuple[str, tuple[str, ...], tuple[str, ...], bool]] = [
-        ("top unknown command", ("frobnicate",), ("frobnicate",), False),
-        ("run unknown flag", ("run", "--bogus"), ("--bogus",), False),
-        ("run two configs", ("run", "a.toml", "b.toml"), ("b.toml",), False),
-        ("run --set without value", ("run", "--set"), ("--set",), False),
-        ("plan unknown flag", ("plan", "--bogus"), ("--bogus", "--help"), False),
-        ("plan bad seed", ("plan", "--seed", "x"), ("--seed", "--help"), False),
-        ("plan negative seed", ("plan", "--seed", "-1"), ("seed",), False),
-        ("verify unknown flag", ("verify", "--bogus"), ("--bogus", "--help"), True),
-        ("verify bad backend", ("verify", "--backend", "cuda9"), ("--backend",), True),
-        ("demo unknown flag", ("demo", "--bogus"), ("--bogus",), False),
-        ("demo bad jobs", ("demo", "--jobs", "x"), ("--jobs",), False),
-        ("demo zero jobs", ("demo", "--jobs", "0", "--out", "{W}/demo"), ("--jobs",), False),
-        ("trace no sub", ("trace",), ("required",), False),
-        ("trace bad sub", ("trace", "frob"), ("frob",), False),
-        ("trace stats unknown", ("trace", "stats", "azure2023-code", "--bogus"), ("--bogus",), False),
-        ("trace stats missing", ("trace", "stats", "{W}/none.csv"), ("none.csv",), False),
-        ("trace stats bad name", ("trace", "stats", "no-such-trace"), ("no-such-trace",), False),
-        (
-            "trace synth n=0",
-            ("trace", "synth", "azure2023-code", "--n", "0", "--out", "{W}/x.csv"),
-            ("--n",),
-            False,
-        ),
-        (
-            "trace synth n=1e14",
-            ("trace", "synth", "azure2023-code", "--n", "1e14", "--out", "{W}/x.csv"),
-            ("--n",),
-            False,
-        ),
-        (
-            "trace synth n huge",
-            ("trace", "synth", "azure2023-code", "--n", "10" * 8, "--out", "{W}/x.csv"),
-            ("--n",),
-            False,
-        ),
-        (
-            "trace synth bad rate",
-            ("trace", "synth", "azure2023-code", "--n", "5", "--rate", "-1", "--out", "{W}/x.csv"),
-            ("rate",),
-            False,
-        ),
-        (
-            "trace synth nan cv",
-            ("trace", "synth", "azure2023-code", "--n", "5", "--cv", "nan", "--out", "{W}/x.csv"),
-            ("cv",),
-            False,
-        ),
-        (
-            "trace synth txt out",
-            ("trace", "synth", "azure2023-code", "--n", "5", "--out", "{W}/x.txt"),
-            ("x.txt",),
-            False,
-        ),
-        ("trace convert no out", ("trace", "convert", "azure2023-code"), ("--out",), False),
-        ("trace window", ("trace", "stats", "azure2023-code", "--window", "a:b"), ("window",), False),
-        ("sweep no out", ("sweep", "{W}/s.toml"), ("--out",), False),
-        ("sweep jobs 0", ("sweep", "{W}/s.toml", *_OUT, "--jobs", "0"), ("--jobs",), False),
-        ("sweep resume+force", ("sweep", "{W}/s.toml", *_OUT, "--resume", "--force"), ("--force",), False),
-        ("sweep backend", ("sweep", "{W}/s.toml", *_OUT, "--backend", "slurm"), ("--backend",), False),
-        ("sweep address local", ("sweep", "{W}/s.toml", *_OUT, "--address", "x:1"), ("--address",), False),
-        ("sweep model", ("sweep", "{W}/s.toml", *_OUT, "--model", "nope"), ("--model",), False),
-        (
-            "sweep model import",
-            ("sweep", "{W}/s.toml", *_OUT, "--model", "no.such:thing"),
-            ("--model",),
-            False,
-        ),
-        ("pareto slo -5", ("pareto", "{W}/done", "--slo", "-5"), ("--slo",), False),
-        ("pareto slo nan", ("pareto", "{W}/done", "--slo", "nan"), ("--slo",), False),
-        ("pareto slo inf", ("pareto", "{W}/done", "--slo", "inf"), ("--slo",), False),
-        ("pareto slo text", ("pareto", "{W}/done", "--slo", "fast"), ("--slo",), False),
-        ("pareto baseline", ("pareto", "{W}/done", "--baseline", "nope"), ("nope",), False),
-        ("pareto x", ("pareto", "{W}/done", "--x", "nope"), ("nope",), False),
-        ("report slo 0", ("report", "{W}/done", "--slo", "0"), ("--slo",), False),
-        ("report y", ("report", "{W}/done", "--y", "nope"), ("nope",), False),
-        ("report unknown flag", ("report", "{W}/done", "--bogus"), ("--bogus",), False),
-        ("fidelity unknown flag", ("fidelity", "--bogus"), ("--bogus", "--help"), True),
-        ("fidelity bad concurrency", ("fidelity", "--concurrency", "0"), ("--concurrency",), True),
-        ("fidelity bad drift", ("fidelity", "--max-drift", "-1"), ("--max-drift",), True),
-        (
-            "fidelity bad cost",
-            ("fidelity", "--cost", "{W}/bin.csv", "--out-dir", "{W}/fo"),
-            ("bin.csv",),
-            True,
-        ),
-        (
-            "fidelity bad curves",
-            ("fidelity", "--curves", "{W}/bin.json", "--out-dir", "{W}/fo"),
-            ("bin.json",),
-            True,
-        ),
-        ("engine bad sub", ("engine", "frob"), ("frob",), True),
-        ("engine eval unknown", ("engine", "eval", "--bogus"), ("--bogus", "--help"), True),
-        (
-            "engine profile unknown",
-            ("engine", "profile", "--out", "{W}/p.csv", "--bogus"),
-            ("--bogus", "--help"),
-            True,
-        ),
-        (
-            "engine curves unknown",
-            ("engine", "curves", "--out", "{W}/c.json", "--bogus"),
-            ("--bogus", "--help"),
-            True,
-        ),
-        ("engine profile no out", ("engine", "profile"), ("--out",), True),
-        (
-            "engine curves drafters",
-            ("engine", "curves", "--drafters", "foo", "--out", "{W}/c.json"),
-            ("--drafters",),
-            True,
-        ),
-        (
-            "engine profile requests",
-            ("engine", "profile", "--out", "{W}/p.csv", "--requests", "a,b"),
-            ("--requests",),
-            True,
-        ),
-        (
-            "engine eval threads",
-            ("engine", "eval", "--threads", "0", "--out-dir", "{W}/ev"),
-            ("--threads",),
-            True,
-        ),
-        (
-            "engine checkpoints",
-            ("engine", "eval", "--checkpoints", "{W}/nock", "--out-dir", "{W}/ev"),
-            ("nock",),
-            True,
-        ),
-    ]
-    fit = ("cost", "fit", "{W}/measured.csv", "--model", "dense-8b", "--gpu", "h100")
-    flags += [
-        ("cost no action", ("cost",), ("action",), False),
-        ("cost bad action", ("cost", "frob"), ("frob",), False),
-        (
-            "cost fit bad model",
-            ("cost", "fit", "{W}/good.csv", "--model", "x", "--gpu", "h100", "--out", "{W}/f.json"),
-            ("--model",),
-            False,
-        ),
-        (
-            "cost fit bad gpu",
-            ("cost", "fit", "{W}/good.csv", "--model", "dense-8b", "--gpu", "tpu9", "--out", "{W}/f.json"),
-            ("--gpu",),
-            False,
-        ),
-        (
-            "cost fit binary data",
-            ("cost", "fit", "{W}/bin.csv", "--model", "dense-8b", "--gpu", "h100", "--out", "{W}/f.json"),
-            ("bin.csv",),
-            False,
-        ),
-        (
-            "cost fit missing data",
-            ("cost", "fit", "{W}/none.csv", "--model", "dense-8b", "--gpu", "h100", "--out", "{W}/f.json"),
-            ("none.csv",),
-            False,
-        ),
-        ("cost fit out under file", (*fit, "--out", "{W}/afile/f.json"), ("afile",), False),
-        ("cost fit out is folder", (*fit, "--out", "{W}/adir"), ("adir",), False),
-        (
-            "cost check binary fit",
-            ("cost", "check", "{W}/good.csv", "--fit", "{W}/bin.json"),
-            ("bin.json",),
-            False,
-        ),
-        (
-            "cost check missing fit",
-            ("cost", "check", "{W}/good.csv", "--fit", "{W}/none.json"),
-            ("none.json",),
-            False,
-        ),
-        (
-            "cost check empty fit",
-            ("cost", "check", "{W}/good.csv", "--fit", "{W}/empty.json"),
-            ("empty.json",),
-            False,
-        ),
-        (
-            "cost check bad where",
-            ("cost", "check", "{W}/measured.csv", "--fit", "{W}/none.json", "--where", "==="),
-            (),
-            False,
-        ),
-        ("curves no sub", ("curves", "frob"), ("frob",), False),
-        (
-            "curves from-vllm binary",
-            (
-                "curves",
-                "from-vllm",
-                "{W}/bin.json",
-                "--drafter",
-                "dspark",
-                "--domain",
-                "chat",
-                "--out",
-                "{W}/k.json",
-            ),
-            ("bin.json",),
-            False,
-        ),
-        (
-            "curves from-vllm missing",
-            (
-                "curves",
-                "from-vllm",
-                "{W}/none.txt",
-                "--drafter",
-                "dspark",
-                "--domain",
-                "chat",
-                "--out",
-                "{W}/k.json",
-            ),
-            ("none.txt",),
-            False,
-        ),
-        (
-            "curves from-vllm no out",  # --out is optional (default curves.json): the bad input is named
-            ("curves", "from-vllm", "{W}/bin.json", "--drafter", "dspark", "--domain", "chat"),
-            ("bin.json",),
-            False,
-        ),
-        (
-            "curves from-vllm unknown flag",
-            ("curves", "from-vllm", "{W}/bin.json", "--drafter", "d", "--domain", "chat", "--bogus"),
-            ("--bogus",),
-            False,
-        ),
-        ("export not a run", ("export", "{W}/afile"), ("afile",), False),
-        ("export missing", ("export", "{W}/nothing"), ("nothing",), False),
-        ("export format", ("export", "{W}/adir", "--format", "csv"), ("--format",), False),
-        ("export broken summary", ("export", "{W}/brokenrun"), ("summary.json",), False),
-        ("compare binary", ("compare", "{W}/brokenrun", "{W}/bin.json"), ("bin.json",), False),
-        ("compare missing", ("compare", "{W}/brokenrun", "{W}/none.json"), ("none.json",), False),
-        (
-            "compare unknown flag",
-            ("compare", "{W}/brokenrun", "{W}/bin.json", "--bogus"),
-            ("--bogus",),
-            False,
-        ),
-        ("plan schedule bad cost", ("plan", "--draft-schedule", "--cost", "nope"), ("--cost",), False),
-        (
-            "plan schedule binary cost",
-            ("plan", "--draft-schedule", "--cost", "{W}/bin.csv", "--layers", "32"),
-            ("bin.csv",),
-            False,
-        ),
-        (
-            "plan schedule binary curves",
-            ("plan", "--draft-schedule", "--cost", "h200-v4flash", "--curves", "{W}/bin.json"),
-            ("bin.json",),
-            False,
-        ),
-        (
-            "plan schedule sizes",
-            ("plan", "--draft-schedule", "--batch-sizes", "a,b"),
-            ("--batch-sizes",),
-            False,
-        ),
-        ("plan schedule gamma", ("plan", "--draft-schedule", "--gamma", "0"), ("--gamma",), False),
-        ("plan cost without schedule", ("plan", "--cost", "x"), ("--draft-schedule",), False),
-        (
-            "plan json out under file",
-            ("plan", "--draft-schedule", "--cost", "h200-v4flash", "--json", "{W}/afile/x.json"),
-            ("afile",),
-            False,
-        ),
-        ("run timeline without out", ("run", "--timeline", "--quiet"), ("--timeline",), False),
-    ]
-    files = {
-        "s.toml": SWEEP,
-        "bin.csv": b"\xff\xfe\x00garbage",
-        "bin.json": b"\xff\xfe\x00garbage",
-        "good.csv": GOOD_CSV,
-        "measured.csv": b"phase,tp,requests,tokens,context_tokens,seconds\n"
-        + b"".join(
-            f"decode,1,{r},{r},{1024 * r},{0.01 + 0.0001 * r}\n".encode() for r in (1, 2, 4, 8, 16, 32)
-        )
-        + b"".join(f"prefill,1,1,{t},0,{0.01 + 0.00002 * t}\n".encode() for t in (128, 512, 2048, 8192)),
-        "empty.json": b"",
-        "afile": b"keep me\n",
-        "adir/": b"",
-        "brokenrun/summary.json": b'{"throughput',
+def _search_case(name: str, argv: tuple[str, ...], files: dict[str, bytes], expect: tuple[str, ...]) -> Case:
+    base = {"space.toml": SPACE, "traffic.toml": TRAFFIC, "prices.toml": PRICES}
+    return Case("search", name, argv, {**base, **files}, expect)
+
+
+def search_cases() -> list[Case]:
+    run = (*_SEARCH, "--traffic", "{W}/traffic.toml")
+    spaces = {
+        "space-unknown-top": SPACE + b"bogus = 1\n",
+        "space-unknown-key": SPACE + b'"server.bogus" = [1]\n',
+        "space-empty-axis": SPACE + b'"server.max_num_seqs" = []\n',
+        "space-bad-value": SPACE + b'"server.max_num_seqs" = [-4]\n',
+        "space-search-key": SPACE + b"[search]\nbogus = 1\n",
+        "space-objective": SPACE + b'[search]\nobjective = "speed"\n',
+        "space-rungs": SPACE + b"[search]\nrungs = [0.5, 0.2]\n",
+        "space-rungs-last": SPACE + b"[search]\nrungs = [0.1, 0.5]\n",
+        "space-eta": SPACE + b"[search]\neta = 0\n",
+        "space-keep": SPACE + b"[search]\nkeep = 1.5\n",
+        "space-gpus": SPACE + b"[search]\ngpus = 3\n",
+        "space-truncated": SPACE[:20],
+        "space-binary": b"\x00\xff" * 20,
+        "space-unpriced-csv": SPACE.replace(b'"h200-dense8b"', b'"c.csv"') + b'"server.layers" = [32]\n',
     }
-    return [Case("flags", name, argv, files, expect, slow) for name, argv, expect, slow in flags]
+    cases = [_search_case(n, (*run, *_SLO), {"space.toml": d, "c.csv": b"tokens,seconds\n1,0.01\n"},
+                          ("space.toml",)) for n, d in spaces.items()]  # fmt: skip
+    slos = {
+        "slo-empty": "",
+        "slo-metric": "ttft_p95<=2s",
+        "slo-unit": "ttft_p90<=2h",
+        "slo-op": "ttft_p90>=2s",
+        "slo-number": "ttft_p90<=abc",
+        "slo-negative": "itl_p50<=-1ms",
+        "slo-nan": "itl_p50<=nan",
+        "slo-dup": "itl_p50<=1s,itl_p50<=2s",
+        "slo-attainment": "attainment>=2",
+        "slo-garbage": "\x00,,",
+    }
+    for name, slo in slos.items():
+        cases.append(_search_case(name, (*run, "--slo", slo), {}, ("--slo",)))
+    prices = {
+        "prices-truncated": PRICES[:15],
+        "prices-no-source": PRICES.replace(b'source = "test"\n', b""),
+        "prices-zero": PRICES.replace(b"3.5", b"0"),
+        "prices-string": PRICES.replace(b"3.5", b'"cheap"'),
+        "prices-unknown": PRICES + b"bogus = 1\n",
+        "prices-empty": b"",
+        "prices-missing-gpu": PRICES.replace(b"h200", b"h100"),
+    }
+    for name, data in prices.items():
+        argv = (*run, *_SLO, "--prices", "{W}/p.toml")
+        cases.append(_search_case(name, argv, {"p.toml": data}, ("p.toml",)))
+    traffic = {
+        "traffic-no-workload": b"seed = 1\n",
+        "traffic-bad-key": TRAFFIC + b"bogus = 1\n",
+        "traffic-bad-rate": TRAFFIC.replace(b"2.0", b"-2.0"),
+        "traffic-truncated": TRAFFIC[:12],
+    }
+    for name, data in traffic.items():
+        argv = (*_SEARCH, "--traffic", "{W}/t.toml", *_SLO)
+        cases.append(_search_case(name, argv, {"t.toml": data}, ("t.toml",)))
+    trace = (*_SEARCH, "--traffic", "{W}/t.csv", *_SLO)
+    cases.append(_search_case("traffic-bad-trace", trace, {"t.csv": b"a,b\n\xff,1\n"}, ("t.csv",)))
+    cases.append(
+        _search_case("traffic-missing", (*_SEARCH, "--traffic", "nope-trace", *_SLO), {}, ("nope-trace",))
+    )
+    for name, extra, word in (("jobs", ("--jobs", "0"), "--jobs"),
+                              ("budget", ("--budget-s", "-1"), "--budget-s"),
+                              ("backend", ("--backend", "slurm"), "--backend"),
+                              ("speedup", ("--speedup", "0"), "--speedup"),
+                              ("resume-force", ("--resume", "--force"), "--force")):  # fmt: skip
+        cases.append(_search_case(f"flag-{name}", (*run, *_SLO, *extra), {}, (word,)))
+    return cases
+
+
+# -- flags of every command -------------------------------------------------------------------------------
 
 
 # -- outputs ----------------------------------------------------------------------------------------------
@@ -656,10 +552,17 @@ def all_cases() -> list[Case]:
         *config_file_cases(),
         *cost_cases(),
         *curves_cases(),
+        *vllm_format_cases(),
         *trace_cases(),
         *sweep_cases(),
+        *search_cases(),
         *flag_cases(),
         *output_cases(),
+        *generated.special_cases(),
+        *generated.number_cases(),
+        *outputs_flags.output_cases(),
+        *outputs_flags.flag_cases(),
+        *outputs_flags.nonsense_cases(),
     ]
     ids = [c.id for c in cases]
     assert len(ids) == len(set(ids)), "duplicate case ids"

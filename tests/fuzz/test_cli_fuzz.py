@@ -10,7 +10,6 @@ allows, else they are skipped; a full disk (ENOSPC) is simulated at the write it
 from __future__ import annotations
 
 import errno
-import hashlib
 import shutil
 import subprocess
 import time
@@ -22,6 +21,7 @@ from hypothesis import strategies as st
 
 from specbed.cli import main
 from tests.fuzz.cases import GOOD_CSV, GOOD_TOML, SWEEP, Case, all_cases
+from tests.fuzz.workspace import build, snapshot
 
 CASES = all_cases()
 FAST_S = 20.0  # bound on one refused input (generous: 2 shared cores; the typical case takes ms)
@@ -42,25 +42,8 @@ def finished_sweep(tmp_path_factory) -> Path:
     return root / "done"
 
 
-def _workspace(root: Path, files: dict[str, bytes], done: Path) -> Path:
-    shutil.copytree(done, root / "done")
-    for name, data in files.items():
-        path = root / name
-        if name.endswith("/"):
-            path.mkdir(parents=True, exist_ok=True)
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-    return root
-
-
-def snapshot(root: Path) -> dict[str, str]:
-    """{relative path: sha256 (files) or 'dir'} of everything under root."""
-    out = {}
-    for path in sorted(root.rglob("*")):
-        rel = str(path.relative_to(root))
-        out[rel] = "dir" if path.is_dir() else hashlib.sha256(path.read_bytes()).hexdigest()
-    return out
+def _workspace(root: Path, files: dict[str, bytes], done: Path, run: Path | None = None) -> Path:
+    return build(root, files, done, run)
 
 
 def expect_refused(argv, capsys, root: Path, expect=(), bound=FAST_S) -> str:
@@ -83,17 +66,28 @@ def expect_refused(argv, capsys, root: Path, expect=(), bound=FAST_S) -> str:
     return line
 
 
+@pytest.fixture(scope="session")
+def finished_run(tmp_path_factory) -> Path:
+    """A small finished run folder (`specbed run --out`), copied into the workspaces that use `{W}/run`."""
+    out = tmp_path_factory.mktemp("run") / "run"
+    assert main(["run", "--quiet", "--set", "workload.num_requests=20", "--out", str(out)]) == 0
+    return out
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_bad_input_is_one_line_exit_2_nothing_changed(case: Case, tmp_path, capsys, finished_sweep):
-    root = _workspace(tmp_path, case.files, finished_sweep)
+def test_bad_input_is_one_line_exit_2_nothing_changed(case: Case, tmp_path, capsys, finished_sweep, request):
+    uses_run = any("{W}/run" in a for a in case.argv) or "@summary" in case.files
+    run = request.getfixturevalue("finished_run") if uses_run else None
+    root = _workspace(tmp_path, case.files, finished_sweep, run)
     argv = [a.replace("{W}", str(root)) for a in case.argv]
     expect = [e.replace("{W}", str(root)) for e in case.expect]
     expect_refused(argv, capsys, root, expect, SLOW_S if case.slow else FAST_S)
 
 
-def test_the_catalogue_holds_at_least_300_distinct_bad_inputs():
-    assert len(CASES) >= 300, len(CASES)
+def test_the_catalogue_holds_at_least_900_distinct_bad_inputs():
+    assert len(CASES) >= 900, len(CASES)
     assert {c.category for c in CASES} >= {"config-set", "config-file", "cost-csv", "curves", "sweep-file"}
+    assert {c.category for c in CASES} >= {"special", "numbers", "types", "onto", "long-name", "nonsense"}
 
 
 # -- generated inputs --------------------------------------------------------------------------------------

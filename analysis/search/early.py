@@ -1,0 +1,136 @@
+"""Running one candidate at one fidelity, stopped early once its SLO is provably lost.
+
+Role: the cell model of `specbed search` (`SearchModel`, run by `analysis.runner.execute` on any backend)
+and its early stop (`Watch`). A job is a plain dict: {"sim": resolved config, "stop": {"slo", "tol"} or
+None}; its summary is the simulator's (`analysis.model.scalar_summary`) plus `stopped` (None, or why).
+
+Early stop, every 1,024 engine steps (`sim.wiring.run_replicas(watch=...)`), for open-loop traffic: the
+run's measured requests are those arriving in its steady window [t0, t1] (`sim.metrics`); t1 is known
+up front, t0 once ⌈warmup·N⌉ requests have finished. For each quantile term of the SLO over a per-request
+latency (ttft, tpot, e2e, queue at p50/p90/p99) the watch counts the measured requests already certain to
+exceed the bound·(1 + tol): a finished value over it, or a request still waiting whose wait so far is
+(no first token after bound seconds: its TTFT is over; TPOT ≥ time since its first token / (output − 1)).
+When those alone put the run's quantile over the bound (np.percentile's order statistic, counted against
+the most requests the window can hold), no later step can bring it back: the run stops and says so. A
+queue that diverges is stopped this way, by the requests it leaves waiting. tol is 0 at full length.
+
+May import: numpy, the standard library, `analysis.model`, `analysis.search.slo`, `sim` (lazily).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from analysis.model import flatten, scalar_summary, set_text
+from analysis.search.slo import parse_slo
+
+WATCHED = ("ttft", "tpot", "e2e", "queue")
+QUANTILE = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
+
+
+class StopRun(Exception):
+    """Raised by the watch inside the event loop: the run's SLO is already lost (`reason`)."""
+
+    def __init__(self, reason: str, now: float) -> None:
+        super().__init__(reason, now)  # simpy re-raises a process's exception as type(e)(*e.args)
+        self.reason, self.now = reason, now
+
+
+class Watch:
+    """watch(recorder, now): raise StopRun once a watched SLO term is provably lost (module docstring)."""
+
+    def __init__(self, prep, slo, tol: float) -> None:
+        cfg, wl = prep.config, prep.workload
+        n = len(wl)
+        self.arrival = np.asarray(wl.arrival_s, dtype=np.float64)
+        order = np.sort(self.arrival)
+        self.k0 = math.ceil(cfg.metrics.warmup * n)
+        self.t1 = float(order[min(max(math.ceil((1.0 - cfg.metrics.drain) * n), 1), n) - 1])
+        self.out = np.asarray(wl.output_tokens, dtype=np.float64)
+        self.terms = []
+        for term in slo.terms:
+            head, _, stat = term.name.rpartition("_")
+            if head in WATCHED and stat in QUANTILE:
+                self.terms.append((term.name, head, QUANTILE[stat], term.bound * (1.0 + tol)))
+        self.prev = 0.0
+        self.window = None  # (upper-bound mask of measured requests, mask of certainly measured ones)
+
+    def __call__(self, rec, now: float) -> None:
+        if not self.terms:
+            return
+        if self.window is None:
+            if self.k0 > 0 and rec.completed < self.k0:
+                self.prev = now
+                return
+            lo = self.prev if self.k0 > 0 else -math.inf  # t0 lies in (prev, now]
+            hi = now if self.k0 > 0 else -math.inf
+            if self.t1 <= hi:
+                self.terms = []  # the window falls back to the whole run: nothing to prove early
+                return
+            a = self.arrival
+            self.window = ((a >= lo) & (a <= self.t1), (a >= hi) & (a <= self.t1))
+        for name, head, q, bound in self.terms:
+            self._check(rec, now, name, head, q, bound)
+
+    def _check(self, rec, now: float, name: str, head: str, q: float, bound: float) -> None:
+        upper, sure = self.window
+        low = self._lower(rec, now, head)
+        if head == "tpot":
+            upper, sure = upper & (self.out > 1), sure & (self.out > 1)
+        m = int(upper.sum())
+        if m == 0:
+            return
+        over = int(np.count_nonzero(sure & (low > bound)))
+        need = m - math.floor(q * (m - 1))  # values over the bound that put the q-quantile over it
+        if over >= need:
+            waiting = int(np.count_nonzero(sure & np.isnan(rec.first_token_s) & (low > bound)))
+            why = f"; {waiting} still without a first token (queue diverging)" if waiting else ""
+            raise StopRun(
+                f"{name} lost: {over} of at most {m} measured requests already over {bound * 1e3:.0f} ms "
+                f"at t = {now:.0f} s{why}",
+                now,
+            )
+
+    def _lower(self, rec, now: float, head: str) -> np.ndarray:
+        """Per request: a lower bound on its final `head` latency (seconds; −inf if not arrived yet)."""
+        arr = self.arrival
+        started = arr <= now
+        with np.errstate(invalid="ignore", divide="ignore"):
+            if head == "tpot":
+                ft = rec.first_token_s
+                end = np.where(np.isnan(rec.finish_s), now, rec.finish_s)
+                low = np.where(np.isnan(ft), 0.0, (end - ft) / np.maximum(self.out - 1.0, 1.0))
+            else:
+                mark = {"ttft": rec.first_token_s, "e2e": rec.finish_s, "queue": rec.admit_s}[head]
+                low = np.where(np.isnan(mark), now, mark) - arr
+        return np.where(started, low, -np.inf)
+
+
+class SearchModel:
+    """The cell model of a search: runs one job (module docstring); picklable, no state."""
+
+    name = "sim-search"
+
+    def run(self, job: dict) -> dict:
+        from sim.config_io import load_config
+        from sim.run import prepare, results
+        from sim.wiring import run_replicas
+
+        cfg = load_config(None, [f"{k}={set_text(v)}" for k, v in flatten(job["sim"]).items()])
+        start = time.perf_counter()
+        prep = prepare(cfg)
+        stop = job.get("stop")
+        watch = None
+        if stop and cfg.workload.kind != "closed":
+            watch = Watch(prep, parse_slo(stop["slo"]), float(stop["tol"]))
+        loop = time.perf_counter()
+        try:
+            rec = run_replicas(prep, watch=watch)
+        except StopRun as why:
+            return {"stopped": why.reason, "stopped_at_s": why.now, "requests_total": len(prep.workload)}
+        summary = scalar_summary(results(prep, rec, start, loop).summary)
+        summary["stopped"] = None
+        return summary

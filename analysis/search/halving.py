@@ -1,0 +1,274 @@
+"""The search: screen every candidate, then successive halving over fidelities, with a resumable cache.
+
+Role: `run_search` turns a space (candidates), an SLO and a price table into ranked candidates. Rung k
+runs every surviving candidate on the first ⌈rungs[k]·N⌉ requests of the traffic (the last rung is the
+whole traffic, judged exactly); after a rung, a candidate is dropped when its SLO margin is below
+−tolerance[k] (0 at the last rung) or its run was stopped early (`analysis.search.early`), and the rest
+are ranked (objective, then SLO margin) and the best max(keep, ⌈n/eta⌉) go on. Every dropped candidate
+keeps the reason.
+
+Cache: each run is a cell of the output folder (`analysis.store`: cells/KEY.json, written whole, keyed by
+the run's config and its early-stop rule), under the folder's writer lock for the search's life; with
+`resume` a later search reuses every finished run. Results do not depend on `jobs` or the backend: a
+rung's decisions read only its runs' summaries, and runs are deterministic in their config (seeded).
+`budget_s` stops submitting runs once spent; the candidates are then ranked on the last rung each reached.
+
+May import: the standard library, `specsched`, `analysis` (model, runner, store, sweepfile) and
+`analysis.search` modules.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from analysis import store
+from analysis.model import SimModel
+from analysis.runner import BACKENDS, default_jobs, execute, ray_session
+from analysis.search.early import SearchModel
+from analysis.search.prices import gpu_count, gpu_kind
+from analysis.search.screen import Screen, traffic_of
+from analysis.search.space import Space, with_traffic
+from analysis.sweepfile import Cell, config_key, expand
+from specsched.errors import InputError
+from specsched.progress import Progress
+
+MIN_REQUESTS = 200  # a rung never runs fewer requests than this (warm-up and drain need some)
+
+
+@dataclass
+class Candidate:
+    """One deployment of the space and what the search learned about it."""
+
+    cell: Cell
+    gpu: str
+    gpus: int
+    usd_per_hour: float
+    alive: bool = True
+    reason: str = ""
+    rung: int = -1  # the last rung it ran at
+    summary: dict = field(default_factory=dict)
+    capacity: float = math.nan
+
+    @property
+    def cost(self) -> float:
+        """Cost per million output tokens (price × GPUs ÷ throughput), NaN without a throughput."""
+        tput = self.summary.get("throughput_tok_s")
+        gpus = self.summary.get("gpus") or self.gpus
+        if not isinstance(tput, (int, float)) or not tput or not math.isfinite(tput):
+            return math.nan
+        return self.usd_per_hour * gpus / 3600.0 / tput * 1e6
+
+    @property
+    def goodput_per_gpu(self) -> float:
+        good = self.summary.get("goodput_tok_s")
+        gpus = self.summary.get("gpus") or self.gpus
+        return float(good) / gpus if isinstance(good, (int, float)) and math.isfinite(good) else math.nan
+
+
+@dataclass
+class Outcome:
+    candidates: list[Candidate]
+    ranked: list[Candidate]  # SLO met at the last rung reached, best first
+    rungs: list[dict]  # per rung: requests, ran, cached, dropped, kept
+    traffic: object
+    seconds: float
+    budget_hit: bool
+    complete: bool  # the ranking comes from full-length runs
+
+
+def _sig(x: float) -> float:
+    return float(f"{x:.3g}") if math.isfinite(x) else math.inf
+
+
+def rank_key(c: Candidate, slo, objective: str):
+    """Sort key (smaller is better): the objective at 3 significant digits (closer is a tie), then the
+    SLO margin (more headroom first), then the candidate's order in the space."""
+    value = _sig(c.cost) if objective == "cost" else -_sig(c.goodput_per_gpu)
+    return (value if math.isfinite(value) else math.inf, -slo.margin(c.summary), c.cell.index)
+
+
+def fingerprint(space: Space, cells: list[Cell], slo, prices, traffic_text: str) -> str:
+    doc = {
+        "cells": [c.key for c in cells],
+        "slo": slo.text(),
+        "prices": {k: v.usd_per_hour for k, v in sorted(prices.rows.items())},
+        "options": repr(space.options),
+        "traffic": traffic_text,
+    }
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def candidates_of(space: Space, traffic, prices) -> list[Candidate]:
+    """Every candidate of the space, resolved, keyed and priced (InputError before any work)."""
+    cells = expand(with_traffic(space.sweep, traffic), SimModel())
+    out = []
+    for cell in cells:
+        try:
+            gpu = gpu_kind(cell.config, space.options.gpus)
+            price = prices.per_hour(gpu)
+        except InputError as err:
+            file = err.file or space.sweep.file
+            raise InputError(f"{err.message} (candidate {cell.axes})", file=file, field=err.field) from None
+        out.append(Candidate(cell, gpu, gpu_count(cell.config), price))
+    return out
+
+
+def job_of(c: Candidate, requests: int, slo, tol: float, full: bool) -> dict:
+    sim = json.loads(json.dumps(c.cell.config))
+    if not full:
+        sim["workload"]["num_requests"] = requests
+    return {"sim": sim, "stop": {"slo": slo.text(), "tol": tol}}
+
+
+def run_search(
+    space: Space,
+    traffic: list,
+    slo,
+    prices,
+    out: str | Path,
+    *,
+    jobs: int | None = None,
+    backend: str = "local",
+    address: str | None = None,
+    budget_s: float | None = None,
+    resume: bool = False,
+    force: bool = False,
+    progress: bool = True,
+) -> Outcome:
+    start = time.perf_counter()
+    if backend not in BACKENDS:
+        raise InputError(
+            f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})", field="--backend"
+        )
+    jobs = default_jobs() if jobs is None else jobs
+    if jobs < 1:
+        raise InputError(f"must be ≥ 1, got {jobs}", field="--jobs")
+    if budget_s is not None and not (budget_s > 0):
+        raise InputError(f"must be > 0 seconds, got {budget_s:g}", field="--budget-s")
+    cands = candidates_of(space, traffic, prices)
+    stats = traffic_of(cands[0].cell.config)
+    manifest = {
+        "format": store.FORMAT,
+        "name": space.sweep.name,
+        "model": SearchModel.name,
+        "kind": "search",
+        "fingerprint": fingerprint(space, [c.cell for c in cands], slo, prices, repr(traffic)),
+        "slo": slo.text(),
+        "cells": [c.cell.row_head() for c in cands],
+    }
+    out = Path(out)
+    with ray_session(jobs, address) if backend == "ray" else contextlib.nullcontext():
+        with store.locked(out):
+            store.prepare(out, manifest, resume=resume, force=force)
+            ctx = _Run(space, slo, out, jobs, backend, start, budget_s, progress)
+            rungs = ctx.run(cands, stats)
+    ranked = sorted(
+        [c for c in cands if c.alive and slo.met(c.summary)],
+        key=lambda c: rank_key(c, slo, space.options.objective),
+    )
+    last = len(space.options.rungs) - 1
+    complete = bool(ranked) and all(c.rung == last for c in ranked)
+    return Outcome(cands, ranked, rungs, stats, time.perf_counter() - start, ctx.budget_hit, complete)
+
+
+class _Run:
+    """The rung loop of one search (state shared by its steps)."""
+
+    def __init__(self, space, slo, out, jobs, backend, start, budget_s, progress) -> None:
+        self.space, self.slo, self.out, self.jobs, self.backend = space, slo, out, jobs, backend
+        self.start, self.budget_s, self.progress = start, budget_s, progress
+        self.model = SearchModel()
+        self.budget_hit = False
+
+    def run(self, cands: list[Candidate], stats) -> list[dict]:
+        screen = Screen(stats, self.slo, self.space.options.grace)
+        for c in cands:
+            verdict = screen(c.cell.config)
+            c.capacity = verdict.capacity
+            if not verdict.ok:
+                c.alive, c.reason = False, verdict.reason
+        report = [{"rung": "screen", "requests": 0, "candidates": len(cands),
+                   "dropped": sum(not c.alive for c in cands), "ran": 0, "cached": 0}]  # fmt: skip
+        opts = self.space.options
+        for k, frac in enumerate(opts.rungs):
+            alive = [c for c in cands if c.alive]
+            if not alive or self.budget_hit:
+                break
+            full = k == len(opts.rungs) - 1
+            requests = stats.requests if full else max(MIN_REQUESTS, math.ceil(frac * stats.requests))
+            if not full and requests >= stats.requests:
+                continue  # the traffic is too short for this fidelity: go on to the next
+            ran, cached = self._rung(alive, k, requests, full)
+            dropped = self._judge(alive, k, full)
+            report.append({"rung": k + 1, "requests": requests, "candidates": len(alive),
+                           "dropped": dropped, "ran": ran, "cached": cached})  # fmt: skip
+        return report
+
+    def _rung(self, alive: list[Candidate], k: int, requests: int, full: bool) -> tuple[int, int]:
+        tol = self.space.options.tol(k)
+        jobs = {}
+        for c in alive:
+            job = job_of(c, requests, self.slo, tol, full)
+            jobs[c.cell.index] = Cell(c.cell.index, config_key(job), c.cell.axes, c.cell.series, "", "", job)
+        done = store.finished_keys(self.out)
+        todo = [cell for cell in jobs.values() if cell.key not in done]
+        label = f"search rung {k + 1}/{len(self.space.options.rungs)} ({requests} requests)"
+        bar = Progress(len(jobs), done=len(jobs) - len(todo), label=label, enabled=self.progress)
+
+        def on_done(cell: Cell, summary: dict, wall: float) -> None:
+            store.write_cell(
+                self.out, {"key": cell.key, "job": cell.config, "summary": summary, "wall_s": wall}
+            )
+            bar.advance()
+
+        def on_error(cell: Cell, text: str) -> None:
+            store.write_error(self.out, cell.key, text)
+            bar.advance()
+
+        try:
+            step = max(2 * self.jobs, 1)
+            for i in range(0, len(todo), step):
+                if self.budget_s is not None and time.perf_counter() - self.start > self.budget_s:
+                    self.budget_hit = True
+                    break
+                execute(todo[i : i + step], self.model, self.jobs, self.backend, on_done, on_error)
+        finally:
+            bar.close()
+        for c in alive:
+            row = store.read_cell(self.out, jobs[c.cell.index].key)
+            if row is not None:
+                c.summary, c.rung = row["summary"], k
+            elif (self.out / "errors" / f"{jobs[c.cell.index].key}.txt").exists():
+                c.alive, c.reason = (
+                    False,
+                    f"rung {k + 1}: the run failed (errors/{jobs[c.cell.index].key}.txt)",
+                )
+        return len(todo), len(jobs) - len(todo)
+
+    def _judge(self, alive: list[Candidate], k: int, full: bool) -> int:
+        """Drop the SLO-lost, then halve the rest (not after the last rung); returns how many dropped."""
+        opts, dropped = self.space.options, 0
+        tol = opts.tol(k)
+        ran = [c for c in alive if c.alive and c.rung == k]
+        for c in ran:
+            if c.summary.get("stopped"):
+                c.alive, c.reason = False, f"rung {k + 1}: stopped early, {c.summary['stopped']}"
+            elif self.slo.margin(c.summary) < -tol:
+                slack = f" (beyond the rung's {tol:.0%} tolerance)" if tol else ""
+                c.alive, c.reason = False, f"rung {k + 1}: SLO missed, {self.slo.worst(c.summary)}{slack}"
+            dropped += not c.alive
+        if full or self.budget_hit:
+            return dropped
+        left = sorted([c for c in ran if c.alive], key=lambda c: rank_key(c, self.slo, opts.objective))
+        keep = max(opts.keep, math.ceil(len(left) / opts.eta))
+        for i, c in enumerate(left[keep:]):
+            c.alive = False
+            c.reason = f"rung {k + 1}: halved out (rank {keep + i + 1} of {len(left)}, kept {keep})"
+            dropped += 1
+        return dropped

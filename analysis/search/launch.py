@@ -1,0 +1,105 @@
+"""The winner as something to deploy: a `vllm serve` command line and its `specbed run` TOML.
+
+Role: map a resolved simulator config onto vLLM's serving flags — tensor parallelism (GPUs per replica),
+data parallelism (replicas), `--max-num-seqs`, `--max-num-batched-tokens`, CUDA-graph capture sizes
+(`--compilation-config`), and `--speculative-config` JSON with vLLM's keys: `method`, `model` (the draft
+model, where the method needs one) and `num_speculative_tokens`. Confidence-scheduled policies (dspark,
+dspark_global, goodput) set `enable_adaptive_verification` (vLLM's DSpark scheduling, PR #47808); a
+fixed-k policy verifies k; `policy.draft = "adaptive"` adds the per-batch-size draft schedule of
+`specbed plan --draft-schedule` (`specbed.draft_schedule.schedule`) beside it, with the deepest K as
+num_speculative_tokens. Names the space does not give (`[search] model`, `draft_models`) are left as
+<PLACEHOLDERS> to fill in.
+
+May import: the standard library, numpy, `analysis.model`, `analysis.search.prices`, `sim`, `specbed`,
+`specsched` (lazily).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from analysis.model import flatten, set_text
+from analysis.search.prices import gpus_per_replica
+
+#: simulator drafter -> vLLM speculative method; the methods that need a draft model
+METHODS = {"mtp": "mtp", "eagle3": "eagle3", "dflash": "dflash", "dspark": "dspark", "ngram": "ngram"}
+NEEDS_MODEL = ("eagle3", "dflash", "dspark")
+ADAPTIVE = ("dspark", "dspark_global", "goodput")
+
+
+def _sim_config(config: dict):
+    from sim.config_io import load_config
+
+    return load_config(None, [f"{k}={set_text(v)}" for k, v in flatten(config).items()])
+
+
+def winner_toml(config: dict, header: str) -> str:
+    from sim.config_io import config_to_toml
+
+    lines = [f"# {line}" for line in header.splitlines()]
+    return "\n".join(lines) + "\n" + config_to_toml(_sim_config(config))
+
+
+def speculative_config(
+    config: dict, draft_models: dict[str, str], schedule: list[dict] | None
+) -> dict | None:
+    """vLLM's --speculative-config for the config (None: no speculation)."""
+    drafter, policy = config["drafter"], config["policy"]
+    name = drafter["name"]
+    gamma = 0 if name == "none" else int(drafter["gamma"])
+    if gamma == 0 or policy["name"] == "ar":
+        return None
+    spec: dict = {"method": METHODS.get(name, name)}
+    if name in NEEDS_MODEL or name not in METHODS:
+        spec["model"] = draft_models.get(name, f"<{name.upper()}_DRAFT_MODEL>")
+    k = gamma
+    if policy["name"] == "fixed" and policy.get("k") is not None:
+        k = int(policy["k"])
+    if schedule:
+        k = max(int(row["k"]) for row in schedule)
+    spec["num_speculative_tokens"] = k
+    if policy["name"] in ADAPTIVE:
+        spec["draft_sample_method"] = "probabilistic"
+        spec["enable_adaptive_verification"] = True
+    return spec
+
+
+def draft_schedule(config: dict) -> list[dict] | None:
+    """The per-batch-size depth schedule of an adaptive-drafting config (else None)."""
+    if config["policy"].get("draft") != "adaptive" or config["drafter"]["name"] == "none":
+        return None
+    from sim.drafter import draft_cost
+    from sim.run import prepare
+    from specbed.draft_schedule import BATCH_SIZES, schedule
+
+    prep = prepare(_sim_config({**config, "workload": {**config["workload"], "num_requests": 200}}))
+    curves = getattr(prep.model, "curves", None)
+    if curves is None:
+        return None
+    seqs = int(config["server"]["max_num_seqs"])
+    sizes = [b for b in BATCH_SIZES if b <= seqs] or [seqs]
+    draft = draft_cost(prep.config.drafter, tp=prep.config.server.tp or 1)
+    return schedule(prep.cost, curves, draft, sizes)
+
+
+def vllm_command(config: dict, model: str | None, draft_models: dict[str, str], schedule=None) -> str:
+    """A ready `vllm serve …` line for the config (module docstring)."""
+    server = config["server"]
+    args = ["vllm", "serve", model or "<MODEL>"]
+    args += ["--tensor-parallel-size", str(gpus_per_replica(config))]
+    if int(server.get("replicas", 1)) > 1:
+        args += ["--data-parallel-size", str(server["replicas"])]
+    args += ["--max-num-seqs", str(server["max_num_seqs"])]
+    args += ["--max-num-batched-tokens", str(server["max_num_batched_tokens"])]
+    graphs = {}
+    if server.get("cudagraph_capture_sizes") is not None:
+        graphs["cudagraph_capture_sizes"] = [int(s) for s in server["cudagraph_capture_sizes"]]
+    if server.get("max_cudagraph_capture_size") is not None:
+        graphs["max_cudagraph_capture_size"] = int(server["max_cudagraph_capture_size"])
+    if graphs:
+        args += ["--compilation-config", json.dumps(graphs, separators=(",", ":"))]
+    spec = speculative_config(config, draft_models, schedule)
+    if spec is not None:
+        args += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
+    return " ".join(shlex.quote(a) for a in args)

@@ -1,0 +1,165 @@
+"""The analytical screen: drop, without a simulation, deployments that cannot carry the traffic's mean load
+or whose fastest possible step already breaks a latency bound.
+
+Role: one steady-state estimate per candidate from the step model the simulator itself prices steps with
+(the candidate's cost table, draft pricing, policy and acceptance curves, read by `sim.run.prepare`). For
+a batch of B decoding requests (B over a grid up to server.max_num_seqs) whose confidences are the
+traffic's population curves, the candidate's policy picks the verify lengths; a step then emits
+B + Σ survival tokens, carries the prefill that keeps pace with them (input/output tokens of the traffic)
+within max_num_batched_tokens, and costs draft + verify + per-request + KV time at the traffic's mean
+context. Capacity = replicas × the best B's output rate ÷ mean output tokens (requests/s).
+
+Drops (each says why):
+- capacity·(1 + grace) < the traffic's mean arrival rate (open-loop traffic only);
+- an SLO bound on ITL or TPOT below the floor no load can beat: one step of one request without drafts
+  (every inter-token gap is a whole step; TPOT ≥ that step ÷ (1 + γ)), with the same grace.
+The estimate is first-order (population curves, mean context); `grace` keeps it from dropping a candidate
+near the edge, which the simulation then judges.
+
+May import: numpy, the standard library, `analysis.model`, `sim` (lazily).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from analysis.model import flatten, set_text
+
+GRID = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048)
+#: config sections that do not change the step model (replicas and batch limits are the screen's own inputs)
+_FREE = ("workload.", "metrics.", "seed", "server.replicas", "server.max_num_seqs", "server.max_num_batched")
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Mean facts of the traffic: arrivals/s (NaN for closed loop), mean input and output tokens, requests."""
+
+    rate: float
+    input_tokens: float
+    output_tokens: float
+    requests: int
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    reason: str
+    capacity: float  # requests/s the estimate can carry (NaN when not estimated)
+    floor_s: float  # seconds of the fastest possible step
+
+
+def _load(config: dict):
+    from sim.config_io import load_config
+    from sim.run import prepare
+
+    return prepare(load_config(None, [f"{k}={set_text(v)}" for k, v in flatten(config).items()]))
+
+
+def traffic_of(config: dict) -> Traffic:
+    """The traffic of a candidate's resolved config (the same for every candidate of a search)."""
+    prep = _load(config)
+    wl = prep.workload
+    n = len(wl)
+    arr = np.asarray(wl.arrival_s, dtype=np.float64)
+    span = float(arr.max() - arr.min()) if n > 1 else 0.0
+    rate = n / span if prep.config.workload.kind != "closed" and span > 0 else math.nan
+    return Traffic(rate, float(np.mean(wl.input_tokens)), float(np.mean(wl.output_tokens)), n)
+
+
+class Screen:
+    """screen(config) -> Verdict; step models are prepared once per distinct cost/drafter/policy setup."""
+
+    def __init__(self, traffic: Traffic, slo, grace: float) -> None:
+        self.traffic, self.slo, self.grace = traffic, slo, grace
+        self._preps: dict[str, object] = {}
+
+    def _prep(self, config: dict):
+        flat = flatten(config)
+        sig = repr(sorted((k, v) for k, v in flat.items() if not k.startswith(_FREE)))
+        if sig not in self._preps:
+            small = {
+                **flat,
+                "workload.num_requests": min(int(flat.get("workload.num_requests") or 0) or 2000, 2000),
+            }
+            self._preps[sig] = _load(_nest(small))
+        return self._preps[sig]
+
+    def __call__(self, config: dict) -> Verdict:
+        prep = self._prep(config)
+        server = config["server"]
+        floor = float(prep.cost.latency(1)) + prep.cost.request_seconds
+        gamma = prep.config.drafter.effective_gamma
+        for term in self.slo.terms:
+            head = term.name.rpartition("_")[0]
+            limit = floor if head == "itl" else floor / (1 + gamma) if head == "tpot" else None
+            if limit is not None and limit > term.bound * (1 + self.grace):
+                why = f"screen: its fastest step ({limit * 1e3:.1f} ms) already breaks {term.text()}"
+                return Verdict(False, why, math.nan, floor)
+        if not math.isfinite(self.traffic.rate):
+            return Verdict(True, "", math.nan, floor)
+        per_replica = _replica_rate(prep, server, self.traffic)
+        capacity = per_replica * int(server.get("replicas", 1))
+        if capacity * (1 + self.grace) < self.traffic.rate:
+            why = (
+                f"screen: carries ≈ {capacity:.2f} req/s at most, below the traffic's mean "
+                f"{self.traffic.rate:.2f} req/s"
+            )
+            return Verdict(False, why, capacity, floor)
+        return Verdict(True, "", capacity, floor)
+
+
+def _nest(flat: dict) -> dict:
+    out: dict = {}
+    for key, value in flat.items():
+        parts = key.split(".")
+        node = out
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    return out
+
+
+def _curve(prep) -> np.ndarray | None:
+    """float64[γ]: the traffic's population acceptance curve (domain rows weighted by their requests)."""
+    curves = getattr(prep.model, "curves", None)
+    if curves is None or np.ndim(curves) != 2 or curves.shape[1] == 0:
+        return None
+    counts = np.bincount(np.asarray(prep.workload.domain), minlength=curves.shape[0])
+    present = counts[counts > 0] if counts[counts > 0].size == curves.shape[0] else np.ones(curves.shape[0])
+    return np.average(np.asarray(curves, dtype=np.float64), axis=0, weights=present)
+
+
+def _replica_rate(prep, server: dict, traffic: Traffic) -> float:
+    """Requests/s one replica carries at its best batch size (module docstring)."""
+    from sim.drafter import draft_seconds_table
+
+    cost, cfg = prep.cost, prep.config
+    seqs, budget = int(server["max_num_seqs"]), int(server["max_num_batched_tokens"])
+    gamma = cfg.drafter.effective_gamma
+    curve = _curve(prep) if gamma else None
+    draft = draft_seconds_table(cfg.drafter, cost, seqs, tp=cfg.server.tp or 1)
+    ratio = traffic.input_tokens / max(traffic.output_tokens, 1.0)
+    context = traffic.input_tokens + traffic.output_tokens / 2
+    best = 0.0
+    for b in sorted({*(g for g in GRID if g < seqs), seqs}):
+        if curve is None:
+            lengths, tokens = np.zeros(b, dtype=np.int64), float(b)
+        else:
+            conf = np.tile(curve, (b, 1))
+            lengths = np.asarray(prep.policy(conf, cost.with_draft(float(draft[b])), stale=conf))
+            surv = np.cumprod(conf, axis=1) * (np.arange(gamma) < lengths[:, None])
+            tokens = b + float(surv.sum())
+        verify = b + int(lengths.sum())
+        if verify >= budget:
+            continue
+        prefill = tokens * ratio
+        if verify + prefill > budget:  # prefill-bound: the budget left caps the tokens a step can add
+            tokens *= (budget - verify) / prefill
+            prefill = budget - verify
+        seconds = float(cost.latency(int(verify + prefill))) + float(draft[b] if curve is not None else 0.0)
+        seconds += cost.request_seconds * b + cost.kv_token_seconds * b * context
+        best = max(best, tokens / seconds)
+    return best / max(traffic.output_tokens, 1.0)

@@ -1,0 +1,162 @@
+"""`specbed search`: SLO strings, price tables, spaces, the screen, early stop, halving, cache, outputs."""
+
+from __future__ import annotations
+
+import json
+import math
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from analysis.search.prices import load_prices
+from analysis.search.slo import parse_slo
+from analysis.search.space import load_space, traffic_overrides
+from specbed.cli import main
+from specsched.errors import InputError
+
+TRAFFIC = """[workload]
+kind = "poisson"
+rate = 150.0
+num_requests = 600
+input_tokens = 256
+output_tokens = 64
+"""
+SPACE = """name = "t"
+[axes]
+"server.cost" = ["h100-dense8b", "h200-dense8b"]
+"server.replicas" = [1, 2, 4]
+[[zip]]
+label = ["no-spec", "DSpark"]
+"drafter.name" = ["none", "dspark"]
+"drafter.gamma" = [0, 7]
+"policy.name" = ["ar", "dspark"]
+[search]
+rungs = [0.4, 1.0]
+keep = 3
+"""
+SLO = "ttft_p90<=1s,itl_p50<=40ms"
+
+
+def _files(tmp_path: Path, space: str = SPACE) -> tuple[Path, Path]:
+    (tmp_path / "space.toml").write_text(space)
+    (tmp_path / "traffic.toml").write_text(TRAFFIC)
+    return tmp_path / "space.toml", tmp_path / "traffic.toml"
+
+
+def _search(tmp_path: Path, out: str, *extra: str, space: str = SPACE) -> int:
+    sp, tr = _files(tmp_path, space)
+    argv = ["search", str(sp), "--traffic", str(tr), "--slo", SLO, "--out", str(tmp_path / out), "--quiet"]
+    return main([*argv, *extra])
+
+
+def test_slo_terms_units_and_margins():
+    slo = parse_slo("ttft_p90<=2s, itl_p50<25ms,itl_p99<=60000us,speed_mean>=40tok/s")
+    assert [t.key for t in slo.terms] == ["ttft_s_p90", "itl_s_p50", "itl_s_p99", "per_user_tok_s_mean"]
+    assert [t.bound for t in slo.terms] == pytest.approx([2.0, 0.025, 0.06, 40.0])
+    s = {"ttft_s_p90": 1.0, "itl_s_p50": 0.02, "itl_s_p99": 0.066, "per_user_tok_s_mean": 50.0}
+    assert slo.margins(s)["itl_p99"] == pytest.approx(-0.1)
+    assert not slo.met(s) and slo.margin(s) == pytest.approx(-0.1)
+    assert "itl_p99 = 66.0 ms > 60.0 ms" == slo.worst(s)
+    assert slo.margin({}) == -math.inf
+    assert parse_slo(slo.text()).terms == slo.terms
+
+
+@pytest.mark.parametrize("bad", ["", "ttft<=1s", "ttft_p90>=1s", "ttft_p90<=1h", "itl_p50<=0", "x", "a,b"])
+def test_bad_slo_strings_are_one_line_input_errors(bad):
+    with pytest.raises(InputError, match="--slo"):
+        parse_slo(bad)
+
+
+def test_shipped_prices_are_dated_and_sourced():
+    prices = load_prices()
+    assert {"h100", "h200", "b200"} <= set(prices.rows)
+    for row in prices.rows.values():
+        assert row.usd_per_hour > 0 and row.source.strip() and row.date.strip()
+
+
+def test_traffic_is_a_trace_or_a_config(tmp_path):
+    assert ("workload.trace", "azure2023-conv") in [(k, v) for k, v, _ in traffic_overrides("azure2023-conv")]
+    _, tr = _files(tmp_path)
+    keys = {k: v for k, v, _ in traffic_overrides(str(tr), 2.0)}
+    assert keys["workload.rate"] == 150.0 and keys["workload.speedup"] == 2.0
+
+
+def test_space_options_default_and_validated(tmp_path):
+    sp, _ = _files(tmp_path)
+    space = load_space(sp)
+    assert space.options.rungs == (0.4, 1.0) and space.options.keep == 3 and space.options.tol(1) == 0.0
+    (tmp_path / "bad.toml").write_text(SPACE.replace("keep = 3", "keep = 0"))
+    with pytest.raises(InputError, match="search.keep"):
+        load_space(tmp_path / "bad.toml")
+
+
+def test_search_ranks_drops_with_reasons_and_writes_the_launch(tmp_path, capsys):
+    assert _search(tmp_path, "out", "--jobs", "1") == 0
+    out = tmp_path / "out"
+    text = capsys.readouterr().out
+    assert "winner: vllm serve" in text
+    dropped = (out / "dropped.csv").read_text()
+    assert "screen: carries" in dropped  # one replica cannot carry 150 req/s
+    lines = dropped.strip().splitlines()[1:]
+    assert lines and all(line.rsplit(",", 1)[-1].strip() for line in lines)  # every drop says why
+    ranked = (out / "ranked.csv").read_text().splitlines()
+    assert len(ranked) >= 2
+    cmd = (out / "vllm_serve.sh").read_text().splitlines()[-1]
+    assert cmd.startswith("vllm serve") and "--max-num-seqs" in cmd
+    if "dspark" in cmd:
+        spec = json.loads(cmd.split("--speculative-config ")[1].strip("'"))
+        assert spec["method"] == "dspark" and spec["num_speculative_tokens"] == 7
+    cfg = tomllib.loads((out / "winner.toml").read_text())
+    assert cfg["workload"]["kind"] == "poisson" and (out / "pareto.png").stat().st_size > 0
+
+
+def test_same_result_for_jobs_1_and_2_and_resume_reuses_the_cache(tmp_path, capsys):
+    assert _search(tmp_path, "a", "--jobs", "1") == 0
+    assert _search(tmp_path, "b", "--jobs", "2") == 0
+    a = (tmp_path / "a" / "ranked.csv").read_text()
+    assert a == (tmp_path / "b" / "ranked.csv").read_text()
+    assert (tmp_path / "a" / "dropped.csv").read_text() == (tmp_path / "b" / "dropped.csv").read_text()
+    capsys.readouterr()
+    assert _search(tmp_path, "a", "--jobs", "1") == 2  # a finished search: --resume or --force
+    assert "--resume" in capsys.readouterr().err
+    assert _search(tmp_path, "a", "--jobs", "1", "--resume") == 0
+    text = capsys.readouterr().out
+    assert (tmp_path / "a" / "ranked.csv").read_text() == a
+    stages = [
+        line.split() for line in text.splitlines() if line.strip()[:1].isdigit() and len(line.split()) == 6
+    ]
+    assert stages and all(int(row[3]) == 0 for row in stages)  # ran 0: every run came from the cache
+
+
+def test_a_lost_slo_stops_the_run_early(tmp_path):
+    from analysis.model import SimModel
+    from analysis.search.early import SearchModel
+
+    cfg_text = TRAFFIC.replace("rate = 150.0", "rate = 100.0").replace(
+        "num_requests = 600", "num_requests = 3000"
+    )
+    sets = [("server.cost", "h100-dense8b", (None, None)), ("server.max_num_seqs", 16, (None, None))]
+    config = SimModel().resolve(None, tomllib.loads(cfg_text), sets)
+    summary = SearchModel().run({"sim": config, "stop": {"slo": "ttft_p90<=0.5s", "tol": 0.0}})
+    assert summary["stopped"] and "ttft_p90 lost" in summary["stopped"]
+    full = SearchModel().run({"sim": config, "stop": None})
+    assert full["stopped"] is None and full["ttft_s_p90"] > 0.5  # the stop was right
+
+
+def test_budget_stops_cleanly_with_the_best_so_far(tmp_path, capsys):
+    code = _search(tmp_path, "out", "--jobs", "1", "--budget-s", "0.001")
+    assert code in (0, 1)
+    assert "budget" in capsys.readouterr().out
+    assert (tmp_path / "out" / "summary.md").is_file()
+
+
+def test_shipped_search_spaces_parse_and_price():
+    from analysis.search.halving import candidates_of
+
+    root = Path(__file__).resolve().parents[2]
+    files = sorted((root / "configs" / "search").glob("*.toml"))
+    assert files
+    for path in files:
+        cands = candidates_of(load_space(path), traffic_overrides("azure2023-conv", 2.0), load_prices())
+        assert cands and all(c.usd_per_hour > 0 for c in cands), path
