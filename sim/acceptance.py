@@ -73,7 +73,11 @@ class AcceptanceConfig:
     per-position noise. auc: target mean AUC of the raw estimate's survival, in (0.5, 1] (1 = as good as the
     truth). overconfidence: logit scale − 1 of the raw estimate (0 = roughly calibrated). sts: calibrate with
     STS. sts_samples: held-out step-samples for the σ_η and STS fits (and again for `report`). weighting:
-    "step" or "request", the population whose τ matches the curve (module docstring).
+    "step" or "request", the population whose τ matches the curve (module docstring). model: "parametric"
+    (this module's truth and estimate) or "empirical" (`sim.empirical`: replay measured engine
+    request-steps from the curves file's samples). groups (empirical only): "random" (each request draws
+    one measured group of its domain) or "in_order" (the i-th request of a domain replays its i-th group,
+    as `specbed fidelity` pairs engine and simulator requests).
     """
 
     difficulty_sd: float = 0.5

@@ -56,7 +56,7 @@ import simpy
 
 from sim.deployment import Deployment
 from sim.drafting import decide, draft_part, longest_context
-from sim.steps import DecodeRun, NormalStream, StepPlan, plan_decode_run, run_bills, run_length
+from sim.steps import DecodeRun, NormalStream, StepPlan, plan_decode_run, run_length
 from specsched.planner import Planner, StepDecision
 from specsched.stepcost import StepShape
 
@@ -162,7 +162,7 @@ class Replica:
                     eng.on_step(t)
             self._apply_run(plan)
             return
-        for k, bill in enumerate(run_bills(bills)):
+        for k, bill in enumerate(bills.each()):
             start, seconds, verify, emitted = env.now, bill.seconds, plan.verify[k], plan.emitted[k]
             yield env.timeout(seconds)
             lengths, accepted = plan.step_lengths[k], plan.step_accepted[k]

@@ -42,8 +42,8 @@ Role: the bridge between engine/ and sim/ (the `twin` package is the only one al
    shared machine leak into it less than into wall time; `--clock wall`), wall time on CUDA.
 4. Print throughput (tok/s), TPOT mean / p50 / p99, mean accepted drafts and verify tokens per
    request-step, with relative errors (sim vs engine), and the two-sample KS statistic of the TPOT
-   distributions (twin.compare). Goal: |error| ≤ 5% on throughput and mean TPOT. Sampling noise
-   alone moves a 64-request run's accepted drafts per step by ~4% (sd) under `dspark`, hence 160 requests.
+   distributions (twin.compare). Goal: |error| ≤ 5% on throughput and mean TPOT. The default 160
+   requests keep sampling noise below that (measured: docs/notes/2026-12-01-fidelity.md).
 Writes cost_<arm>.csv (the simulator's timing table), cost_<arm>_policy.csv (the policy's), draft_<arm>.csv
 (the draft pass by drafting requests), curves.json
 and fidelity.json to --out-dir. This module holds the command line and the orchestration; each step is a

@@ -34,6 +34,7 @@ OWN = [
     "sim.stepcost",
     "sim.timebins",
     "sim.model",
+    "sim.config_doc",
 ]
 
 
