@@ -24,6 +24,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("specbed.demo", "the main job on built-in defaults"),
     "plan": ("specbed.plan_cli", "print a scheduling policy's decisions for built-in scenarios"),
     "run": ("sim.cli", "run the serving simulator on one config"),
+    "disagg": ("sim.disagg.cli", "run a prefill/decode-disaggregated config ([[pool]] tables)"),
     "trace": ("traces.cli", "trace stats / convert / synth"),
     "sweep": ("analysis.cli", "run a policy sweep"),
     "pareto": ("analysis.cli", "plot Pareto frontiers of a sweep"),

@@ -44,6 +44,8 @@ _NAME = re.compile(r"(vllm[:_]spec_decode_[A-Za-z0-9_]*)\s*(\{[^{}]*\})?")
 _BY_LABEL = re.compile(r"(\{[^{}]*__name__\s*=\s*\"(vllm[:_]spec_decode_[A-Za-z0-9_]*)\"[^{}]*\})")
 _LABEL = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(?:,|$)')
 
+_COMMENT = re.compile(r"^[\s>|]*#")  # '# HELP' / '# TYPE', also quoted ('> # HELP') or in a table cell
+
 Series = dict  # {(metric, labels): (value, line)}
 
 
@@ -100,7 +102,7 @@ def series_of(text: str, file: str) -> Series:
     """{(metric, labels): (value, line)} of the spec-decode counters in one scrape or pasted table."""
     out: Series = {}
     for lineno, line in lines(text):
-        if line.lstrip().startswith("#") or MARK.search(line) is None:
+        if MARK.search(line) is None or _COMMENT.match(line):
             continue
         got = _sample(line, file, lineno)
         if got is None:
@@ -149,11 +151,12 @@ def _coverage(groups: dict, file: str) -> None:
             continue
         lacking, extra = sorted(drafts - have), sorted(have - drafts)
         if lacking:
+            line = groups[PROM_DRAFTS][lacking[0]][None][1]
             raise InputError(
                 f"missing for {series_name('', lacking[0])[1:-1] or 'the unlabelled series'}: the drafts "
                 f"counter has {len(drafts)} series ({_span(drafts)}) but this one {len(have)} "
                 f"({_span(have)}); a partial scrape would give a wrong τ",
-                file=file, field=metric,
+                file=file, line=line, field=metric,
             )  # fmt: skip
         line = min(v[1] for v in groups[metric][extra[0]].values())
         raise InputError(
@@ -255,6 +258,12 @@ def counts_of(series: Series, file: str) -> Acceptance | TauOnly:
 def _difference(paths: list[str], before: Series, after: Series) -> Series:
     diff = {}
     for key, (value, lineno) in after.items():
+        if key not in before and (PROM_DRAFTS, _group(key[1])) in before:
+            raise InputError(
+                f"missing from {paths[0]} although its engine's drafts counter is there: the first scrape is "
+                "partial (its difference would count everything since start)",
+                file=paths[1], line=lineno, field=series_name(*key),
+            )  # fmt: skip
         old = before.get(key, (0.0, None))[0]
         if value < old:
             raise InputError(

@@ -1,0 +1,43 @@
+"""paper_figs.deepseek_production and paper_figs.sglang_mtp: the reproductions' arithmetic and reporting."""
+
+import json
+
+import pytest
+
+from paper_figs import deepseek_production as dp
+from paper_figs import sglang_mtp
+
+
+def test_derived_quantities_follow_the_published_totals():
+    d = dp.derived()
+    assert d["prompt"] == pytest.approx(4383, abs=2)  # P/D = 608/168 and P + D/2 = 4,989
+    assert d["output"] == pytest.approx(1211, abs=2)
+    assert d["hit"] == pytest.approx(0.5625, abs=1e-3)
+    assert d["requests_per_gpu"] == pytest.approx(88.1, abs=0.1)  # Little's law: 14.8k / 8 / 21
+    assert d["tau_mtp1"] == pytest.approx(1.875)
+
+
+def test_reproduction_table_names_its_knobs_and_misses():
+    rep = dp.reproduce()
+    assert set(rep["knobs"]) == {"decode_step_overhead_s", "prefill_utilization"}
+    for row in rep["rows"].values():
+        assert row["calibrated"] == pytest.approx(row["published"], rel=1e-9)  # each knob is spent on one
+        assert row["predicted_miss"] == pytest.approx(row["predicted"] / row["published"] - 1)
+    assert rep["knobs"]["decode_step_overhead_s"] > 0 and 0 < rep["knobs"]["prefill_utilization"] < 1
+
+
+def test_the_tiny_run_writes_its_summary(tmp_path, capsys):
+    assert dp.main(["--tiny", "--out", str(tmp_path)]) == 0
+    doc = json.loads((tmp_path / "summary.json").read_text())
+    cmp = doc["dspark_vs_mtp1"]
+    assert cmp["mtp1_at_88"]["tok_s_per_user"] == pytest.approx(21.0, rel=0.1)  # the sim agrees with the bill
+    assert cmp["per_user_gain"] > 0
+    assert (tmp_path / "deepseek_production.png").exists()
+    assert "fitted knobs (2)" in capsys.readouterr().out
+
+
+def test_sglang_gain_is_predicted_from_the_bill():
+    roof = sglang_mtp.predict(0.0)
+    host = sglang_mtp.predict(0.0061)
+    assert roof["gain"] > 0 and host["gain"] > roof["gain"]  # a per-step host cost dilutes the bigger step
+    assert host["mtp_step_s"] > host["base_step_s"]
