@@ -188,7 +188,9 @@ def json_probes() -> list[Probe]:
             at = ".".join(map(str, path))
             out += [_p(f"number {slot} {at}={k}", argv, "x.json", _raw(doc, path, v)) for k, v in BIG.items()]
             out += [
-                _p(f"type {slot} {at}={k}", argv, "x.json", _j(_set(doc, path, v))) for k, v in TYPES.items()
+                _p(f"type {slot} {at}={k}", argv, "x.json", _j(_set(doc, path, v)))
+                for k, v in TYPES.items()
+                if not (slot == "compare vllm" and v is None)  # vLLM writes null for "not measured"
             ]
         for path in maps:
             at = ".".join(map(str, path))
@@ -235,6 +237,8 @@ def summary_probes() -> list[Probe]:
     }
     for key in ("spec_drafts", "spec_accepted_tokens", "itl_s_mean"):
         for label, literal in values.items():
+            if key == "itl_s_mean" and label in ("NaN", "null"):
+                continue  # no ITL measured (one-token outputs): legal, written as null
             setup = {"@summary": (key, literal)}
             out.append(Probe(f"summary {key}={label}", ["export", "{W}/run"], setup, names=("summary.json",)))
     for label, value in (("neg", "-3"), ("frac", "2.5")):

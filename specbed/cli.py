@@ -32,7 +32,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "search": ("analysis.search.cli", "cheapest deployment meeting an SLO, and its vllm serve line"),
     "verify": ("engine.cli", "run the losslessness suite of the real engine"),
     "engine": ("engine.measure.cli", "engine train / eval / profile / curves"),
-    "fidelity": ("specbed.fidelity", "engine vs simulator on the same closed-loop workload"),
+    "fidelity": ("twin.cli", "engine vs simulator on the same closed-loop workload"),
     "cost": ("specbed.cost_cli", "cost fit / check / calibrate: the roofline's knobs from measurements"),
     "validate": ("specbed.validate_cli", "measured vLLM runs vs the simulator's prediction of them"),
     "curves": ("sim.vllm.cli", "curves from-vllm: a curves file from vLLM's acceptance counters"),

@@ -49,7 +49,7 @@ def main(argv: list[str]) -> int:
 
     args = _parser().parse_args(argv)
     if args.out is not None:
-        safeio.check_dir(args.out)
+        safeio.check_run_dir(args.out)  # never among a sweep's files
     try:
         cfg = load_disagg(args.config, args.set)
         if args.backend == "ray":

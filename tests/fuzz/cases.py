@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from tests.fuzz import generated, outputs_flags
+from tests.fuzz import generated, newcmds, outputs_flags
 from tests.fuzz.base import GOOD_CSV, GOOD_TOML, GOOD_TRACE, OUT, SWEEP, Case
 from tests.fuzz.flags import flag_cases
 
@@ -691,6 +691,8 @@ def all_cases() -> list[Case]:
         *outputs_flags.output_cases(),
         *outputs_flags.flag_cases(),
         *outputs_flags.nonsense_cases(),
+        *newcmds.search_cases(),
+        *newcmds.disagg_cases(),
     ]
     ids = [c.id for c in cases]
     assert len(ids) == len(set(ids)), "duplicate case ids"
