@@ -301,6 +301,8 @@ class ServerConfig(VllmServerKeys):
         2, 4, every 8 below 256, every 16 from 256); sizes above the maximum are dropped. Both None = the
         table as it is (a built-in that models graphs keeps its own); else they re-pad any table (built-in,
         CSV, policy_cost). eager_factor ≥ 1; None = the built-in's own, else `graphs.EAGER_FACTOR`.
+    model, gpu, precision, gpu_memory_utilization, max_model_len, cpu_offload_gb, prefix_caching,
+        async_scheduling: a deployment from vLLM's own knobs (`sim.config_vllm`, docs/validation.md).
     """
 
     _section: ClassVar[str] = "server"
