@@ -60,8 +60,11 @@ class HandoffConfig:
     layerwise: send each layer's KV as it is computed (only what the prefill does not cover is exposed).
     draft_kv: "transfer" (the prefill side also prefills the drafter and sends its KV: more bytes, a
         dearer prefill) or "rebuild" (the decode side prefills the drafter over the prompt itself).
-    model: catalogue model (`specsched.hardware.MODELS`) giving the KV bytes per token; kv_bytes_per_token
-        overrides it. streams: parallel transfers per request (the prefill's TP ranks, one NIC each).
+    model: catalogue model (`specsched.hardware.MODELS`) giving the KV bytes per token.
+    kv_bytes_per_token: overrides the model's. streams: parallel transfers per request (the prefill's TP
+        ranks, one NIC each).
+    contention: each prefill replica's link carries one transfer at a time, first come first served
+        (false: every transfer has the link to itself).
     """
 
     _section: ClassVar[str] = "handoff"
@@ -73,6 +76,7 @@ class HandoffConfig:
     model: str = "deepseek-v3"
     kv_bytes_per_token: float | None = None
     streams: int = 1
+    contention: bool = True
 
     def __post_init__(self) -> None:
         s = self._section
