@@ -10,7 +10,8 @@ config, same seed):
    1 + (drafter layers · layer_cost) / target layers: it prefills the drafter too.
 2. Hand-off: each request's KV (whole prompt, + the drafter's with "transfer") moves over the link
    (`specsched.comm.KVHandoff`); with layer-wise transfer only what the request's prefill time (first
-   token − admission) does not cover is exposed. Transfers do not contend (one link each; stated).
+   token − admission) does not cover is exposed. With handoff.contention (default) each prefill
+   replica's link carries one transfer at a time (FIFO); without it transfers never wait for each other.
    The user sees the first token when the decode side holds the KV: TTFT = ready − arrival.
 3. Decode pool: `sim.disagg.replica.DecodeReplica` engines fed at the ready times, routed by the pool's
    router; speculation, the policy and acceptance exactly as colocated. A pool with `ep_gpus` is priced
@@ -40,7 +41,7 @@ from sim.routing import STATE_FREE, OpenLoop, Router, route_up_front
 from sim.run import prepare
 from sim.wiring import Prepared, _deployment, run_replicas
 from specsched.comm import KVHandoff, Link, get_link
-from specsched.ep_decode import EPGroup, group_table
+from specsched.ep_decode import EPGroup, group_table, prefill_table
 from specsched.errors import InputError
 from specsched.hardware import MODELS
 
@@ -75,13 +76,24 @@ def _link(cfg: DisaggConfig) -> Link:
 
 
 def ep_group(pool: PoolConfig) -> EPGroup:
-    """The pool's DP-attention + EP group (`pool.ep_gpus` set)."""
+    """The pool's DP-attention + EP group (`pool.ep_gpus` set): DeepEP's low-latency (pure RDMA)
+    all-to-all for a decode pool, the NVLink-forwarding one for a prefill pool."""
     return EPGroup(
         pool.ep_model, pool.ep_gpu, pool.ep_gpus, pool.attention_ranks,
         redundant_experts=pool.redundant_experts, inter=pool.ep_inter, intra=pool.ep_intra,
         micro_batches=pool.micro_batches, expert_imbalance=pool.expert_imbalance,
-        attention_imbalance=pool.attention_imbalance,
+        attention_imbalance=pool.attention_imbalance, low_latency=pool.role == "decode",
     )  # fmt: skip
+
+
+def _prefill_group_table(cfg: DisaggConfig, prep: Prepared, cached: np.ndarray):
+    """A prefill EP group's table per attention rank (a request prefills on one DP rank: attention is
+    data-parallel), at the workload's mean prompt and mean cached prefix, every rank as loaded."""
+    wl = prep.workload
+    prompt = float(np.mean(wl.input_tokens))
+    hit = min(float(np.mean(cached)), prompt - 1.0)
+    budget = prep.config.server.max_num_batched_tokens
+    return prefill_table(ep_group(cfg.prefill), budget, prompt=prompt, cached=hit, ranks=1)
 
 
 def prefill_prep(cfg: DisaggConfig) -> tuple[Prepared, np.ndarray]:
@@ -96,12 +108,18 @@ def prefill_prep(cfg: DisaggConfig) -> tuple[Prepared, np.ndarray]:
     cached = np.floor(wl.input_tokens * cfg.prefill.prefix_hit).astype(np.int64)
     cached = np.minimum(cached, wl.input_tokens - 1)  # the last prompt token is always computed
     ones = np.ones_like(wl.output_tokens)
-    cost = prep.cost
+    cost = prep.cost if cfg.prefill.ep_gpus is None else _prefill_group_table(cfg, prep, cached)
     share = _draft_share(cfg) if cfg.handoff.draft_kv == "transfer" else 0.0
     if share:
         cost = dataclasses.replace(cost, seconds=cost.seconds * (1.0 + share), name=cost.name + "+draft")
     work = dataclasses.replace(wl, input_tokens=wl.input_tokens - cached, output_tokens=ones)
-    return dataclasses.replace(prep, workload=work, cost=cost), cached
+    prep = dataclasses.replace(prep, workload=work, cost=cost)
+    pool = cfg.prefill
+    if pool.ep_gpus is not None:  # one replica per attention rank
+        srv = dataclasses.replace(pcfg.server, replicas=pool.replicas * pool.attention_ranks)
+        config = dataclasses.replace(pcfg, server=srv)
+        prep = dataclasses.replace(prep, config=config, gpus=pool.replicas * pool.ep_gpus)
+    return prep, cached
 
 
 def decode_prep(cfg: DisaggConfig) -> Prepared:
@@ -161,8 +179,29 @@ def handoff(cfg: DisaggConfig, prec: Recorder, prompt: np.ndarray) -> tuple[KVHa
     kv_bytes = cfg.handoff.kv_bytes
     hand = KVHandoff(_link(cfg), kv_bytes, MODELS[cfg.handoff.model].layers, cfg.handoff.layerwise,
                      kv_bytes * share if transfer else 0.0, cfg.handoff.streams)  # fmt: skip
+    if cfg.handoff.contention:
+        return hand, _queued(hand, prec.replica, prec.admit_s, prec.first_token_s, prompt)
     busy = prec.first_token_s - prec.admit_s
     return hand, np.array([hand.exposed_seconds(p, b) for p, b in zip(prompt.tolist(), busy.tolist())])
+
+
+def _queued(hand: KVHandoff, link_of, admit, done, prompt) -> np.ndarray:
+    """Exposed hand-off seconds (float64[N]) when each prefill replica's link carries one transfer at a
+    time, first come first served: a transfer can start when its prefill starts (layer-wise: it follows
+    the layers as they finish) or ends (not layer-wise), and not before the link's previous transfer
+    ends; layer-wise, it also cannot end before the last layer is computed plus one layer's share."""
+    exposed = np.empty(len(prompt))
+    start = admit if hand.layerwise else done
+    for k in np.unique(link_of).tolist():
+        idx = np.flatnonzero(link_of == k)
+        free = -np.inf
+        for i in idx[np.argsort(start[idx], kind="stable")].tolist():
+            total = hand.transfer_seconds(float(prompt[i]))
+            end = max(float(start[i]), free) + total
+            free = end
+            floor = hand.exposed_seconds(float(prompt[i]), np.inf) if hand.layerwise else 0.0
+            exposed[i] = max(end - float(done[i]), floor)
+    return exposed
 
 
 def rebuild_tokens(cfg: DisaggConfig, prompt: np.ndarray) -> np.ndarray:
