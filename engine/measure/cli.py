@@ -15,6 +15,7 @@ May import: stdlib, torch, numpy, specsched, engine.* (lazily; never sim).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -94,8 +95,15 @@ def _eval(argv: list[str]) -> int:
     from engine.measure.evaluate import evaluate, format_report, write_outputs
     from specsched import safeio
 
-    bundle, corpus = _setup(args)
-    safeio.check_dir(args.out_dir, field="--out-dir")  # before measuring: a bad folder is bad input
+    fresh = not Path(args.out_dir).exists()
+    safeio.check_dir(args.out_dir, field="--out-dir")  # before loading anything: bad input
+    try:
+        bundle, corpus = _setup(args)
+    except BaseException:
+        if fresh:  # a folder made for a run refused at setup: leave no trace
+            with contextlib.suppress(OSError):
+                Path(args.out_dir).rmdir()
+        raise
     res = evaluate(bundle, corpus, _eval_config(args), progress=_progress(args.quiet))
     print(format_report(res))
     files = write_outputs(res, Path(args.out_dir))
@@ -203,8 +211,8 @@ def _curves(argv: list[str]) -> int:
             )
         mapping = {sim: eng for sim, eng in mapping.items() if eng in wanted}
     args.drafters = ",".join(sorted(set(mapping.values())))
+    safeio.check_file(args.out)  # before loading or measuring: a bad --out is bad input
     bundle, corpus = _setup(args)
-    safeio.check_file(args.out)  # before measuring: a bad --out is bad input
     res = evaluate(bundle, corpus, _eval_config(args), progress=_progress(args.quiet))
     curves = build_curves(
         res,
