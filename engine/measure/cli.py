@@ -111,6 +111,17 @@ def _eval(argv: list[str]) -> int:
     return 0
 
 
+def _check_profile_outputs(args) -> None:
+    """--out and --steps-out proven writable (and distinct) before loading or measuring anything."""
+    from specsched import safeio
+
+    safeio.check_file(args.out)
+    if args.steps_out:
+        safeio.check_file(args.steps_out, field="--steps-out")
+        if Path(args.steps_out).resolve() == Path(args.out).resolve():
+            raise InputError("is the --out file too; name another", file=args.steps_out, field="--steps-out")
+
+
 def _profile(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="specbed engine profile", description="verify latency vs tokens")
     _common(parser)
@@ -153,14 +164,9 @@ def _profile(argv: list[str]) -> int:
         rs = tuple(int(x) for x in args.requests.split(","))
     except ValueError:
         raise ValueError(f"--requests: expected comma-separated integers, got {args.requests!r}") from None
-    from specsched import safeio
 
     args.drafters = args.drafter
-    safeio.check_file(args.out)  # before loading or measuring: a bad --out is bad input
-    if args.steps_out:
-        safeio.check_file(args.steps_out, field="--steps-out")
-        if Path(args.steps_out).resolve() == Path(args.out).resolve():
-            raise InputError("is the --out file too; name another", file=args.steps_out, field="--steps-out")
+    _check_profile_outputs(args)
     bundle, corpus = _setup(args)
     pcfg = ProfileConfig(
         requests=rs,
