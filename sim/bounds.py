@@ -3,7 +3,7 @@
 Role: `fail`, `check_choice`, `check_range` (one-line InputErrors naming `section.key`), and one table of
 upper bounds (`UPPER_BOUNDS`) with its check (`check_bounds`), run before anything is allocated, so a huge
 value is refused in one line naming its key instead of exhausting memory or
-overflowing int64 later. Documented in the README ("Bad input and safe output").
+overflowing int64 later. Documented in docs/config.md (every key's bound) and docs/bad-input.md.
 
 May import: the standard library, `specsched.errors`.
 """

@@ -56,7 +56,7 @@ import simpy
 
 from sim.deployment import Deployment
 from sim.drafting import decide, draft_part, longest_context
-from sim.steps import DecodeRun, NormalStream, StepPlan, plan_decode_run, run_bills, run_length
+from sim.steps import DecodeRun, NormalStream, StepPlan, plan_decode_run, run_length
 from specsched.planner import Planner, StepDecision
 from specsched.stepcost import StepShape
 
@@ -162,7 +162,7 @@ class Replica:
                     eng.on_step(t)
             self._apply_run(plan)
             return
-        for k, bill in enumerate(run_bills(bills)):
+        for k, bill in enumerate(bills.each()):
             start, seconds, verify, emitted = env.now, bill.seconds, plan.verify[k], plan.emitted[k]
             yield env.timeout(seconds)
             lengths, accepted = plan.step_lengths[k], plan.step_accepted[k]
@@ -245,7 +245,7 @@ class Replica:
             w, conf = model.draw_steps(dom, lat, 1, self.rng_truth, self.rng_conf, self.offsets[di])
             conf = conf[0]
         else:
-            pos = {"position": self.gen[di]} if getattr(model, "by_position", False) else {}
+            pos = {"position": self.gen[di]} if model.by_position else {}
             true, conf = model.step(dom, lat, self.rng_truth, self.rng_conf, **pos)
         decision = decide(self, di, r, conf)
         lengths, draft_s = decision.lengths, draft_part(self, di, r, decision)

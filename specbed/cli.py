@@ -32,7 +32,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "search": ("analysis.search.cli", "cheapest deployment meeting an SLO, and its vllm serve line"),
     "verify": ("engine.cli", "run the losslessness suite of the real engine"),
     "engine": ("engine.measure.cli", "engine train / eval / profile / curves"),
-    "fidelity": ("specbed.fidelity", "engine vs simulator on the same closed-loop workload"),
+    "fidelity": ("twin.cli", "engine vs simulator on the same closed-loop workload"),
     "cost": ("specbed.cost_cli", "cost fit / check: a cost model fitted to measured GPU steps"),
     "curves": ("sim.vllm.cli", "curves from-vllm: a curves file from vLLM's acceptance counters"),
     "export": ("sim.vllm.cli", "a run's results in vllm bench serve's shape"),

@@ -257,3 +257,20 @@ def group_table(
         seconds[i] = group.decode_bill(tokens / d / query_tokens, query_tokens, context).total + step_overhead
     name = f"ep{group.gpus}-dp{group.attention_ranks}x{d}-{group.model.name}-{group.gpu.name}"
     return CostTable.from_points(b, seconds, mode="linear", layers=group.model.layers, name=name)
+
+
+def prefill_table(group: EPGroup, max_tokens: int, *, prompt: float, cached: float, ranks: int | None = None):
+    """A `CostTable` for a prefill pool that is one EP group: latency(B) = the prefill bill of B/ranks
+    computed tokens per rank (every other rank as many) from prompts of mean `prompt` tokens whose first
+    `cached` are prefix hits (their attention over the cached prefix is charged)."""
+    from specsched.cost import CostTable
+
+    if max_tokens < 1 or prompt < 1 or not 0 <= cached < prompt:
+        raise ValueError("prefill table: max_tokens ≥ 1, prompt ≥ 1 and 0 ≤ cached < prompt required")
+    d = group.attention_ranks if ranks is None else ranks
+    if not 1 <= d <= group.attention_ranks:
+        raise ValueError(f"prefill table: ranks must be in 1..{group.attention_ranks}, got {ranks!r}")
+    b = np.unique(np.geomspace(1, max_tokens, 160).round()).astype(np.int64)
+    seconds = np.array([group.prefill_bill(t / d, cached, prompt).total for t in b.tolist()])
+    name = f"prefill-ep{group.gpus}-dp{group.attention_ranks}x{d}-{group.model.name}-{group.gpu.name}"
+    return CostTable.from_points(b, seconds, mode="linear", layers=group.model.layers, name=name)

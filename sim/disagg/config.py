@@ -101,8 +101,11 @@ class PoolConfig:
         KV and decodes with speculation). cost / tp / max_num_seqs / max_num_batched_tokens / kv_tokens /
         router: as in `[server]`. prefix_hit: the share of each prompt's tokens a prefix cache serves
         (prefill pool: not recomputed; stated, not simulated: specbed's prefix cache is separate work).
-    ep_gpus / attention_ranks (decode): price each replica as one DP-attention + EP group of ep_gpus
-        GPUs with attention_ranks ranks (`specsched.ep_decode`, model `ep_model` on `ep_gpu`, links
+    ep_gpus / attention_ranks: price each replica as one DP-attention + EP group of ep_gpus GPUs with
+        attention_ranks ranks (`specsched.ep_decode`; a prefill pool's per attention rank — a request
+        prefills on one DP rank — at the workload's mean prompt and its prefix hits, with the
+        NVLink-forwarding all-to-all; max_num_batched_tokens is then per rank), model `ep_model` on
+        `ep_gpu`, links
         `ep_inter` / `ep_intra`, `micro_batches` 1 or 2, `expert_imbalance`, `attention_imbalance` ≥ 1,
         `redundant_experts`) instead of `cost`. budget: "group" — the policy plans verify lengths over the
         whole group's batch (one budget, as DeepSeek's production scheduler); "rank" — each attention
@@ -161,8 +164,8 @@ class PoolConfig:
             if self.budget == "rank":
                 raise fail(s, "budget", "'rank' needs an EP group (ep_gpus, attention_ranks)")
             return
-        if self.role != "decode":
-            raise fail(s, "ep_gpus", "an EP group is priced for the decode pool only")
+        if self.role == "prefill" and self.budget == "rank":
+            raise fail(s, "budget", "a prefill pool has no verify budget: leave budget = 'group'")
         check_range(s, "ep_gpus", self.ep_gpus, 1)
         check_range(s, "attention_ranks", self.attention_ranks, 1)
         if self.ep_gpus % self.attention_ranks:
@@ -205,7 +208,8 @@ class DisaggConfig:
         server = {k: getattr(pool, k) for k in keys if getattr(pool, k) is not None}
         server["replicas"] = pool.replicas
         if pool.ep_gpus is not None:
-            server["tp"] = pool.attention_ranks if pool.budget == "rank" else pool.ep_gpus
+            per_rank = pool.budget == "rank" or pool.role == "prefill"
+            server["tp"] = pool.ep_gpus // pool.attention_ranks if per_rank else pool.ep_gpus
         try:
             srv = dataclasses.replace(self.base.server, **server)
             return dataclasses.replace(self.base, server=srv)

@@ -40,7 +40,7 @@ from sim.routing import STATE_FREE, OpenLoop, Router, route_up_front
 from sim.run import prepare
 from sim.wiring import Prepared, _deployment, run_replicas
 from specsched.comm import KVHandoff, Link, get_link
-from specsched.ep_decode import EPGroup, group_table
+from specsched.ep_decode import EPGroup, group_table, prefill_table
 from specsched.errors import InputError
 from specsched.hardware import MODELS
 
@@ -75,13 +75,24 @@ def _link(cfg: DisaggConfig) -> Link:
 
 
 def ep_group(pool: PoolConfig) -> EPGroup:
-    """The pool's DP-attention + EP group (`pool.ep_gpus` set)."""
+    """The pool's DP-attention + EP group (`pool.ep_gpus` set): DeepEP's low-latency (pure RDMA)
+    all-to-all for a decode pool, the NVLink-forwarding one for a prefill pool."""
     return EPGroup(
         pool.ep_model, pool.ep_gpu, pool.ep_gpus, pool.attention_ranks,
         redundant_experts=pool.redundant_experts, inter=pool.ep_inter, intra=pool.ep_intra,
         micro_batches=pool.micro_batches, expert_imbalance=pool.expert_imbalance,
-        attention_imbalance=pool.attention_imbalance,
+        attention_imbalance=pool.attention_imbalance, low_latency=pool.role == "decode",
     )  # fmt: skip
+
+
+def _prefill_group_table(cfg: DisaggConfig, prep: Prepared, cached: np.ndarray):
+    """A prefill EP group's table per attention rank (a request prefills on one DP rank: attention is
+    data-parallel), at the workload's mean prompt and mean cached prefix, every rank as loaded."""
+    wl = prep.workload
+    prompt = float(np.mean(wl.input_tokens))
+    hit = min(float(np.mean(cached)), prompt - 1.0)
+    budget = prep.config.server.max_num_batched_tokens
+    return prefill_table(ep_group(cfg.prefill), budget, prompt=prompt, cached=hit, ranks=1)
 
 
 def prefill_prep(cfg: DisaggConfig) -> tuple[Prepared, np.ndarray]:
@@ -96,12 +107,18 @@ def prefill_prep(cfg: DisaggConfig) -> tuple[Prepared, np.ndarray]:
     cached = np.floor(wl.input_tokens * cfg.prefill.prefix_hit).astype(np.int64)
     cached = np.minimum(cached, wl.input_tokens - 1)  # the last prompt token is always computed
     ones = np.ones_like(wl.output_tokens)
-    cost = prep.cost
+    cost = prep.cost if cfg.prefill.ep_gpus is None else _prefill_group_table(cfg, prep, cached)
     share = _draft_share(cfg) if cfg.handoff.draft_kv == "transfer" else 0.0
     if share:
         cost = dataclasses.replace(cost, seconds=cost.seconds * (1.0 + share), name=cost.name + "+draft")
     work = dataclasses.replace(wl, input_tokens=wl.input_tokens - cached, output_tokens=ones)
-    return dataclasses.replace(prep, workload=work, cost=cost), cached
+    prep = dataclasses.replace(prep, workload=work, cost=cost)
+    pool = cfg.prefill
+    if pool.ep_gpus is not None:  # one replica per attention rank
+        srv = dataclasses.replace(pcfg.server, replicas=pool.replicas * pool.attention_ranks)
+        config = dataclasses.replace(pcfg, server=srv)
+        prep = dataclasses.replace(prep, config=config, gpus=pool.replicas * pool.ep_gpus)
+    return prep, cached
 
 
 def decode_prep(cfg: DisaggConfig) -> Prepared:

@@ -46,6 +46,9 @@ _LABEL = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(?
 
 _COMMENT = re.compile(r"^[\s>|]*#")  # '# HELP' / '# TYPE', also quoted ('> # HELP') or in a table cell
 
+#: display units Grafana puts after a rounded value ('1.23 K'): such a value is not the counter
+_UNITS = {"K", "k", "M", "Mil", "B", "Bil", "G", "T", "Tri"}
+
 Series = dict  # {(metric, labels): (value, line)}
 
 
@@ -75,8 +78,9 @@ def _canonical(name: str) -> str | None:
     return name if name in KNOWN else None
 
 
-def _sample(line: str, file: str, lineno: int) -> tuple[str, tuple, float] | None:
-    """(metric, labels, value) of one exposition or table line; None for other lines."""
+def _sample(line: str, file: str, lineno: int, below: str = "") -> tuple[str, tuple, float] | None:
+    """(metric, labels, value) of one exposition or table line (the value may be alone on the line
+    `below`, as a browser copies the Prometheus UI's table); None for other lines."""
     m = _BY_LABEL.search(line)
     name, labels, end = (m.group(2), m.group(1), m.end()) if m else (None, None, 0)
     if m is None:
@@ -87,11 +91,18 @@ def _sample(line: str, file: str, lineno: int) -> tuple[str, tuple, float] | Non
     metric = _canonical(name)
     if metric is None:
         return None
-    rest = [t for t in re.split(r"[\s|;]+", line[end:].lstrip(" \t,|")) if t]
-    value = number(rest[0]) if rest else None
+    if labels and '=""' in labels:  # a CSV export doubles the quotes inside a quoted cell
+        labels = labels.replace('""', '"')
+    rest = [t for t in re.split(r"[\s|;]+", line[end:].lstrip(' \t,|"')) if t]
+    if not rest and number(below.strip(" |\t")) is not None:
+        rest = [below.strip(" |\t")]
+    value = number(rest[0].rstrip('",')) if rest else None
     if value is None:
         what = f"not a number: {rest[0]!r}" if rest else "no value after the series"
         raise InputError(what, file=file, line=lineno, field=metric)
+    if len(rest) > 1 and rest[1].rstrip('",') in _UNITS:
+        raise InputError(f"{rest[0]} {rest[1]} is rounded to display units: paste the raw counter value",
+                         file=file, line=lineno, field=metric)  # fmt: skip
     if not math.isfinite(value) or value < 0:
         raise InputError(f"counter value {value!r} is not a finite number >= 0", file=file, line=lineno,
                          field=metric)  # fmt: skip
@@ -101,10 +112,11 @@ def _sample(line: str, file: str, lineno: int) -> tuple[str, tuple, float] | Non
 def series_of(text: str, file: str) -> Series:
     """{(metric, labels): (value, line)} of the spec-decode counters in one scrape or pasted table."""
     out: Series = {}
-    for lineno, line in lines(text):
+    numbered = lines(text)
+    for j, (lineno, line) in enumerate(numbered):
         if MARK.search(line) is None or _COMMENT.match(line):
             continue
-        got = _sample(line, file, lineno)
+        got = _sample(line, file, lineno, numbered[j + 1][1] if j + 1 < len(numbered) else "")
         if got is None:
             continue
         metric, labels, value = got

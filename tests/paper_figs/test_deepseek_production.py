@@ -41,3 +41,14 @@ def test_sglang_gain_is_predicted_from_the_bill():
     host = sglang_mtp.predict(0.0061)
     assert roof["gain"] > 0 and host["gain"] > roof["gain"]  # a per-step host cost dilutes the bigger step
     assert host["mtp_step_s"] > host["base_step_s"]
+
+
+def test_the_documented_figures_hold():
+    """docs/disaggregation.md quotes these; a change to the step model must update both."""
+    rows = dp.reproduce()["rows"]
+    assert rows["per_user_tok_s"]["predicted"] == pytest.approx(36.69, rel=0.005)
+    assert rows["decode_output_tok_s_per_node"]["predicted"] == pytest.approx(25.86e3, rel=0.005)
+    assert rows["prefill_input_tok_s_per_node"]["predicted"] == pytest.approx(198.6e3, rel=0.005)
+    assert sglang_mtp.predict(0.0)["gain"] == pytest.approx(0.356, abs=0.002)
+    host = 2 / sglang_mtp.PUBLISHED["base"] - 2 / sglang_mtp.PUBLISHED["overlap"]
+    assert sglang_mtp.predict(host)["gain"] == pytest.approx(0.484, abs=0.002)

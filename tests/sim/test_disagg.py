@@ -158,3 +158,15 @@ def test_decode_pool_preemption_recomputes_locally_and_releases_all_kv():
     assert np.all(np.isfinite(r.requests["finish_s"]))
     roomy = simulate_disagg(load_disagg(SMALL, [*FEW, "workload.input_dist=fixed"]))
     assert r.decode["output_tokens"] == roomy.decode["output_tokens"]
+
+
+def test_an_ep_prefill_pool_runs_one_replica_per_attention_rank():
+    ep = [*FEW, "pool.prefill.ep_gpus=8", "pool.prefill.attention_ranks=8", "pool.prefill.ep_gpu=h800",
+          "pool.prefill.replicas=1", "server.router=round_robin"]  # fmt: skip
+    r = simulate_disagg(load_disagg(SMALL, ep))
+    assert r.summary["prefill_gpus"] == 8
+    assert r.prefill["gpus"] == 8 and r.prefill["requests_completed"] == 120
+    assert r.summary["ttft_s_mean"] > 0
+    with pytest.raises(InputError) as err:
+        load_disagg(SMALL, [*ep, "pool.prefill.budget=rank"])
+    assert err.value.field == "pool.prefill.budget"

@@ -33,6 +33,8 @@ OWN = [
     "sim.raysession",
     "sim.stepcost",
     "sim.timebins",
+    "sim.model",
+    "sim.config_doc",
 ]
 
 

@@ -107,3 +107,16 @@ def test_group_table_is_exact_at_its_reference(ranks):
     assert step == pytest.approx(g.decode_bill(88, 2, 4989).total, rel=1e-3)
     assert table.request_seconds == 0.0
     assert table.layers == 61 and math.isfinite(step)
+
+
+def test_prefill_table_prices_prefix_hits_and_forwarding():
+    from specsched.ep_decode import prefill_table
+
+    g = EPGroup("deepseek-v3", "h800", 32, 32, redundant_experts=32, intra="nvlink-h800", low_latency=False)
+    cold = prefill_table(g, 16384, prompt=4383, cached=0, ranks=1)
+    warm = prefill_table(g, 16384, prompt=4383, cached=2468, ranks=1)
+    assert float(warm.latency([8192])[0]) > float(cold.latency([8192])[0])  # a longer prefix to attend to
+    assert float(cold.latency([8192])[0]) == pytest.approx(g.prefill_bill(8192, 0, 4383).total, rel=1e-2)
+    assert g.all_to_all().remote_copies == pytest.approx(remote_nodes(4, 8))
+    with pytest.raises(ValueError, match="cached"):
+        prefill_table(g, 1024, prompt=100, cached=100)
