@@ -113,6 +113,10 @@ def setup(ws: Path, spec: dict) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         if what == "fifo":
             os.mkfifo(path)
+        elif what == "chain":
+            os.mkfifo(path.with_name(path.name + ".fifo"))
+            os.symlink(path.name + ".fifo", path.with_name(path.name + ".link"))
+            os.symlink(path.name + ".link", path)
         elif what == "socket":
             s = socket.socket(socket.AF_UNIX)
             s.bind(str(path))
