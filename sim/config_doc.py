@@ -6,7 +6,8 @@ file is out of date). Each section's table lists every field of its dataclass (`
 and the class docstring's sentence about it; the docstring itself follows as the section's prose. A test
 (tests/sim/test_config_doc.py) checks that every key appears and the file is up to date.
 
-May import: the standard library, `sim.config`, `sim.bounds`.
+May import: the standard library, `sim.config`, `sim.bounds`, `sim.disagg.config` (the `[[pool]]` and
+`[handoff]` tables of disaggregated configs).
 """
 
 from __future__ import annotations
@@ -94,6 +95,11 @@ def render() -> str:
     for section in SimConfig.SECTIONS:
         cls = type(getattr(SimConfig(), section))
         lines += _section(f"[{section}] (`{cls.__name__}`)", cls, section)
+    from sim.disagg.config import HandoffConfig, PoolConfig  # disaggregated runs (docs/disaggregation.md)
+
+    lines += _section("[[pool]] (`sim.disagg.config.PoolConfig`, keys shown for the decode pool)", PoolConfig,
+                      "pool.decode")  # fmt: skip
+    lines += _section("[handoff] (`sim.disagg.config.HandoffConfig`)", HandoffConfig, "handoff")
     return "\n".join(lines).rstrip() + "\n"
 
 

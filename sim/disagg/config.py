@@ -60,8 +60,11 @@ class HandoffConfig:
     layerwise: send each layer's KV as it is computed (only what the prefill does not cover is exposed).
     draft_kv: "transfer" (the prefill side also prefills the drafter and sends its KV: more bytes, a
         dearer prefill) or "rebuild" (the decode side prefills the drafter over the prompt itself).
-    model: catalogue model (`specsched.hardware.MODELS`) giving the KV bytes per token; kv_bytes_per_token
-        overrides it. streams: parallel transfers per request (the prefill's TP ranks, one NIC each).
+    model: catalogue model (`specsched.hardware.MODELS`) giving the KV bytes per token.
+    kv_bytes_per_token: overrides the model's. streams: parallel transfers per request (the prefill's TP
+        ranks, one NIC each).
+    contention: each prefill replica's link carries one transfer at a time, first come first served
+        (false: every transfer has the link to itself).
     """
 
     _section: ClassVar[str] = "handoff"
@@ -73,6 +76,7 @@ class HandoffConfig:
     model: str = "deepseek-v3"
     kv_bytes_per_token: float | None = None
     streams: int = 1
+    contention: bool = True
 
     def __post_init__(self) -> None:
         s = self._section
@@ -98,21 +102,30 @@ class PoolConfig:
     """One pool: `replicas` engines of one role. Unset (None) keys take `[server]`'s value.
 
     role: "prefill" (prefills only; each request leaves after its first token) or "decode" (receives the
-        KV and decodes with speculation). cost / tp / max_num_seqs / max_num_batched_tokens / kv_tokens /
-        router: as in `[server]`. prefix_hit: the share of each prompt's tokens a prefix cache serves
-        (prefill pool: not recomputed; stated, not simulated: specbed's prefix cache is separate work).
-    ep_gpus / attention_ranks: price each replica as one DP-attention + EP group of ep_gpus GPUs with
-        attention_ranks ranks (`specsched.ep_decode`; a prefill pool's per attention rank — a request
-        prefills on one DP rank — at the workload's mean prompt and its prefix hits, with the
-        NVLink-forwarding all-to-all; max_num_batched_tokens is then per rank), model `ep_model` on
-        `ep_gpu`, links
-        `ep_inter` / `ep_intra`, `micro_batches` 1 or 2, `expert_imbalance`, `attention_imbalance` ≥ 1,
-        `redundant_experts`) instead of `cost`. budget: "group" — the policy plans verify lengths over the
-        whole group's batch (one budget, as DeepSeek's production scheduler); "rank" — each attention
-        rank plans its own (`attention_ranks` replicas of one rank each, not in lockstep).
-    context_tokens / query_tokens (EP pricing): every request's KV context, and the verify tokens per
-        request (1 + ℓ) at which the group's KV reads are priced (its attention FLOPs follow the tokens;
-        `specsched.ep_decode.group_table`).
+        KV and decodes with speculation). replicas: engines (or EP groups) in the pool.
+    cost: the pool's cost table, as server.cost. tp: GPUs per replica, as server.tp.
+    max_num_seqs: running requests per replica, as in `[server]`. max_num_batched_tokens: per-step token
+        budget, as in `[server]` (per attention rank for a prefill EP group). kv_tokens: KV capacity per
+        replica, as in `[server]`. router: as server.router.
+    prefix_hit: the share of each prompt's tokens a prefix cache serves, not recomputed (prefill pool
+        only; stated, not simulated: see docs/disaggregation.md, "Prefix caching").
+    ep_gpus: price each replica as one DP-attention + EP group of this many GPUs (`specsched.ep_decode`)
+        instead of `cost`; a prefill pool's per attention rank (a request prefills on one DP rank) at the
+        workload's mean prompt and its prefix hits, with the NVLink-forwarding all-to-all.
+    attention_ranks: the group's data-parallel attention ranks (dividing ep_gpus).
+    ep_model: the group's model (one with attention facts: `specsched.ep_decode.ATTENTION`).
+    ep_gpu: the group's GPU (`specsched.hardware.GPUS`). ep_inter: its network link, ep_intra: its
+        in-node link (`specsched.comm.LINKS`).
+    micro_batches: 1, or 2 for two-micro-batch overlap of communication with compute.
+    expert_imbalance: the busiest GPU's routed tokens over the mean (≥ 1, stated).
+    attention_imbalance: the slowest rank's attention work over the mean (≥ 1, stated).
+    redundant_experts: extra expert copies spread over the group (DeepSeek: 32).
+    budget: "group" — the policy plans verify lengths over the whole group's batch (one budget, as
+        DeepSeek's production scheduler); "rank" — each attention rank plans its own
+        (`attention_ranks` replicas of one rank each, not in lockstep).
+    context_tokens: every decoding request's KV context for the EP group's pricing (tokens).
+    query_tokens: the verify tokens per request (1 + ℓ) at which the group's KV reads are priced (its
+        attention FLOPs follow the tokens; `specsched.ep_decode.group_table`).
     """
 
     _section: ClassVar[str] = "pool"

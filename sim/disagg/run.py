@@ -10,7 +10,8 @@ config, same seed):
    1 + (drafter layers · layer_cost) / target layers: it prefills the drafter too.
 2. Hand-off: each request's KV (whole prompt, + the drafter's with "transfer") moves over the link
    (`specsched.comm.KVHandoff`); with layer-wise transfer only what the request's prefill time (first
-   token − admission) does not cover is exposed. Transfers do not contend (one link each; stated).
+   token − admission) does not cover is exposed. With handoff.contention (default) each prefill
+   replica's link carries one transfer at a time (FIFO); without it transfers never wait for each other.
    The user sees the first token when the decode side holds the KV: TTFT = ready − arrival.
 3. Decode pool: `sim.disagg.replica.DecodeReplica` engines fed at the ready times, routed by the pool's
    router; speculation, the policy and acceptance exactly as colocated. A pool with `ep_gpus` is priced
@@ -178,8 +179,29 @@ def handoff(cfg: DisaggConfig, prec: Recorder, prompt: np.ndarray) -> tuple[KVHa
     kv_bytes = cfg.handoff.kv_bytes
     hand = KVHandoff(_link(cfg), kv_bytes, MODELS[cfg.handoff.model].layers, cfg.handoff.layerwise,
                      kv_bytes * share if transfer else 0.0, cfg.handoff.streams)  # fmt: skip
+    if cfg.handoff.contention:
+        return hand, _queued(hand, prec.replica, prec.admit_s, prec.first_token_s, prompt)
     busy = prec.first_token_s - prec.admit_s
     return hand, np.array([hand.exposed_seconds(p, b) for p, b in zip(prompt.tolist(), busy.tolist())])
+
+
+def _queued(hand: KVHandoff, link_of, admit, done, prompt) -> np.ndarray:
+    """Exposed hand-off seconds (float64[N]) when each prefill replica's link carries one transfer at a
+    time, first come first served: a transfer can start when its prefill starts (layer-wise: it follows
+    the layers as they finish) or ends (not layer-wise), and not before the link's previous transfer
+    ends; layer-wise, it also cannot end before the last layer is computed plus one layer's share."""
+    exposed = np.empty(len(prompt))
+    start = admit if hand.layerwise else done
+    for k in np.unique(link_of).tolist():
+        idx = np.flatnonzero(link_of == k)
+        free = -np.inf
+        for i in idx[np.argsort(start[idx], kind="stable")].tolist():
+            total = hand.transfer_seconds(float(prompt[i]))
+            end = max(float(start[i]), free) + total
+            free = end
+            floor = hand.exposed_seconds(float(prompt[i]), np.inf) if hand.layerwise else 0.0
+            exposed[i] = max(end - float(done[i]), floor)
+    return exposed
 
 
 def rebuild_tokens(cfg: DisaggConfig, prompt: np.ndarray) -> np.ndarray:

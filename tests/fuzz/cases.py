@@ -575,6 +575,7 @@ def disagg_cases() -> list[Case]:
         "handoff draft_kv": ("handoff.draft_kv=both", "handoff.draft_kv"),
         "handoff model": ("handoff.model=gpt-9", "handoff.model"),
         "handoff unknown key": ("handoff.colour=red", "handoff.colour"),
+        "handoff contention": ("handoff.contention=maybe", "handoff.contention"),
     }
     cases = [
         Case("disagg", name, ("disagg", "{W}/d.toml", "--set", item), files, (fieldname,))

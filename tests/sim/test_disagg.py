@@ -170,3 +170,16 @@ def test_an_ep_prefill_pool_runs_one_replica_per_attention_rank():
     with pytest.raises(InputError) as err:
         load_disagg(SMALL, [*ep, "pool.prefill.budget=rank"])
     assert err.value.field == "pool.prefill.budget"
+
+
+def test_a_busy_link_queues_its_transfers():
+    slow = [*FEW, "handoff.bandwidth=2e9", "workload.rate=60"]
+    queued = simulate_disagg(load_disagg(SMALL, slow)).requests["handoff_exposed_s"]
+    free = simulate_disagg(load_disagg(SMALL, [*slow, "handoff.contention=false"])).requests[
+        "handoff_exposed_s"
+    ]
+    assert np.all(queued >= free - 1e-12) and queued.mean() > free.mean()
+    alone = simulate_disagg(load_disagg(SMALL, [*FEW, "workload.rate=0.05", "workload.num_requests=10"]))
+    unqueued = simulate_disagg(load_disagg(SMALL, [*FEW, "workload.rate=0.05", "workload.num_requests=10",
+                                                   "handoff.contention=false"]))  # fmt: skip
+    assert np.allclose(alone.requests["handoff_exposed_s"], unqueued.requests["handoff_exposed_s"])
