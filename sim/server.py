@@ -223,15 +223,14 @@ class Replica:
             r,
             verify + prefill,
             verify,
-            prefilling=int(np.count_nonzero(chunks)) if prefill and step.prefill_request_s else 0,
-            padded=r * (1 + int(lengths.max())) if r and step.pad_s else 0,
-            kv=self.kv_used,
-            longest=longest_context(self) if step.context_pad_s else 0,
+            int(np.count_nonzero(chunks)) if prefill and step.prefill_request_s else 0,  # prefilling
+            r * (1 + int(lengths.max())) if r and step.pad_s else 0,  # padded verify slots
+            self.kv_used,
+            longest_context(self) if step.context_pad_s else 0,  # longest running context
         )
         bill = step.bill(shape, draft_s)
-        return StepPlan(
-            di, r, lengths, accepted, pf, chunks, prefill, now, bill.seconds, verify, bill.draft, bill
-        )
+        args = (now, bill.seconds, verify, bill.draft, bill, decision)
+        return StepPlan(di, r, lengths, accepted, pf, chunks, prefill, *args)
 
     def _decide(self, di, r: int) -> tuple[StepDecision, np.ndarray, float]:
         """(decision, accepted, draft seconds) of this step's r decoding slots `di` (accepted: int64[r]):

@@ -185,7 +185,6 @@ class StepCost:
     def draft(
         self,
         decoding: int,
-        *,
         depths: np.ndarray | None = None,
         drafting: int = 0,
         intake: int = 0,
