@@ -109,6 +109,9 @@ class PoolConfig:
         replica, as in `[server]`. router: as server.router.
     prefix_hit: the share of each prompt's tokens a prefix cache serves, not recomputed (prefill pool
         only; stated, not simulated: see docs/disaggregation.md, "Prefix caching").
+    draft_prefix_cached: the drafter's KV of a cached prefix is cached alongside the target's (true);
+        false — only the target's is, so the prefill pool recomputes the drafter over the cached prefix
+        (the "hits drop with a drafter on" engines, vLLM #54360), priced as its share of target tokens.
     ep_gpus: price each replica as one DP-attention + EP group of this many GPUs (`specsched.ep_decode`)
         instead of `cost`; a prefill pool's per attention rank (a request prefills on one DP rank) at the
         workload's mean prompt and its prefix hits, with the NVLink-forwarding all-to-all.
@@ -138,6 +141,7 @@ class PoolConfig:
     kv_tokens: int | None = None
     router: str | None = None
     prefix_hit: float = 0.0
+    draft_prefix_cached: bool = True
     ep_gpus: int | None = None
     attention_ranks: int | None = None
     ep_model: str = "deepseek-v3"

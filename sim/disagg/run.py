@@ -96,9 +96,9 @@ def _prefill_group_table(cfg: DisaggConfig, prep: Prepared, cached: np.ndarray):
     return prefill_table(ep_group(cfg.prefill), budget, prompt=prompt, cached=hit, ranks=1)
 
 
-def prefill_prep(cfg: DisaggConfig) -> tuple[Prepared, np.ndarray]:
+def prefill_prep(cfg: DisaggConfig) -> tuple[Prepared, np.ndarray, np.ndarray]:
     """Stage 1's prepared run (first-token-only requests over their uncached prompts, the drafter's
-    prefill priced in with draft_kv = "transfer") and the cached prompt tokens per request."""
+    prefill priced in with draft_kv = "transfer"), the cached prompt tokens and the prompts (int64[N])."""
     pcfg = cfg.pool_config(cfg.prefill)
     prep = prepare(pcfg)
     wl = prep.workload
@@ -112,14 +112,17 @@ def prefill_prep(cfg: DisaggConfig) -> tuple[Prepared, np.ndarray]:
     share = _draft_share(cfg) if cfg.handoff.draft_kv == "transfer" else 0.0
     if share:
         cost = dataclasses.replace(cost, seconds=cost.seconds * (1.0 + share), name=cost.name + "+draft")
-    work = dataclasses.replace(wl, input_tokens=wl.input_tokens - cached, output_tokens=ones)
+    computed = wl.input_tokens - cached
+    if share and not cfg.prefill.draft_prefix_cached:  # the drafter recomputes the cached prefix
+        computed = computed + np.ceil(cached * share).astype(np.int64)
+    work = dataclasses.replace(wl, input_tokens=computed, output_tokens=ones)
     prep = dataclasses.replace(prep, workload=work, cost=cost)
     pool = cfg.prefill
     if pool.ep_gpus is not None:  # one replica per attention rank
         srv = dataclasses.replace(pcfg.server, replicas=pool.replicas * pool.attention_ranks)
         config = dataclasses.replace(pcfg, server=srv)
         prep = dataclasses.replace(prep, config=config, gpus=pool.replicas * pool.ep_gpus)
-    return prep, cached
+    return prep, cached, wl.input_tokens
 
 
 def decode_prep(cfg: DisaggConfig) -> Prepared:
@@ -214,9 +217,8 @@ def rebuild_tokens(cfg: DisaggConfig, prompt: np.ndarray) -> np.ndarray:
 def simulate_disagg(cfg: DisaggConfig) -> DisaggResult:
     """Run the three stages of the module docstring and summarize them."""
     t0 = time.perf_counter()
-    pprep, cached = prefill_prep(cfg)
+    pprep, cached, prompt = prefill_prep(cfg)
     prec = run_replicas(pprep)
-    prompt = pprep.workload.input_tokens + cached
     hand, exposed = handoff(cfg, prec, prompt)
     ready = prec.first_token_s + exposed
     dprep = decode_prep(cfg)

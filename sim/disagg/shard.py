@@ -59,7 +59,7 @@ def _rows(rec: Recorder, group: list[int]) -> dict:
 
 def prefill_shard(cfg: DisaggConfig, group: list[int]) -> dict:
     """One task: the prefill pool's replicas `group`."""
-    prep, _ = prefill_prep(cfg)
+    prep, _, _ = prefill_prep(cfg)
     return _rows(run_replicas(prep, only=group), group)
 
 
@@ -90,7 +90,7 @@ def simulate_disagg_sharded(cfg: DisaggConfig, address: str | None = None) -> Di
     if reason is not None:
         raise ValueError(f"simulate_disagg_sharded: {reason}")
     t0 = time.perf_counter()
-    pprep, cached = prefill_prep(cfg)  # checks every input before Ray starts
+    pprep, cached, prompt = prefill_prep(cfg)  # checks every input before Ray starts
     dprep = decode_prep(cfg)
     n = len(pprep.workload)
     with ray_session(LOCAL_CPUS, address) as ray:
@@ -98,7 +98,6 @@ def simulate_disagg_sharded(cfg: DisaggConfig, address: str | None = None) -> Di
         task = ray.remote(num_cpus=1)(prefill_shard)
         shards = ray.get([task.remote(cfg, g) for g in groups(pprep.config.server.replicas, cpus)])
         prec = _merge(n, pprep, shards)
-        prompt = pprep.workload.input_tokens + cached
         hand, exposed = handoff(cfg, prec, prompt)
         ready = prec.first_token_s + exposed
         send = np.flatnonzero(dprep.workload.output_tokens > 1)

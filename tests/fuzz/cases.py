@@ -576,6 +576,7 @@ def disagg_cases() -> list[Case]:
         "handoff model": ("handoff.model=gpt-9", "handoff.model"),
         "handoff unknown key": ("handoff.colour=red", "handoff.colour"),
         "handoff contention": ("handoff.contention=maybe", "handoff.contention"),
+        "pool draft_prefix_cached": ("pool.prefill.draft_prefix_cached=2", "draft_prefix_cached"),
     }
     cases = [
         Case("disagg", name, ("disagg", "{W}/d.toml", "--set", item), files, (fieldname,))

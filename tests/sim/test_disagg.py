@@ -136,10 +136,9 @@ def test_shards_by_replica_merge_to_the_single_process_run():
     assert disagg_shard_reason(cfg) is None
     assert "least_outstanding" in disagg_shard_reason(load_disagg(SMALL, FEW))
     whole = simulate_disagg(cfg)
-    pprep, cached = prefill_prep(cfg)
+    pprep, cached, prompt = prefill_prep(cfg)
     n = len(pprep.workload)
     prec = _merge(n, pprep, [prefill_shard(cfg, [0]), prefill_shard(cfg, [1])])
-    prompt = pprep.workload.input_tokens + cached
     hand, exposed = handoff(cfg, prec, prompt)
     dprep = decode_prep(cfg)
     send = np.flatnonzero(dprep.workload.output_tokens > 1)
@@ -183,3 +182,12 @@ def test_a_busy_link_queues_its_transfers():
     unqueued = simulate_disagg(load_disagg(SMALL, [*FEW, "workload.rate=0.05", "workload.num_requests=10",
                                                    "handoff.contention=false"]))  # fmt: skip
     assert np.allclose(alone.requests["handoff_exposed_s"], unqueued.requests["handoff_exposed_s"])
+
+
+def test_a_drafter_whose_prefix_kv_is_not_cached_recomputes_it():
+    big = [*FEW, "drafter.name=dspark", "drafter.gamma=5", "policy.name=dspark", "policy.k=none"]
+    kept = simulate_disagg(load_disagg(SMALL, big))
+    lost = simulate_disagg(load_disagg(SMALL, [*big, "pool.prefill.draft_prefix_cached=false"]))
+    assert lost.summary["prefill_computed_tok_s_per_gpu"] > kept.summary["prefill_computed_tok_s_per_gpu"]
+    assert lost.summary["prefix_hit_rate"] == kept.summary["prefix_hit_rate"]
+    assert np.array_equal(lost.requests["input_tokens"], kept.requests["input_tokens"])
