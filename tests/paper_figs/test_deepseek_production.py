@@ -52,3 +52,13 @@ def test_the_documented_figures_hold():
     assert sglang_mtp.predict(0.0)["gain"] == pytest.approx(0.356, abs=0.002)
     host = 2 / sglang_mtp.PUBLISHED["base"] - 2 / sglang_mtp.PUBLISHED["overlap"]
     assert sglang_mtp.predict(host)["gain"] == pytest.approx(0.484, abs=0.002)
+
+
+def test_a_knob_fitted_to_rtp_llm_predicts_deepseeks_decode():
+    """One knob fitted to Alibaba RTP-LLM's measured EP144/H800 point, not to DeepSeek's figures."""
+    x = dp.reproduce()["cross_calibrated"]
+    for form in ("additive", "multiplicative"):
+        assert abs(x[form]["per_user_miss"]) < 0.05 and abs(x[form]["per_node_miss"]) < 0.05
+    assert x["multiplicative"]["knob"] == pytest.approx(1.78, abs=0.01)
+    p = dp.reproduce()["prefill_cross"]
+    assert p["implied_utilization"] == pytest.approx(0.86, abs=0.01)
