@@ -53,6 +53,9 @@ class Attention:
     decode_flops_per_pair: float
     prefill_flops_per_pair: float
     note: str = ""
+    #: bytes of the output head (vocab × d_model × bytes), read whole by every draft pass of an MTP-style
+    #: drafter that shares it; 0 = folded into the layer share
+    head_bytes: float = 0.0
 
 
 #: Attention facts of the models this module prices (others: `gqa_attention`).
@@ -60,7 +63,9 @@ ATTENTION: dict[str, Attention] = {
     "deepseek-v3": Attention(
         2 * 128 * (576 + 512),
         2 * 128 * (128 + 64 + 128),
-        "MLA: 128 heads, kv_lora_rank 512, qk_rope_head_dim 64, qk_nope 128, v_head 128 (config.json)",
+        "MLA: 128 heads, kv_lora_rank 512, qk_rope_head_dim 64, qk_nope 128, v_head 128 (config.json); "
+        "output head 129,280 × 7,168 in bf16 (vocab_size, hidden_size; the FP8 checkpoint keeps it bf16)",
+        head_bytes=129280 * 7168 * 2.0,
     ),
 }
 
@@ -216,11 +221,13 @@ class EPGroup:
 
     def draft_seconds(self, requests: float, context: float, draft_layers: int, passes: int) -> float:
         """An MTP-style drafter of `draft_layers` layers of the target's own shape, `passes` autoregressive
-        passes over one token per request: each priced as draft_layers/layers of a one-token step."""
+        passes over one token per request: each priced as draft_layers/layers of a one-token step, plus a
+        read of the shared output head (`Attention.head_bytes`: a draft pass computes its logits too)."""
         if passes <= 0 or requests <= 0:
             return 0.0
         one = self.decode_bill(requests, 1.0, context).total
-        return passes * one * draft_layers / self.model.layers
+        head = self.attention.head_bytes / (self.eta_bw * self.gpu.hbm_bw)
+        return passes * (one * draft_layers / self.model.layers + head)
 
 
 def group_table(
