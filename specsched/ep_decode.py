@@ -231,6 +231,7 @@ def group_table(
     query_tokens: float,
     ranks: int | None = None,
     step_overhead: float = 0.0,
+    slowdown: float = 1.0,
 ):
     """A `CostTable` for the simulator: one step of `ranks` attention ranks planned and batched together
     (None: all D of the group; 1: one rank), B = their tokens, each carrying B/ranks — and every other rank
@@ -240,12 +241,15 @@ def group_table(
     requests at `context`: the attention's FLOPs follow the query tokens (exact for any verify lengths)
     and its KV reads the requests (exact at `query_tokens` = 1 + ℓ per request). With DeepSeek-V3's MLA
     on Hopper the FLOPs dominate (module docstring), so verify tokens pay their attention.
-    `step_overhead`: seconds added to every step (a stated or fitted per-step cost outside the bill).
+    `step_overhead`: seconds added to every step (a stated or fitted per-step cost outside the bill);
+    `slowdown` ≥ 1 multiplies the bill (a stated or fitted efficiency shortfall of the whole step).
     """
     from specsched.cost import CostTable  # cost imports hardware; kept local to stay a leaf module
 
-    if max_tokens < 1 or context < 0 or query_tokens < 1 or step_overhead < 0:
-        raise ValueError("group table: max_tokens ≥ 1, context ≥ 0, query_tokens ≥ 1, step_overhead ≥ 0")
+    if max_tokens < 1 or context < 0 or query_tokens < 1 or step_overhead < 0 or not slowdown > 0:
+        raise ValueError(
+            "group table: max_tokens, query_tokens ≥ 1; context, step_overhead ≥ 0; slowdown > 0"
+        )
     d = group.attention_ranks if ranks is None else ranks
     if not 1 <= d <= group.attention_ranks:
         raise ValueError(f"group table: ranks must be in 1..{group.attention_ranks}, got {ranks!r}")
@@ -254,7 +258,8 @@ def group_table(
     b = np.unique(np.concatenate([dense, sparse])).astype(np.int64)
     seconds = np.empty(b.size)
     for i, tokens in enumerate(b.tolist()):
-        seconds[i] = group.decode_bill(tokens / d / query_tokens, query_tokens, context).total + step_overhead
+        bill = group.decode_bill(tokens / d / query_tokens, query_tokens, context).total
+        seconds[i] = bill * slowdown + step_overhead
     name = f"ep{group.gpus}-dp{group.attention_ranks}x{d}-{group.model.name}-{group.gpu.name}"
     return CostTable.from_points(b, seconds, mode="linear", layers=group.model.layers, name=name)
 
