@@ -15,8 +15,8 @@ Derived, not fitted (stated):
 - mean prompt P and output D from P/D = 608/168 and P + D/2 = 4,989: P ≈ 4,383, D ≈ 1,211;
 - decode requests per GPU from Little's law: (14.8k / 8 GPUs) / 21 tok/s = 88 (the published pair fixes
   it, so decode tok/s/node = 8 · 88 · per-user speed: the two decode figures are ONE check, the step time);
-- MTP-1 tokens per step τ = 1 + 0.875 (the middle of 85–90 %); the drafter one V3-shaped layer per pass plus the shared
-  output head.
+- MTP-1 tokens per step τ = 1 + 0.875 (the middle of 85–90 %); the drafter one V3-shaped layer per pass
+  plus the shared output head.
 
 Predicted (0 fitted knobs): the decode step of one DP rank at 88 requests verifying 2 tokens over 4,989
 tokens of context (`specsched.ep_decode`, all efficiencies the catalogue's defaults), and the prefill
