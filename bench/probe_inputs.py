@@ -113,6 +113,10 @@ def setup(ws: Path, spec: dict) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         if what == "fifo":
             os.mkfifo(path)
+        elif what == "chain":
+            os.mkfifo(path.with_name(path.name + ".fifo"))
+            os.symlink(path.name + ".fifo", path.with_name(path.name + ".link"))
+            os.symlink(path.name + ".link", path)
         elif what == "socket":
             s = socket.socket(socket.AF_UNIX)
             s.bind(str(path))
@@ -214,6 +218,34 @@ def judge(p: Probe, status: str, code: int, err: str, before: dict, after: dict)
     return None
 
 
+def run_all(probes: list[Probe], root: Path) -> list[tuple[str, str]]:
+    """(probe id, why) of every probe not handled."""
+    bad: list[tuple[str, str]] = []
+    with tempfile.TemporaryDirectory(prefix="probe-") as tmp:
+        template = build_template(root, Path(tmp))
+        for i, p in enumerate(probes):
+            case = Path(tmp) / f"c{i}"
+            ws = case / "w"
+            shutil.copytree(template, ws, symlinks=True)
+            setup(ws, p.setup)
+            argv = [a.replace("{W}", str(ws)) for a in p.argv]
+            before = snapshot(ws)
+            lock_fd = None
+            if p.lock:
+                lock_fd = os.open(ws / p.lock, os.O_RDONLY)
+                fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            try:
+                status, code, err = run_child(p, ws, argv)
+            finally:
+                if lock_fd is not None:
+                    os.close(lock_fd)
+            why = judge(p, status, code, err, before, snapshot(ws))
+            if why is not None:
+                bad.append((p.id, why))
+            shutil.rmtree(case, ignore_errors=True)
+    return bad
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", default=str(Path(__file__).resolve().parents[1]), help="checkout to probe")
@@ -240,30 +272,8 @@ def main() -> None:
     for p in probes:
         if args.limit is not None and p.limit_s <= 20:
             p.limit_s = args.limit
-    bad: list[tuple[str, str]] = []
     start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="probe-") as tmp:
-        template = build_template(root, Path(tmp))
-        for i, p in enumerate(probes):
-            case = Path(tmp) / f"c{i}"
-            ws = case / "w"
-            shutil.copytree(template, ws, symlinks=True)
-            setup(ws, p.setup)
-            argv = [a.replace("{W}", str(ws)) for a in p.argv]
-            before = snapshot(ws)
-            lock_fd = None
-            if p.lock:
-                lock_fd = os.open(ws / p.lock, os.O_RDONLY)
-                fcntl.flock(lock_fd, fcntl.LOCK_EX)
-            try:
-                status, code, err = run_child(p, ws, argv)
-            finally:
-                if lock_fd is not None:
-                    os.close(lock_fd)
-            why = judge(p, status, code, err, before, snapshot(ws))
-            if why is not None:
-                bad.append((p.id, why))
-            shutil.rmtree(case, ignore_errors=True)
+    bad = run_all(probes, root)
     n = len(probes)
     print(f"probe: {n} inputs, {time.monotonic() - start:.0f} s, root {root}")
     classes: dict[str, list[int]] = {}

@@ -110,3 +110,22 @@ def test_generated_values_at_every_json_leaf_are_accepted_or_one_line(leaf, valu
         assert len(lines) == 1, err[-600:]
     after = {k: v for k, v in snapshot(root).items() if k in before}
     assert after == before
+
+
+def test_the_held_back_probe_has_at_least_500_inputs_none_in_the_catalogue():
+    from bench.probe_more import all_probes
+    from tests.fuzz.cases import all_cases
+
+    probes = all_probes()
+    assert len(probes) >= 500 and len({p.id for p in probes}) == len(probes)
+    def norm(files: dict) -> tuple:
+        out = []
+        for name, data in sorted(files.items()):
+            if name == "@summary" and isinstance(data, tuple):
+                data = f"{data[0]}={data[1]}".encode()
+            out.append((name, data if isinstance(data, bytes) else repr(data).encode()))
+        return tuple(out)
+
+    catalogue = {(tuple(c.argv), norm(c.files)) for c in all_cases()}
+    same = [p.id for p in probes if (tuple(p.argv), norm(p.setup)) in catalogue]
+    assert not same, same[:5]  # held back: other file names, values and special-file kinds
