@@ -15,7 +15,8 @@ Derived, not fitted (stated):
 - mean prompt P and output D from P/D = 608/168 and P + D/2 = 4,989: P ≈ 4,383, D ≈ 1,211;
 - decode requests per GPU from Little's law: (14.8k / 8 GPUs) / 21 tok/s = 88 (the published pair fixes
   it, so decode tok/s/node = 8 · 88 · per-user speed: the two decode figures are ONE check, the step time);
-- MTP-1 tokens per step τ = 1 + 0.875 (the middle of 85–90 %); the drafter one V3-shaped layer per pass.
+- MTP-1 tokens per step τ = 1 + 0.875 (the middle of 85–90 %); the drafter one V3-shaped layer per pass
+  plus the shared output head.
 
 Predicted (0 fitted knobs): the decode step of one DP rank at 88 requests verifying 2 tokens over 4,989
 tokens of context (`specsched.ep_decode`, all efficiencies the catalogue's defaults), and the prefill
@@ -26,6 +27,11 @@ Calibrated (2 fitted knobs, each costing the figure it is fitted to as a check):
   bubbles, rank imbalance), fitted so MTP-1's per-user speed is 21 tok/s at 88 requests per GPU;
 - `prefill_utilization` — the prefill fleet's mean load over its capacity (the published figure is a
   24-hour average of served tokens, not a capacity), fitted to 73.7k.
+
+Cross-calibrated (1 knob, fitted to an independent measurement, not to DeepSeek's): Alibaba's RTP-LLM
+reaches the same operating point on the same topology (EP144 on H800, MTP, 13,200 requests at 20
+tok/s/user); the knob fitted there, as an additive step overhead or a multiplicative slowdown, then
+predicts DeepSeek's decode figures.
 
 Then DSpark (the paper's production DSpark-5: γ = 5, 3 draft layers, Algorithm 1; the paper's curves, not
 V3's) against MTP-1 on the calibrated decode rank, simulated over load (closed loop per rank, D-token
@@ -100,6 +106,48 @@ def mtp1_step(group: EPGroup, requests: float, context: float) -> float:
     return group.decode_bill(requests, 2.0, context).total + group.draft_seconds(requests, context, 1, 1)
 
 
+#: Alibaba's RTP-LLM "DeepSeek Reproduce Tech Report" (alibaba/rtp-llm docs, 2025): the same decode
+#: topology (EP144 on H800, 128 + 16 redundant experts, RoCE, MTP on), 4K input / 2K output, reaches the
+#: 20 tok/s-per-user SLA at 13,200 concurrent requests, 1,850 tok/s per GPU. An independent measurement of
+#: the same operating point, to fit a knob on instead of on DeepSeek's own figures.
+RTP_LLM = {"requests": 13200, "gpus": 144, "per_user": 20.0, "tok_s_per_gpu": 1850.0,
+           "context": 4096 + 2048 / 2, "prefill_tok_s_per_gpu": 5333.0, "prefill_chunk": 8192,
+           "prefill_prompt": 4096}  # fmt: skip
+#: (RTP-LLM's prefill: EP32 on H800, two 4K-token requests per GPU in 1.5 s, no prefix cache: 5,333 tok/s/GPU)
+
+
+def prefill_cross(pre: EPGroup, d: dict, capacity: float) -> dict:
+    """DeepSeek's prefill capacity after a multiplicative slowdown fitted to RTP-LLM's prefill, and the
+    utilization of it that DeepSeek's 24-hour average implies."""
+    chunk, prompt = RTP_LLM["prefill_chunk"], RTP_LLM["prefill_prompt"]
+    predicted = chunk / pre.prefill_bill(chunk, 0.0, prompt).total
+    slowdown = predicted / RTP_LLM["prefill_tok_s_per_gpu"]
+    cap = capacity / slowdown
+    return {"rtp_llm_predicted_tok_s_per_gpu": predicted, "slowdown": slowdown, "capacity_per_node": cap,
+            "implied_utilization": PUBLISHED["prefill_input_tok_s_per_node"] / cap}  # fmt: skip
+
+
+def cross_calibrated(dec: EPGroup, d: dict, step: float) -> dict:
+    """DeepSeek's decode figures from a knob fitted to RTP-LLM's measured point (not to DeepSeek's), in
+    two forms: an additive per-step overhead, or a multiplicative slowdown of the whole bill (RTP-LLM does
+    not publish its acceptance: MTP-1 at τ = 1.875 assumed)."""
+    b_rtp = RTP_LLM["requests"] / RTP_LLM["gpus"]
+    rtp_step = mtp1_step(dec, b_rtp, RTP_LLM["context"])
+    target = d["tau_mtp1"] / RTP_LLM["per_user"]
+    out = {}
+    for form, knob, ds_step in (
+        ("additive", target - rtp_step, step + (target - rtp_step)),
+        ("multiplicative", target / rtp_step, step * target / rtp_step),
+    ):
+        speed = d["tau_mtp1"] / ds_step
+        per_node = GPUS_PER_NODE * d["requests_per_gpu"] * speed
+        out[form] = {"knob": knob, "per_user_tok_s": speed, "decode_output_tok_s_per_node": per_node,
+                     "per_user_miss": speed / d["per_user"] - 1,
+                     "per_node_miss": per_node / PUBLISHED["decode_output_tok_s_per_node"] - 1}  # fmt: skip
+    out["rtp_llm_predicted_per_user"] = d["tau_mtp1"] / rtp_step
+    return out
+
+
 def reproduce() -> dict:
     """The table: published, predicted (no fit), calibrated (the two knobs), with the knobs' values."""
     d = derived()
@@ -129,6 +177,8 @@ def reproduce() -> dict:
         "decode_bill_ms": {k: 1e3 * v for k, v in dec.decode_bill(b, 2.0, ctx).as_dict().items()},
         "prefill_bill_ms": {k: 1e3 * v for k, v in bill.as_dict().items()},
         "decode_step_ms": 1e3 * step,
+        "cross_calibrated": cross_calibrated(dec, d, step),
+        "prefill_cross": prefill_cross(pre, d, capacity),
     }
 
 
@@ -164,12 +214,12 @@ ARMS = {
 }
 
 
-def pareto(overhead: float, tiny: bool) -> dict:
-    """Both arms over load on the calibrated decode rank (table with the fitted step overhead)."""
+def pareto(overhead: float, tiny: bool, slowdown: float = 1.0) -> dict:
+    """Both arms over load on a decode rank priced by the bill × `slowdown` + `overhead` per step."""
     d = derived()
     loads = [16, 88, 192] if tiny else [8, 16, 32, 64, 88, 128, 192, 256, 384]
     table = group_table(decode_group(), 16384, context=PUBLISHED["kv_per_output_token"], query_tokens=2.0,
-                        ranks=1, step_overhead=overhead)  # fmt: skip
+                        ranks=1, step_overhead=overhead, slowdown=slowdown)  # fmt: skip
     output = 128 if tiny else d["output"]
     out = {}
     for arm, (drafter, policy) in ARMS.items():
@@ -261,6 +311,24 @@ def print_table(rep: dict) -> None:
     k = rep["knobs"]
     print(f"fitted knobs (2): decode_step_overhead = {1e3 * k['decode_step_overhead_s']:.1f} ms "
           f"(to 21 tok/s/user), prefill_utilization = {k['prefill_utilization']:.3f} (to 73.7k)")  # fmt: skip
+    print_cross(rep)
+
+
+def print_cross(rep: dict) -> None:
+    x = rep["cross_calibrated"]
+    print(f"RTP-LLM's EP144/H800 point (13,200 requests, 20 tok/s/user): specbed predicts "
+          f"{x['rtp_llm_predicted_per_user']:.1f}; one knob fitted to it, DeepSeek's decode:")  # fmt: skip
+    for form in ("additive", "multiplicative"):
+        r = x[form]
+        unit = f"{1e3 * r['knob']:.1f} ms/step" if form == "additive" else f"×{r['knob']:.3f}"
+        speed = f"{r['per_user_tok_s']:.1f} tok/s/user ({100 * r['per_user_miss']:+.0f}%)"
+        node = f"{r['decode_output_tok_s_per_node']:.0f} tok/s/node ({100 * r['per_node_miss']:+.0f}%)"
+        print(f"  {form:<14} ({unit}): {speed}, {node}")
+    p = rep["prefill_cross"]
+    print(f"RTP-LLM's prefill (5,333 tok/s/GPU, 4K prompts, no cache): specbed predicts "
+          f"{p['rtp_llm_predicted_tok_s_per_gpu']:.0f}; a slowdown ×{p['slowdown']:.2f} fitted to it gives "
+          f"DeepSeek a capacity of {p['capacity_per_node']:.0f} input tok/s/node, of which 73.7k is "
+          f"{100 * p['implied_utilization']:.0f}%")  # fmt: skip
 
 
 def print_comparison(cmp: dict, budget: dict) -> None:
@@ -290,13 +358,19 @@ def main(argv: list[str] | None = None) -> int:
     budget = budgets(overhead, args.tiny)
     print("-- on the calibrated decode rank (the fitted step overhead in every step):")
     print_comparison(cmp, budget)
+    slow = rep["cross_calibrated"]["multiplicative"]["knob"]
+    cross = pareto(0.0, args.tiny, slow)
+    cross_cmp = compare_arms(cross, rep["derived"]["per_user"])
+    print(f"-- on the decode rank slowed ×{slow:.3f} (the multiplicative knob fitted to RTP-LLM):")
+    print_comparison(cross_cmp, {})
     raw = pareto(0.0, args.tiny)
     raw_cmp = compare_arms(raw, rep["derived"]["per_user"])
     print("-- on the predicted decode rank (no fitted knob; MTP-1 there runs faster than DeepSeek's):")
     print_comparison(raw_cmp, {})
     _plot(curves, args.out / "deepseek_production.png")
     summary = {"reproduction": rep, "pareto": curves, "dspark_vs_mtp1": cmp, "budgets": budget,
-               "predicted_pareto": raw, "predicted_dspark_vs_mtp1": raw_cmp}  # fmt: skip
+               "predicted_pareto": raw, "predicted_dspark_vs_mtp1": raw_cmp,
+               "slowed_pareto": cross, "slowed_dspark_vs_mtp1": cross_cmp}  # fmt: skip
     write_summary(args.out, summary)
     return 0
 

@@ -10,7 +10,8 @@ specbed prices both steps of one rank with `specsched.ep_decode` (EP16 over 2 no
 rank per GPU, DeepEP low-latency all-to-all over 400 Gb/s IB, one micro-batch: two requests do not split,
 MLA over the mean context 65,536 + 2,048) and takes from the blog only what a user sets or reads off the
 engine: requests per rank, lengths, the window (3 verify tokens per request; the drafter — one V3-shaped
-MTP layer — runs 3 passes per step: SGLang's draft extend after verification plus 2 draft steps) and the
+MTP layer and the shared output head, read whole each pass — runs 3 passes per step: SGLang's draft
+extend after verification plus 2 draft steps) and the
 acceptance length 2.18. Per rank: 2 · 2.18 / (verify step + draft passes + host) with MTP, 2 / (step +
 host) without.
 

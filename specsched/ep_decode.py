@@ -53,6 +53,9 @@ class Attention:
     decode_flops_per_pair: float
     prefill_flops_per_pair: float
     note: str = ""
+    #: bytes of the output head (vocab × d_model × bytes), read whole by every draft pass of an MTP-style
+    #: drafter that shares it; 0 = folded into the layer share
+    head_bytes: float = 0.0
 
 
 #: Attention facts of the models this module prices (others: `gqa_attention`).
@@ -60,7 +63,9 @@ ATTENTION: dict[str, Attention] = {
     "deepseek-v3": Attention(
         2 * 128 * (576 + 512),
         2 * 128 * (128 + 64 + 128),
-        "MLA: 128 heads, kv_lora_rank 512, qk_rope_head_dim 64, qk_nope 128, v_head 128 (config.json)",
+        "MLA: 128 heads, kv_lora_rank 512, qk_rope_head_dim 64, qk_nope 128, v_head 128 (config.json); "
+        "output head 129,280 × 7,168 in bf16 (vocab_size, hidden_size; the FP8 checkpoint keeps it bf16)",
+        head_bytes=129280 * 7168 * 2.0,
     ),
 }
 
@@ -216,11 +221,13 @@ class EPGroup:
 
     def draft_seconds(self, requests: float, context: float, draft_layers: int, passes: int) -> float:
         """An MTP-style drafter of `draft_layers` layers of the target's own shape, `passes` autoregressive
-        passes over one token per request: each priced as draft_layers/layers of a one-token step."""
+        passes over one token per request: each priced as draft_layers/layers of a one-token step, plus a
+        read of the shared output head (`Attention.head_bytes`: a draft pass computes its logits too)."""
         if passes <= 0 or requests <= 0:
             return 0.0
         one = self.decode_bill(requests, 1.0, context).total
-        return passes * one * draft_layers / self.model.layers
+        head = self.attention.head_bytes / (self.eta_bw * self.gpu.hbm_bw)
+        return passes * (one * draft_layers / self.model.layers + head)
 
 
 def group_table(
@@ -231,6 +238,7 @@ def group_table(
     query_tokens: float,
     ranks: int | None = None,
     step_overhead: float = 0.0,
+    slowdown: float = 1.0,
 ):
     """A `CostTable` for the simulator: one step of `ranks` attention ranks planned and batched together
     (None: all D of the group; 1: one rank), B = their tokens, each carrying B/ranks — and every other rank
@@ -240,12 +248,15 @@ def group_table(
     requests at `context`: the attention's FLOPs follow the query tokens (exact for any verify lengths)
     and its KV reads the requests (exact at `query_tokens` = 1 + ℓ per request). With DeepSeek-V3's MLA
     on Hopper the FLOPs dominate (module docstring), so verify tokens pay their attention.
-    `step_overhead`: seconds added to every step (a stated or fitted per-step cost outside the bill).
+    `step_overhead`: seconds added to every step (a stated or fitted per-step cost outside the bill);
+    `slowdown` ≥ 1 multiplies the bill (a stated or fitted efficiency shortfall of the whole step).
     """
     from specsched.cost import CostTable  # cost imports hardware; kept local to stay a leaf module
 
-    if max_tokens < 1 or context < 0 or query_tokens < 1 or step_overhead < 0:
-        raise ValueError("group table: max_tokens ≥ 1, context ≥ 0, query_tokens ≥ 1, step_overhead ≥ 0")
+    if max_tokens < 1 or context < 0 or query_tokens < 1 or step_overhead < 0 or not slowdown > 0:
+        raise ValueError(
+            "group table: max_tokens, query_tokens ≥ 1; context, step_overhead ≥ 0; slowdown > 0"
+        )
     d = group.attention_ranks if ranks is None else ranks
     if not 1 <= d <= group.attention_ranks:
         raise ValueError(f"group table: ranks must be in 1..{group.attention_ranks}, got {ranks!r}")
@@ -254,7 +265,8 @@ def group_table(
     b = np.unique(np.concatenate([dense, sparse])).astype(np.int64)
     seconds = np.empty(b.size)
     for i, tokens in enumerate(b.tolist()):
-        seconds[i] = group.decode_bill(tokens / d / query_tokens, query_tokens, context).total + step_overhead
+        bill = group.decode_bill(tokens / d / query_tokens, query_tokens, context).total
+        seconds[i] = bill * slowdown + step_overhead
     name = f"ep{group.gpus}-dp{group.attention_ranks}x{d}-{group.model.name}-{group.gpu.name}"
     return CostTable.from_points(b, seconds, mode="linear", layers=group.model.layers, name=name)
 

@@ -109,6 +109,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--output-len", type=int, default=128)
     p.add_argument("--gamma", type=int, default=7)
     p.add_argument("--eval-prompts", type=int, default=24, help="prompts per domain to measure curves")
+    _measurement_args(p)
+    return p
+
+
+def _measurement_args(p: argparse.ArgumentParser) -> None:
+    """The flags of what is measured and how: inputs given instead, curves, drift, probe, clock, output."""
     p.add_argument(
         "--cost", default=None, help="cost CSV from `specbed engine profile` (default: profile now)"
     )
@@ -164,7 +170,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out-dir", default="results/fidelity")
     p.add_argument("--quiet", action="store_true")
-    return p
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
