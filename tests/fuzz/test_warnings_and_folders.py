@@ -118,6 +118,7 @@ def test_the_held_back_probe_has_at_least_500_inputs_none_in_the_catalogue():
 
     probes = all_probes()
     assert len(probes) >= 500 and len({p.id for p in probes}) == len(probes)
+
     def norm(files: dict) -> tuple:
         out = []
         for name, data in sorted(files.items()):
@@ -129,3 +130,34 @@ def test_the_held_back_probe_has_at_least_500_inputs_none_in_the_catalogue():
     catalogue = {(tuple(c.argv), norm(c.files)) for c in all_cases()}
     same = [p.id for p in probes if (tuple(p.argv), norm(p.setup)) in catalogue]
     assert not same, same[:5]  # held back: other file names, values and special-file kinds
+
+
+def test_a_run_and_a_sweep_racing_for_one_folder_never_mix(tmp_path):
+    from tests.fuzz.base import SWEEP
+
+    (tmp_path / "s.toml").write_bytes(SWEEP)
+    py = [sys.executable, "-m", "specbed"]
+    for trial in range(3):
+        out = tmp_path / f"o{trial}"
+        procs = [
+            subprocess.Popen([*py, *RUN, "--out", str(out)], stderr=subprocess.PIPE),
+            subprocess.Popen(
+                [
+                    *py,
+                    "sweep",
+                    str(tmp_path / "s.toml"),
+                    "--out",
+                    str(out),
+                    "--quiet",
+                    "--model",
+                    "tests.analysis.fake_model:MODEL",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            ),
+        ]
+        codes = [p.wait(timeout=180) for p in procs]
+        names = {p.name for p in out.iterdir()} if out.exists() else set()
+        is_run, is_sweep = "summary.json" in names, "sweep.json" in names
+        assert is_run != is_sweep, (codes, names)  # exactly one of them, never a mix
+        assert sorted(codes) == [0, 2], codes  # the other refused in one line
