@@ -128,3 +128,22 @@ def test_solve_recovers_knobs_from_their_own_step_times():
     got = solve(rows, y, Knobs())
     assert len(FEATURES) == 6
     assert got.eta_bw == pytest.approx(0.85, rel=0.05) and got.eta_kv == pytest.approx(0.7, rel=0.1)
+
+
+def test_a_vllm_bench_serve_result_is_replayed_from_its_own_requests(tmp_path):
+    n = 30
+    doc = {
+        "model_id": "Qwen/Qwen2.5-7B-Instruct",
+        "request_rate": 5.0,
+        "input_lens": [200] * n,
+        "output_lens": [20] * n,
+        "ttfts": [0.03] * n,
+        "itls": [[0.008] * 19] * n,
+    }
+    (tmp_path / "b.json").write_text(json.dumps(doc))
+    code = main(["validate", str(tmp_path / "b.json"), "--json", str(tmp_path / "v.json")])
+    assert code == 0
+    run = json.loads((tmp_path / "v.json").read_text())["runs"][0]
+    assert run["actual"]["itl_mean"] == pytest.approx(8.0)
+    assert run["actual"]["e2e_mean"] == pytest.approx(30 + 19 * 8)
+    assert set(run["predicted"]) == KEYS
