@@ -85,7 +85,10 @@ def best_by(outcome, slo) -> str:
         for series in order:
             c = best.get((gpu, series))
             if c is None:
-                rows.append([gpu, series, "none met the SLO", "", "", ""])
+                group = [x for x in outcome.candidates if x.gpu == gpu and x.cell.series == series]
+                halved = any("halved out" in x.reason for x in group)
+                why = "halved out before full length" if halved else "none met the SLO"
+                rows.append([gpu, series, why, "", "", ""])
                 continue
             save = "" if ref is None or c is ref else f"{1 - c.cost / ref.cost:+.0%}"
             rows.append(
