@@ -2,14 +2,14 @@
 
 The space (`SPACE`): 3 GPU kinds (H100 / H200 / B200, a Llama-3-70B-like model at TP 4) × 4 replica
 counts × 5 speculation arms (none, MTP-1, EAGLE-3 fixed k = 3, DSpark, DSpark with adaptive drafting) ×
-3 `max_num_seqs` × 3 `max_num_batched_tokens`, under `SLO`. Printed: the search's wall time, its stages
-(screen, rungs: requests, ran, dropped), the winner and the top 5.
+3 `max_num_seqs` × 3 `max_num_batched_tokens` (512, 1024, 2048), under `SLO`. Printed: the search's wall
+time, its stages (screen, rungs: requests, ran, dropped), the winner and the top 5.
 
 Opt-in, `SPECBED_BENCH_SEARCH_FULL=1`: the exhaustive full-length sweep of the same space
 (`analysis.runner.run_sweep`, the plain simulator, no screen, no early stop), ranked the same way, with its
 wall time beside the search's and whether the winner and the top 5 (as a set) agree.
 `SPECBED_BENCH_SEARCH_GRID=small` shrinks the space for both (1 × `max_num_seqs`, 1 ×
-`max_num_batched_tokens`: 60 candidates) when the full sweep is too slow for the machine;
+`max_num_batched_tokens`, 256 and 1024: 60 candidates) when the full sweep is too slow for the machine;
 `SPECBED_BENCH_SEARCH_N=N` replays only the trace's first N requests (both sides);
 `SPECBED_BENCH_JOBS` (default: every CPU) sets the workers of both.
 

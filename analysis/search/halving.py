@@ -10,8 +10,8 @@ Every dropped candidate keeps the reason.
 
 Cache: each run is a cell of the output folder (`analysis.store`: cells/KEY.json, written whole, keyed by
 the run's simulator config), under the folder's writer lock for the search's life; with `resume` a later
-search of the same candidates (another SLO, prices or halving options too) reuses every run that ran to
-the end, and every run stopped early under the same stop rule. Results do not depend on `jobs` or the
+search (another space, SLO, prices or halving options too) reuses every run that ran to the end, and
+every run stopped early under the same stop rule. Results do not depend on `jobs` or the
 backend: a rung's decisions read only its runs' summaries, and runs are deterministic in their config.
 `budget_s` stops submitting runs once spent; the candidates are then ranked on the last rung each reached.
 
@@ -95,11 +95,11 @@ def rank_key(c: Candidate, slo, objective: str):
     return (value if math.isfinite(value) else math.inf, -slo.margin(c.summary), c.cell.index)
 
 
-def fingerprint(cells: list[Cell]) -> str:
-    """A search folder's identity: its candidates (their resolved configs, traffic included). The SLO,
-    prices and halving options may change between `--resume`d searches: cached runs stay valid."""
-    text = SearchModel.name + "\n" + "\n".join(c.key for c in cells)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+def fingerprint() -> str:
+    """A search folder's identity, the same for every search: its cells are runs keyed by their own
+    simulator config, valid for any space, SLO, prices or options, so `--resume` lets any later search
+    reuse them (without it, a folder holding a search is refused; `--force` clears it)."""
+    return hashlib.sha256(SearchModel.name.encode()).hexdigest()[:16]
 
 
 def candidates_of(space: Space, traffic, prices) -> list[Candidate]:
@@ -163,7 +163,7 @@ def run_search(
         "name": space.sweep.name,
         "model": SearchModel.name,
         "kind": "search",
-        "fingerprint": fingerprint([c.cell for c in cands]),
+        "fingerprint": fingerprint(),
         "slo": slo.text(),
         "cells": [c.cell.row_head() for c in cands],
     }

@@ -47,7 +47,7 @@ def _name(c) -> str:
     axes = ", ".join(
         f"{k.split('.')[-1]}={v}" for k, v in c.cell.axes.items() if not k.startswith(("drafter.", "policy."))
     )
-    return f"{c.cell.series} | {axes}" if axes else c.cell.series
+    return f"{c.cell.series} ({axes})" if axes else c.cell.series
 
 
 def _pct(x) -> str:
@@ -95,7 +95,7 @@ def best_by(outcome, slo) -> str:
                 [
                     gpu,
                     series,
-                    _name(c).split(" | ", 1)[-1],
+                    _name(c).removeprefix(series).strip(" ()"),
                     f"{c.cost:.3f}",
                     _pct(slo.margin(c.summary)),
                     save,

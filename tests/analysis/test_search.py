@@ -182,3 +182,12 @@ def test_a_resumed_search_under_another_slo_reuses_finished_runs(tmp_path, capsy
     rows = [line.split() for line in capsys.readouterr().out.splitlines()]
     stages = [row for row in rows if len(row) == 6 and row[0].isdigit()]
     assert stages and sum(int(row[4]) for row in stages) > 0  # cached runs served the new SLO
+
+
+def test_ray_backend_gives_the_same_result_as_jobs_1(tmp_path):
+    pytest.importorskip("ray")
+    small = SPACE.replace('"server.replicas" = [1, 2, 4]', '"server.replicas" = [2]')
+    assert _search(tmp_path, "local", "--jobs", "1", space=small) == 0
+    assert _search(tmp_path, "ray", "--jobs", "2", "--backend", "ray", space=small) == 0
+    for name in ("ranked.csv", "dropped.csv", "vllm_serve.sh"):
+        assert (tmp_path / "local" / name).read_text() == (tmp_path / "ray" / name).read_text(), name
