@@ -18,7 +18,7 @@ The sharded run (issue 15 part 3) is opt-in too: `SPECBED_BENCH_RAY=1 python -m 
 replicas for one simulated hour (387,320 requests, Poisson at 20 × the Azure 2023 conversation trace's
 rate with its lengths, round-robin) in one process and on a local 2-CPU Ray instance (`sim.shard`), checks
 the two summaries are identical, and prints both wall times, the ratio (goal ≥ 1.7×), the per-replica-hour
-cost and the cluster-day estimate of README's "Speed" section.
+cost and the cluster-day estimate of docs/notes/2026-11-30-speed.md.
 
 May import: numpy, the standard library, sim, specsched.
 """

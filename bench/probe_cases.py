@@ -69,9 +69,10 @@ PROM = (
     )
 ).encode()
 
+#: special files, none of the kinds tests/fuzz uses (FIFO, /dev/zero, /dev/full, /dev/random, link -> FIFO)
 SPECIAL = {
-    "fifo": "fifo",
-    "zero": ("link", "/dev/zero"),
+    "fifo-chain": "chain",  # a link to a link to a FIFO
+    "proc": ("link", "/proc/self/status"),  # procfs: a "regular" file whose size says 0
     "urandom": ("link", "/dev/urandom"),
     "null": ("link", "/dev/null"),
     "socket": "socket",
@@ -172,7 +173,7 @@ def special_probes() -> list[Probe]:
     out = []
     for slot, (argv, _) in SLOTS.items():
         ext = ".json" if "json" in " ".join(argv) or "curves" in slot or "fit" in slot.split()[-1] else ".csv"
-        out += [_p(f"special {slot} {kind}", argv, f"in-{kind}{ext}", spec) for kind, spec in SPECIAL.items()]
+        out += [_p(f"special {slot} {k}", argv, f"probe-{k}{ext}", spec) for k, spec in SPECIAL.items()]
     for slot, (argv, rel) in FOLDER_SLOTS.items():
         for kind, spec in SPECIAL.items():
             if kind != "dir":
@@ -188,7 +189,9 @@ def json_probes() -> list[Probe]:
             at = ".".join(map(str, path))
             out += [_p(f"number {slot} {at}={k}", argv, "x.json", _raw(doc, path, v)) for k, v in BIG.items()]
             out += [
-                _p(f"type {slot} {at}={k}", argv, "x.json", _j(_set(doc, path, v))) for k, v in TYPES.items()
+                _p(f"type {slot} {at}={k}", argv, "x.json", _j(_set(doc, path, v)))
+                for k, v in TYPES.items()
+                if not (slot == "compare vllm" and v is None)  # vLLM writes null for "not measured"
             ]
         for path in maps:
             at = ".".join(map(str, path))
@@ -229,15 +232,19 @@ def toml_csv_probes() -> list[Probe]:
 
 def summary_probes() -> list[Probe]:
     out = []
-    values = {
-        **{k: v for k, v in BIG.items() if k != "int5000"},
-        **{k: json.dumps(v) for k, v in TYPES.items()},
+    values = {  # none of tests/fuzz's values (-1, 2.5, "3", null, 1e400, [1])
+        **{k: v for k, v in BIG.items() if k not in ("int5000", "e400")},
+        "e500": "6e500",
+        **{k: json.dumps(v) for k, v in TYPES.items() if v is not None},
+        "empty-obj": "{}",
     }
     for key in ("spec_drafts", "spec_accepted_tokens", "itl_s_mean"):
         for label, literal in values.items():
+            if key == "itl_s_mean" and label in ("NaN", "null"):
+                continue  # no ITL measured (one-token outputs): legal, written as null
             setup = {"@summary": (key, literal)}
             out.append(Probe(f"summary {key}={label}", ["export", "{W}/run"], setup, names=("summary.json",)))
-    for label, value in (("neg", "-3"), ("frac", "2.5")):
+    for label, value in (("neg", "-3"), ("frac", "0.25")):
         setup = {"@summary": ("spec_drafts", value)}
         out.append(
             Probe(f"summary spec_drafts {label}", ["export", "{W}/run"], setup, names=("spec_drafts",))

@@ -113,6 +113,10 @@ def setup(ws: Path, spec: dict) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         if what == "fifo":
             os.mkfifo(path)
+        elif what == "chain":
+            os.mkfifo(path.with_name(path.name + ".fifo"))
+            os.symlink(path.name + ".fifo", path.with_name(path.name + ".link"))
+            os.symlink(path.name + ".link", path)
         elif what == "socket":
             s = socket.socket(socket.AF_UNIX)
             s.bind(str(path))
@@ -214,30 +218,9 @@ def judge(p: Probe, status: str, code: int, err: str, before: dict, after: dict)
     return None
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--root", default=str(Path(__file__).resolve().parents[1]), help="checkout to probe")
-    ap.add_argument("--only", default="", help="run only probes whose id contains this")
-    ap.add_argument("--show", type=int, default=40, help="list this many unhandled probes")
-    ap.add_argument("--skip-slow", action="store_true", help="skip the probes that import torch")
-    args = ap.parse_args()
-    root = Path(args.root).resolve()
-    sys.path.insert(0, str(root))
-    os.chdir(root)
-    import specbed.cli  # noqa: F401 - preload the light commands once; each child inherits them
-
-    for mod in (
-        "sim.cli",
-        "analysis.cli",
-        "traces.cli",
-        "sim.vllm.cli",
-        "specbed.cost_cli",
-        "specbed.plan_cli",
-    ):
-        __import__(mod)
-    probes = [p for p in all_probes() if args.only in p.id and not (args.skip_slow and p.limit_s > 20)]
+def run_all(probes: list[Probe], root: Path) -> list[tuple[str, str]]:
+    """(probe id, why) of every probe not handled."""
     bad: list[tuple[str, str]] = []
-    start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="probe-") as tmp:
         template = build_template(root, Path(tmp))
         for i, p in enumerate(probes):
@@ -260,6 +243,37 @@ def main() -> None:
             if why is not None:
                 bad.append((p.id, why))
             shutil.rmtree(case, ignore_errors=True)
+    return bad
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--root", default=str(Path(__file__).resolve().parents[1]), help="checkout to probe")
+    ap.add_argument("--only", default="", help="run only probes whose id contains this")
+    ap.add_argument("--show", type=int, default=40, help="list this many unhandled probes")
+    ap.add_argument("--skip-slow", action="store_true", help="skip the probes that import torch")
+    ap.add_argument("--limit", type=float, default=None, help="seconds before a light probe counts as a hang")
+    args = ap.parse_args()
+    root = Path(args.root).resolve()
+    sys.path.insert(0, str(root))
+    os.chdir(root)
+    import specbed.cli  # noqa: F401 - preload the light commands once; each child inherits them
+
+    for mod in (
+        "sim.cli",
+        "analysis.cli",
+        "traces.cli",
+        "sim.vllm.cli",
+        "specbed.cost_cli",
+        "specbed.plan_cli",
+    ):
+        __import__(mod)
+    probes = [p for p in all_probes() if args.only in p.id and not (args.skip_slow and p.limit_s > 20)]
+    for p in probes:
+        if args.limit is not None and p.limit_s <= 20:
+            p.limit_s = args.limit
+    start = time.monotonic()
+    bad = run_all(probes, root)
     n = len(probes)
     print(f"probe: {n} inputs, {time.monotonic() - start:.0f} s, root {root}")
     classes: dict[str, list[int]] = {}

@@ -148,7 +148,9 @@ def warn_probes() -> list[Probe]:
         "--set",
         "workload.num_requests=50",
     ]
-    out.append(_p("warn short trace", short, "x.csv", TRACE[:60], expect="warn"))
+    out.append(
+        _p("warn short trace", short, "x.csv", b"\n".join(TRACE.splitlines()[:3]) + b"\n", expect="warn")
+    )
     report = ["report", "{W}/sweep", "--out", "{W}/r.md"]
     for label, value in (("string", '"fast"'), ("null", "null"), ("bool", "true")):
         out.append(

@@ -3,7 +3,7 @@
 Role: `verify [--backend torch|triton] [--quick]` runs the losslessness suite (engine.proof.suite) and prints
 a table (property, cases tried, result); exit 1 if any property fails, 2 on bad usage or when the backend
 cannot run here. `main` also accepts the subcommand name first (`["verify", ...]`). (`specbed engine` and
-`specbed fidelity` live in engine.measure.cli and specbed.fidelity.)
+`specbed fidelity` live in engine.measure.cli and twin.cli.)
 
 May import: stdlib, torch, engine.* (lazily, so `--help` stays fast).
 """

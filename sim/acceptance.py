@@ -5,7 +5,8 @@ Role: per engine step, `true_probs` gives each running request's TRUE conditiona
 scheduler sees (a noisy, over-confident view of the truth, optionally STS-calibrated). Outcomes never depend
 on the estimate. Contract: docs/sim-acceptance-api.md.
 
-May import: numpy, the standard library, `specsched.errors`, `specsched.calibration`, `sim.population`.
+May import: numpy, the standard library, `specsched.errors`, `specsched.calibration`, `sim.population`,
+`sim.model`.
 
 Truth model (logits). For a request r of domain d, at draft position k of one engine step:
     z[r, k] = θ[d, k] + u_r + ε[r, k],   c[r, k] = σ(z[r, k])
@@ -41,6 +42,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from sim.model import sample_chain
 from sim.population import (
     GH_E,
     gauss_nodes,
@@ -71,7 +73,11 @@ class AcceptanceConfig:
     per-position noise. auc: target mean AUC of the raw estimate's survival, in (0.5, 1] (1 = as good as the
     truth). overconfidence: logit scale − 1 of the raw estimate (0 = roughly calibrated). sts: calibrate with
     STS. sts_samples: held-out step-samples for the σ_η and STS fits (and again for `report`). weighting:
-    "step" or "request", the population whose τ matches the curve (module docstring).
+    "step" or "request", the population whose τ matches the curve (module docstring). model: "parametric"
+    (this module's truth and estimate) or "empirical" (`sim.empirical`: replay measured engine
+    request-steps from the curves file's samples). groups (empirical only): "random" (each request draws
+    one measured group of its domain) or "in_order" (the i-th request of a domain replays its i-th group,
+    as `specbed fidelity` pairs engine and simulator requests).
     """
 
     difficulty_sd: float = 0.5
@@ -119,8 +125,12 @@ class AcceptanceModel:
 
     The constructor solves θ, draws held-out samples from `rng` to solve σ_η and (if cfg.sts) to fit STS, and
     keeps a child generator for the lazily computed `report`. Hot-path methods are vectorized over R and take
-    their own generator (the caller keeps separate streams for truth and estimate noise).
+    their own generator (the caller keeps separate streams for truth and estimate noise). It is a
+    `sim.model.VectorModel`: the simulator draws K steps of it at once.
     """
+
+    vector_draws = True  # `sim.model.AcceptanceSource`: offers draw_steps / accept_steps / unget_steps
+    by_position = False
 
     def __init__(self, curves: np.ndarray, cfg: AcceptanceConfig, rng: np.random.Generator) -> None:
         c = np.asarray(curves, dtype=np.float64)
@@ -378,28 +388,6 @@ class AcceptanceModel:
                 per_ece = np.asarray(_ece(np.exp(log_surv), labels))
                 rep[f"ece_{name}"], rep[f"ece_{name}_per_position"] = float(per_ece.mean()), per_ece.tolist()
         return rep
-
-
-def sample_chain(
-    true: np.ndarray, lengths: np.ndarray, rng: np.random.Generator, positions: np.ndarray | None = None
-) -> np.ndarray:
-    """Accepted drafts `int64[...]`: the first k with u_k >= true[..., k] (u uniform), capped at `lengths`.
-
-    `true: float64[..., γ]` (R requests, or K steps × R requests: uniforms are drawn in that order, so K
-    steps at once draw exactly what K one-step calls would); `lengths: int64[...]`.
-    `positions`: np.arange(γ), passed by hot-path callers to save an allocation.
-    """
-    gamma = true.shape[-1]
-    if gamma == 0:
-        return np.zeros(true.shape[:-1], dtype=np.int64)
-    if positions is None:
-        positions = np.arange(gamma)
-    stop = np.empty((*true.shape[:-1], gamma + 1), dtype=bool)
-    head = stop[..., :gamma]
-    np.greater_equal(rng.random(true.shape), true, out=head)
-    head |= positions >= np.asarray(lengths)[..., None]
-    stop[..., gamma] = True
-    return np.argmax(stop, axis=-1).astype(np.int64, copy=False)
 
 
 def _mean(x: np.ndarray) -> float:

@@ -3,7 +3,7 @@
 Role: `fail`, `check_choice`, `check_range` (one-line InputErrors naming `section.key`), and one table of
 upper bounds (`UPPER_BOUNDS`) with its check (`check_bounds`), run before anything is allocated, so a huge
 value is refused in one line naming its key instead of exhausting memory or
-overflowing int64 later. Documented in the README ("Bad input and safe output").
+overflowing int64 later. Documented in docs/config.md (every key's bound) and docs/bad-input.md.
 
 May import: the standard library, `specsched.errors`.
 """
@@ -56,6 +56,35 @@ UPPER_BOUNDS: dict[str, float] = {
     "server.max_cudagraph_capture_size": 1 << 16,  # eager points are tabulated per token up to 2× it
     "server.cudagraph_capture_sizes": 1 << 16,
     "server.eager_factor": 1000.0,
+    # disaggregated runs (sim.disagg.config): [[pool]] tables by role, and [handoff]
+    "pool.prefill.replicas": 4096,
+    "pool.prefill.tp": 4096,
+    "pool.prefill.max_num_seqs": 16_384,
+    "pool.prefill.max_num_batched_tokens": 1 << 20,
+    "pool.prefill.kv_tokens": 10**12,
+    "pool.decode.replicas": 4096,
+    "pool.decode.tp": 4096,
+    "pool.decode.max_num_seqs": 16_384,
+    "pool.decode.max_num_batched_tokens": 1 << 20,
+    "pool.decode.kv_tokens": 10**12,
+    "pool.prefill.prefix_hit": 1.0,
+    "pool.decode.prefix_hit": 1.0,
+    "pool.prefill.ep_gpus": 4096,
+    "pool.prefill.attention_ranks": 4096,
+    "pool.prefill.redundant_experts": 4096,
+    "pool.prefill.micro_batches": 2,
+    "pool.decode.micro_batches": 2,
+    "pool.decode.ep_gpus": 4096,
+    "pool.decode.attention_ranks": 4096,
+    "pool.decode.redundant_experts": 4096,
+    "pool.decode.expert_imbalance": 100.0,
+    "pool.decode.attention_imbalance": 100.0,
+    "pool.decode.context_tokens": 1e7,  # tokens
+    "pool.decode.query_tokens": 65.0,  # 1 + γ at most
+    "handoff.bandwidth": 1e15,  # bytes / s
+    "handoff.latency": 3600.0,  # seconds
+    "handoff.kv_bytes_per_token": 1e9,
+    "handoff.streams": 4096,
     "metrics.slo_ttft_s": 1e7,
     "metrics.slo_tpot_s": 1e7,
     "metrics.series_bins": 1_000_000,

@@ -184,8 +184,12 @@ def _unknown(section: str, key: str, schema: dict) -> InputError:
     return InputError(f"unknown key (known keys: {keys})", field=f"{section}.{key}" if section else key)
 
 
-def load_config(path: str | Path | None = None, overrides: typing.Iterable[str] = ()) -> SimConfig:
+def load_config(
+    path: str | Path | None = None, overrides: typing.Iterable[str] = (), *, skip: typing.Collection[str] = ()
+) -> SimConfig:
     """The config in TOML file `path` (None: the defaults) with `--set` overrides applied, validated.
+    Top-level tables named in `skip` are left to the caller (`sim.disagg.config` reads `[[pool]]` and
+    `[handoff]` so); `--set` items for them are the caller's too.
 
     Raises `InputError` naming the file, line and key (or the --set item) for unreadable files, TOML syntax
     errors, unknown sections or keys, wrong types and out-of-range values.
@@ -199,6 +203,8 @@ def load_config(path: str | Path | None = None, overrides: typing.Iterable[str] 
         data = inputs.parse_toml(text, fname)  # digit, depth and int64 limits: one line naming the file
         base = Path(path).parent
         for top, content in data.items():
+            if top in skip:
+                continue
             if top in schema[""]:
                 items = [("", top, content)]
             elif top in schema and isinstance(content, dict):
@@ -233,6 +239,8 @@ def load_config(path: str | Path | None = None, overrides: typing.Iterable[str] 
                 origin[dotted] = (fname, line)
     for item in overrides:
         section, key, text_value = parse_override(item)
+        if section.partition(".")[0] in skip:
+            continue
         dotted = f"{section}.{key}" if section else key
         if section not in schema or key not in schema[section]:
             raise InputError(_unknown(section, key, schema).message + " (in --set)", field=dotted)

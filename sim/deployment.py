@@ -5,7 +5,8 @@ engine's `engine.loop.Engine`): the `StepCost` that prices its steps and the one
 the policy and the views it plans with, the acceptance model and the random streams, and the switches of
 the multi-step path.
 
-May import: numpy, simpy, the standard library, `sim.recorder`, `specsched` (CostTable, Policy, StepCost).
+May import: numpy, simpy, the standard library, `sim.model`, `sim.recorder`, `specsched` (CostTable, Policy,
+StepCost).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
+from sim.model import AcceptanceSource
 from sim.recorder import Recorder
 from specsched import CostTable, Policy
 from specsched.stepcost import StepCost
@@ -39,7 +41,7 @@ class Deployment:
 
     env: simpy.Environment
     recorder: Recorder
-    model: object  # sim.acceptance.AcceptanceModel or sim.empirical.EmpiricalModel
+    model: AcceptanceSource  # sim.acceptance.AcceptanceModel, sim.empirical.EmpiricalModel, ...
     policy: Policy
     step: StepCost
     gamma: int
@@ -75,7 +77,7 @@ class Deployment:
         self.replicas = 0  # replicas built on this deployment (each `sim.server.Replica` counts itself)
         if self.horizon is None:
             self.horizon = self.env.peek
-        self.vector_draws = hasattr(self.model, "draw_steps")
+        self.vector_draws = bool(self.model.vector_draws)  # a `sim.model.VectorModel`
         # The multi-step path needs K steps' draws at once, no per-request history, and one step cost for
         # the whole run: a per-KV-token term moves the cost (and the policy's fixed term) every step.
         self.multi_step = (

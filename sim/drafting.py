@@ -61,7 +61,7 @@ def _draft(rep, r: int, slots, drafting: int, depths=None, base: float | None = 
     step = rep.eng.step
     taken = intake(rep, slots) if step.intake_s else 0
     longest = longest_context(rep) if step.draft_context_s else 0
-    return step.draft(r, depths=depths, drafting=drafting, intake=taken, longest=longest, base=base)
+    return step.draft(r, depths, drafting, taken, longest, base)
 
 
 def longest_context(rep) -> int:

@@ -28,7 +28,7 @@ row of it). Shapes: R running requests, D domains (DOMAINS order), γ draft posi
 longer: its first γ are used).
 
 May import: numpy, the standard library, `specsched.calibration`, `specsched.contracts` (the curves
-file it reads), `sim.acceptance`.
+file it reads), `sim.model`.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import math
 
 import numpy as np
 
-from sim.acceptance import sample_chain
+from sim.model import sample_chain
 from specsched.calibration import auc, ece, survival_labels
 from specsched.contracts import DOMAINS, Samples
 
@@ -49,7 +49,10 @@ class EmpiricalModel:
     """Acceptance truth + estimate by resampling measured engine request-steps (module docstring).
 
     curves: float64[D, γ] (rows in DOMAINS order); samples: {domain: Samples} with ≥ γ positions each.
+    A `sim.model.AcceptanceSource` (one step at a time: its rows are drawn per request-step).
     """
+
+    vector_draws = False
 
     def __init__(self, curves: np.ndarray, samples: dict[str, Samples], in_order: bool = False) -> None:
         c = np.asarray(curves, dtype=np.float64)

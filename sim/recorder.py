@@ -12,6 +12,7 @@ May import: numpy, the standard library, `sim.timebins`, `specsched.stepcost` (P
 from __future__ import annotations
 
 import math
+from operator import add
 
 import numpy as np
 
@@ -211,10 +212,8 @@ class Recorder:
                 part.accepted_hist += np.bincount(accepted, minlength=part.accepted_hist.size)
         part.draft_s += draft_s
         part.verify_s += seconds - draft_s
-        if bill is not None:
-            sums = part.bill_s
-            for i, v in enumerate(bill[: len(sums)]):
-                sums[i] += v
+        if bill is not None:  # part by part, in step order (map stops at the parts: bill ends with its sum)
+            part.bill_s = list(map(add, part.bill_s, bill))
         data, bins = part.bins.data, part.bins
         row = data[bins.index(start)]
         row[BIN_STEPS] += 1.0

@@ -56,7 +56,7 @@ import simpy
 
 from sim.deployment import Deployment
 from sim.drafting import decide, draft_part, longest_context
-from sim.steps import DecodeRun, NormalStream, StepPlan, plan_decode_run, run_bills, run_length
+from sim.steps import DecodeRun, NormalStream, StepPlan, plan_decode_run, run_length
 from specsched.planner import Planner, StepDecision
 from specsched.stepcost import StepShape
 
@@ -162,7 +162,7 @@ class Replica:
                     eng.on_step(t)
             self._apply_run(plan)
             return
-        for k, bill in enumerate(run_bills(bills)):
+        for k, bill in enumerate(bills.each()):
             start, seconds, verify, emitted = env.now, bill.seconds, plan.verify[k], plan.emitted[k]
             yield env.timeout(seconds)
             lengths, accepted = plan.step_lengths[k], plan.step_accepted[k]
@@ -223,15 +223,14 @@ class Replica:
             r,
             verify + prefill,
             verify,
-            prefilling=int(np.count_nonzero(chunks)) if prefill and step.prefill_request_s else 0,
-            padded=r * (1 + int(lengths.max())) if r and step.pad_s else 0,
-            kv=self.kv_used,
-            longest=longest_context(self) if step.context_pad_s else 0,
+            int(np.count_nonzero(chunks)) if prefill and step.prefill_request_s else 0,  # prefilling
+            r * (1 + int(lengths.max())) if r and step.pad_s else 0,  # padded verify slots
+            self.kv_used,
+            longest_context(self) if step.context_pad_s else 0,  # longest running context
         )
         bill = step.bill(shape, draft_s)
-        return StepPlan(
-            di, r, lengths, accepted, pf, chunks, prefill, now, bill.seconds, verify, bill.draft, bill
-        )
+        args = (now, bill.seconds, verify, bill.draft, bill, decision)
+        return StepPlan(di, r, lengths, accepted, pf, chunks, prefill, *args)
 
     def _decide(self, di, r: int) -> tuple[StepDecision, np.ndarray, float]:
         """(decision, accepted, draft seconds) of this step's r decoding slots `di` (accepted: int64[r]):
@@ -245,7 +244,7 @@ class Replica:
             w, conf = model.draw_steps(dom, lat, 1, self.rng_truth, self.rng_conf, self.offsets[di])
             conf = conf[0]
         else:
-            pos = {"position": self.gen[di]} if getattr(model, "by_position", False) else {}
+            pos = {"position": self.gen[di]} if model.by_position else {}
             true, conf = model.step(dom, lat, self.rng_truth, self.rng_conf, **pos)
         decision = decide(self, di, r, conf)
         lengths, draft_s = decision.lengths, draft_part(self, di, r, decision)

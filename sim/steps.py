@@ -190,7 +190,7 @@ def plan_decode_run(rep, k: int, now: float) -> DecodeRun:
     emitted[-1] = int(np.add.reduce(slot_emit)) - sum(emitted[:-1])
     return DecodeRun(
         n,
-        bills if keep == k else _first(bills, keep),
+        bills if keep == k else bills.first(keep),
         verify[:keep],
         emitted,
         slot_emit,
@@ -200,17 +200,3 @@ def plan_decode_run(rep, k: int, now: float) -> DecodeRun:
         lengths[:keep],
         accepted[:keep],
     )
-
-
-def _first(bills: RunBills, keep: int) -> RunBills:
-    """The bills of the first `keep` steps of a run."""
-    pad = None if bills.pad is None else bills.pad[:keep]
-    return RunBills(bills.draft, bills.fixed, bills.forward[:keep], pad, bills.seconds[:keep])
-
-
-def run_bills(bills: RunBills):
-    """Each step's `StepBill` of a run, in step order."""
-    draft, fixed = bills.draft, bills.fixed
-    pads = bills.pad or [0.0] * len(bills.seconds)
-    for forward, pad, seconds in zip(bills.forward, pads, bills.seconds):
-        yield StepBill(draft, fixed, 0.0, forward, 0.0, pad, 0.0, seconds)

@@ -25,19 +25,18 @@ histogram gives the tokens per level and one more the positions and drafting req
 (np.add.accumulate) give every plan's totals; the step seconds are lookups in tables cached per (table,
 drafter, R, γ) (`specsched.draft_cost.plan_prices`). The first maximum wins (on equal Θ the plan with
 fewer drafts). Decisions are identical to the frozen pre-fast-path plan (tests/specsched/test_depth_fast.py).
-Speed: ~23 µs at R = 256, γ = 7 on the 2-core dev machine, bounded by numpy's fixed cost per call
-(~0.5–2.7 µs each at R·γ = 1792; the column loop alone is ~5 µs): see README, issue 14. The simulator
-calls the unchecked `trusted_depths` and `AdaptivePolicy.trusted`, passing each step's draft price as a
-number (`draft_s`) so the caches, keyed by table, keep hitting; the public calls validate.
+Speed is bounded by numpy's fixed cost per call, not by the arrays' size (figures:
+docs/notes/2026-11-30-adaptive-drafting.md, `python -m bench depth`). The simulator calls the unchecked
+`trusted_depths` and `AdaptivePolicy.trusted`, passing each step's draft price as a number (`draft_s`) so
+the caches, keyed by table, keep hitting; the public calls validate.
 
 Slack (the hedge): the plan prices every drafted position as verified, but verification later sees the
 CURRENT confidences and verifies what pays on those. Refusing to draft a position the fresh confidences
 would have verified loses a token; drafting one that is then declined loses only its draft cost, which is
 small beside a verify step unless the drafter is dear. So an adaptive policy takes the DEEPEST plan whose
 estimated Θ is within `slack` (default 10 %) of the best; where drafting is dear (past the knee of a
-saturating table) the plans that draft lose far more than that and it still drafts nothing. Measured: with
-slack 0 adaptive DSpark-5 lost 4–6 % to full drafting on h200-v4flash at 32–384 users; with 0.1 it is
-within 1 % (see the issue-14 notes in README).
+saturating table) the plans that draft lose far more than that and it still drafts nothing (slack 0 against
+0.1, measured: docs/notes/2026-11-30-adaptive-drafting.md).
 Depths are then d_r = #{j : s[r, j] ≥ the plan's threshold}, a prefix of each row because s is
 non-increasing along j. Zero-survival candidates are never drafted.
 

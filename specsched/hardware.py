@@ -145,6 +145,10 @@ GPUS: dict[str, GPU] = {
     # NVIDIA HGX B300 datasheet (Blackwell Ultra): 8 GPUs with 2.1 TB HBM3e at 64 TB/s in all (8 TB/s,
     # ~270 GB each) and 36 PFLOPS BF16 with sparsity (2.25 PFLOPS dense per GPU; FP8 twice that).
     "b300": GPU("B300 SXM", hbm_bw=8.0e12, flops=2.25e15, memory=270e9),
+    # NVIDIA H800 SXM5 (the export variant DeepSeek serves on): H100 SXM's HBM3 (3.35 TB/s, 80 GB) and
+    # tensor throughput (989 TFLOP/s dense BF16, 1,979 FP8), NVLink cut to 400 GB/s bidirectional (H100:
+    # 900); the link presets are in specsched.comm ("nvlink-h800").
+    "h800": GPU("H800 SXM", hbm_bw=3.35e12, flops=989e12, memory=80e9),
 }
 
 MODELS: dict[str, ModelShape] = {

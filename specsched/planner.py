@@ -25,7 +25,7 @@ May import: numpy, the standard library, `specsched` (cost, draft_cost, stale, p
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -34,9 +34,8 @@ from specsched.draft_cost import DraftCost
 from specsched.stale import StaleBuffer
 
 
-@dataclass(frozen=True, eq=False)
-class StepDecision:
-    """One step's scheduling decision, for its R decoding requests in batch order.
+class StepDecision(NamedTuple):
+    """One step's scheduling decision (immutable), for its R decoding requests in batch order.
 
     depths: int64[R] planned draft depths (draft = "adaptive"), None = full drafting (γ each); lengths:
     int64[R] the policy's verify lengths (ℓ_r ≤ depth_r); draft_s: the draft pass's seconds as the planner

@@ -20,13 +20,19 @@ the same in every path and every release):
     pad          pad_s · (padded − verify) verify slots, when no prefill-request term was charged
     context_pad  context_pad_s · running requests · longest context (every row's KV padded to it)
 
-To add a term: (1) give it a field here with default 0.0 (one name, seconds per unit) and, if it needs a
-new count, a `StepShape` field; (2) add its part to `PARTS` and `StepBill` at the END (new terms are
-added after the existing ones, so every existing figure stays bit-identical) and compute it in `bill`
-(and in `bills`, or leave `multi_step` False when it is on); (3) map its config key in `TERMS` and in
-`sim.stepcost.step_cost` (with its bound in `sim.bounds` and its field in `sim.config`); (4) fill the
-new shape count in `sim.server.Replica._plan`. Its mean per step then appears in summary.json
-(`step_s_<part>`) and in the timeline without further edits.
+To add a term (one room: this file, plus its config key; the rest follows from `PARTS` and `TERMS`):
+1. here: a `StepCost` field with default 0.0 (one name, seconds per unit); its part at the END of `PARTS`
+   and `StepBill` (new parts are added after the existing ones, so every existing figure stays
+   bit-identical) computed in `bill`; in `bills` and `RunBills` too, or make it part of
+   `varies_within_run` (the multi-step path then stays off while it is on); its `TERMS` row (config key,
+   and the engine-profile field when the engine measures it);
+2. `sim/config.py`: the key, its sentence in the section docstring and its range check; `sim/bounds.py`:
+   its upper bound; then `python -m sim.config_doc` regenerates docs/config.md;
+3. only when it needs a count the step does not carry yet: a `StepShape` field, filled in
+   `sim.server.Replica._plan`.
+`sim.stepcost.step_cost` reads every `TERMS` key by itself; summary.json (`step_s_<part>`), the recorder
+and the timeline (`cost_us`) pick the new part up from `PARTS`. E.g. a per-step overhead term touches
+specsched/stepcost.py, sim/config.py, sim/bounds.py and docs/config.md.
 
 May import: numpy, the standard library, `specsched.cost`, `specsched.draft_cost`.
 """
@@ -125,6 +131,18 @@ class RunBills(NamedTuple):
         """Each part of `PARTS` as a float (the same every step), a list of K floats or None (zero)."""
         return (self.draft, self.fixed, None, self.forward, None, self.pad, None)
 
+    def first(self, keep: int) -> RunBills:
+        """The bills of the first `keep` steps."""
+        pad = None if self.pad is None else self.pad[:keep]
+        return RunBills(self.draft, self.fixed, self.forward[:keep], pad, self.seconds[:keep])
+
+    def each(self):
+        """Each step's `StepBill`, in step order."""
+        columns = [[c] * len(self.seconds) if isinstance(c, float) else c for c in self.columns()]
+        zero = [0.0] * len(self.seconds)
+        for parts in zip(*(zero if c is None else c for c in columns), self.seconds):
+            yield StepBill(*parts)
+
 
 @dataclass(frozen=True, eq=False)
 class StepCost:
@@ -167,7 +185,6 @@ class StepCost:
     def draft(
         self,
         decoding: int,
-        *,
         depths: np.ndarray | None = None,
         drafting: int = 0,
         intake: int = 0,

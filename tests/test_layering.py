@@ -13,6 +13,7 @@ RULES = [
     ("sim", ["torch", "engine", "matplotlib"]),
     ("engine", ["sim", "simpy"]),
     ("engine.lm", ["sim", "simpy", "engine.measure", "engine.proof"]),
+    ("twin", ["matplotlib", "analysis", "paper_figs"]),
 ]
 
 
@@ -54,10 +55,36 @@ def test_only_the_contract_floor_knows_the_file_formats():
     floor = ROOT / "specsched" / "contracts"
     offenders = [
         f"{path.relative_to(ROOT)}: {marker}"
-        for pkg in ("specsched", "sim", "engine", "specbed", "analysis", "paper_figs", "traces")
+        for pkg in ("specsched", "sim", "engine", "specbed", "analysis", "paper_figs", "traces", "twin")
         for path in (ROOT / pkg).rglob("*.py")
         if floor not in path.parents
         for marker in CONTRACT_MARKERS
         if marker in path.read_text()
     ]
     assert offenders == [], "contract formats spelled outside specsched/contracts: " + "; ".join(offenders)
+
+
+def _imported_roots(path: Path) -> set[str]:
+    """Top-level packages a module imports anywhere (lazy imports inside functions included)."""
+    import ast
+
+    roots = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            roots |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+def test_only_the_twin_imports_both_the_engine_and_the_simulator():
+    """`twin` is the floor above `engine` and `sim`: no other package imports both, so the two stay
+    independent (they share only `specsched`), and the fidelity bridge has one home."""
+    both = [
+        str(path.relative_to(ROOT))
+        for pkg in ("specsched", "sim", "engine", "traces", "specbed", "analysis", "paper_figs", "bench")
+        for path in (ROOT / pkg).rglob("*.py")
+        if {"engine", "sim"} <= _imported_roots(path)
+    ]
+    assert both == [], "only twin/ may import both engine and sim: " + "; ".join(both)
+    assert {"engine", "sim"} <= set().union(*(_imported_roots(p) for p in (ROOT / "twin").glob("*.py")))

@@ -50,7 +50,16 @@ def test_sim_replica_and_engine_planner_decide_alike(case, monkeypatch):
     cfg = load_config(None, [*BASE, *CASES[case]])
     log = _Logged.log = []
     monkeypatch.setattr(sim.server, "Planner", _Logged)
+    carried, apply = [], sim.server.Replica._apply
+
+    def _apply(rep, plan):  # the simulator's StepPlan carries the planner's decision
+        carried.append(plan.decision)
+        apply(rep, plan)
+
+    monkeypatch.setattr(sim.server.Replica, "_apply", _apply)
     sim.simulate(cfg)
+    decided = [got for kind, *_, got in log if kind == "after"]
+    assert {id(d) for d in carried if d is not None} <= {id(d) for d in decided} and any(carried)
     policy = specsched.make_policy(cfg.policy.name, **cfg.policy.params())
     drafter = sim.drafter.draft_cost(cfg.drafter)
     engine_cfg = EngineConfig(

@@ -13,11 +13,11 @@ import dataclasses
 import re
 import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from engine.lm.data import DataConfig
 from engine.lm.layers import DraftConfig
 from engine.model import ModelConfig
+from specsched import inputs
 from specsched.errors import InputError
 
 _NAME = re.compile(r"^(eagle|dflash|dspark)(\d+)$")
@@ -166,12 +166,10 @@ def resolve(preset: str = "full", config_file: str | None = None, sets: list[str
         raise InputError(f"unknown preset {preset!r} (choose from {', '.join(PRESETS)})", field="preset")
     base = dataclasses.asdict(PRESETS[preset])
     if config_file:
-        try:
-            doc = tomllib.loads(Path(config_file).read_text())
-        except (OSError, tomllib.TOMLDecodeError) as err:
-            raise InputError(f"cannot read config: {err}", file=config_file) from None
-        base.update(doc.get("train", {}))
-        base["data"] = {**base["data"], **doc.get("data", {})}
+        doc = inputs.load_toml(config_file, what="train config")  # regular file, capped, bounded parse
+        with inputs.reading(config_file):
+            base.update(inputs.mapping(doc.get("train", {}), field="train"))
+            base["data"] = {**base["data"], **inputs.mapping(doc.get("data", {}), field="data")}
     for item in sets:
         key, sep, value = item.partition("=")
         if not sep:
@@ -181,7 +179,7 @@ def resolve(preset: str = "full", config_file: str | None = None, sets: list[str
             raise InputError("unknown key", field=key)
         try:
             target[name] = tomllib.loads(f"v = {value}")["v"]
-        except tomllib.TOMLDecodeError:
+        except (tomllib.TOMLDecodeError, ValueError, RecursionError, KeyError):
             target[name] = value
     base["drafters"] = (
         tuple(base["drafters"].split(",")) if isinstance(base["drafters"], str) else tuple(base["drafters"])

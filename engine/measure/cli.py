@@ -15,6 +15,7 @@ May import: stdlib, torch, numpy, specsched, engine.* (lazily; never sim).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -94,13 +95,31 @@ def _eval(argv: list[str]) -> int:
     from engine.measure.evaluate import evaluate, format_report, write_outputs
     from specsched import safeio
 
-    bundle, corpus = _setup(args)
-    safeio.check_dir(args.out_dir, field="--out-dir")  # before measuring: a bad folder is bad input
+    fresh = not Path(args.out_dir).exists()
+    safeio.check_dir(args.out_dir, field="--out-dir")  # before loading anything: bad input
+    try:
+        bundle, corpus = _setup(args)
+    except BaseException:
+        if fresh:  # a folder made for a run refused at setup: leave no trace
+            with contextlib.suppress(OSError):
+                Path(args.out_dir).rmdir()
+        raise
     res = evaluate(bundle, corpus, _eval_config(args), progress=_progress(args.quiet))
     print(format_report(res))
     files = write_outputs(res, Path(args.out_dir))
     print("wrote " + ", ".join(str(f) for f in files))
     return 0
+
+
+def _check_profile_outputs(args) -> None:
+    """--out and --steps-out proven writable (and distinct) before loading or measuring anything."""
+    from specsched import safeio
+
+    safeio.check_file(args.out)
+    if args.steps_out:
+        safeio.check_file(args.steps_out, field="--steps-out")
+        if Path(args.steps_out).resolve() == Path(args.out).resolve():
+            raise InputError("is the --out file too; name another", file=args.steps_out, field="--steps-out")
 
 
 def _profile(argv: list[str]) -> int:
@@ -145,14 +164,9 @@ def _profile(argv: list[str]) -> int:
         rs = tuple(int(x) for x in args.requests.split(","))
     except ValueError:
         raise ValueError(f"--requests: expected comma-separated integers, got {args.requests!r}") from None
-    from specsched import safeio
 
     args.drafters = args.drafter
-    safeio.check_file(args.out)  # before loading or measuring: a bad --out is bad input
-    if args.steps_out:
-        safeio.check_file(args.steps_out, field="--steps-out")
-        if Path(args.steps_out).resolve() == Path(args.out).resolve():
-            raise InputError("is the --out file too; name another", file=args.steps_out, field="--steps-out")
+    _check_profile_outputs(args)
     bundle, corpus = _setup(args)
     pcfg = ProfileConfig(
         requests=rs,
@@ -203,8 +217,8 @@ def _curves(argv: list[str]) -> int:
             )
         mapping = {sim: eng for sim, eng in mapping.items() if eng in wanted}
     args.drafters = ",".join(sorted(set(mapping.values())))
+    safeio.check_file(args.out)  # before loading or measuring: a bad --out is bad input
     bundle, corpus = _setup(args)
-    safeio.check_file(args.out)  # before measuring: a bad --out is bad input
     res = evaluate(bundle, corpus, _eval_config(args), progress=_progress(args.quiet))
     curves = build_curves(
         res,

@@ -63,6 +63,8 @@ def _read_summary(run_dir: Path) -> dict:
         value = doc[key]
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
             raise InputError(f"expected a number, got {value!r}"[:80], file=str(path), field=key)
+        if isinstance(value, float) and math.isinf(value):  # NaN / null: no ITL measured; inf: nonsense
+            raise InputError(f"not a finite number: {value!r}", file=str(path), field=key)
     return doc
 
 

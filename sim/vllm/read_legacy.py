@@ -14,7 +14,7 @@ Role: sources that give the mean acceptance length τ but no per-position counts
   0.4.7 also `accept rate: 0.45` = (accept len − 1) / drafts per step, giving K. No draft counts: the
   intervals are averaged weighted by `#running-req` (SGLang logs every `decode_log_interval` steps, each
   step verifying one draft per running request) — an estimate, marked so. Intervals with accept len < 1
-  (speculation off) are skipped.
+  (speculation off) are skipped. `python -m sglang.bench_serving`'s `Accept length:` line is read alike.
 
 May import: numpy, the standard library, `specsched.errors`, `sim.vllm.textutil`, `sim.vllm.acceptance`,
 `sim.vllm.read_logs` (its field parser).
@@ -38,6 +38,7 @@ V0_EMIT = "Number of emitted tokens"
 V0_EFF = "System efficiency"
 SGL_MARK = re.compile(r"accept len\s*:\s*([-+0-9.eE]+)")
 SGL_RATE = re.compile(r"accept rate\s*:\s*([-+0-9.eE]+)")
+SGL_BENCH = re.compile(r"^\W*Accept length\s*:\s*([-+0-9.eE]+)\s*$", re.M)  # sglang.bench_serving
 SGL_RUNNING = re.compile(r"#running-req\s*:\s*(\d+(?:,\d{3})*)")
 
 
@@ -46,7 +47,7 @@ def is_v0(text: str) -> bool:
 
 
 def is_sglang(text: str) -> bool:
-    return SGL_MARK.search(text) is not None
+    return SGL_MARK.search(text) is not None or SGL_BENCH.search(text) is not None
 
 
 def _v0_line(fields: dict, file: str, line: int) -> tuple[float, float, float, int]:
@@ -115,7 +116,7 @@ def read_sglang(paths: list[str], texts: list[str]) -> TauOnly:
     weighted, weight, ks, first, skipped = 0.0, 0.0, [], None, 0
     for file, text in zip(paths, texts):
         for lineno, line in lines(text):
-            m = SGL_MARK.search(line)
+            m = SGL_MARK.search(line) or SGL_BENCH.search(line)
             if m is None:
                 continue
             tau = number(m.group(1))

@@ -44,6 +44,11 @@ _NAME = re.compile(r"(vllm[:_]spec_decode_[A-Za-z0-9_]*)\s*(\{[^{}]*\})?")
 _BY_LABEL = re.compile(r"(\{[^{}]*__name__\s*=\s*\"(vllm[:_]spec_decode_[A-Za-z0-9_]*)\"[^{}]*\})")
 _LABEL = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(?:,|$)')
 
+_COMMENT = re.compile(r"^[\s>|]*#")  # '# HELP' / '# TYPE', also quoted ('> # HELP') or in a table cell
+
+#: display units Grafana puts after a rounded value ('1.23 K'): such a value is not the counter
+_UNITS = {"K", "k", "M", "Mil", "B", "Bil", "G", "T", "Tri"}
+
 Series = dict  # {(metric, labels): (value, line)}
 
 
@@ -73,8 +78,9 @@ def _canonical(name: str) -> str | None:
     return name if name in KNOWN else None
 
 
-def _sample(line: str, file: str, lineno: int) -> tuple[str, tuple, float] | None:
-    """(metric, labels, value) of one exposition or table line; None for other lines."""
+def _sample(line: str, file: str, lineno: int, below: str = "") -> tuple[str, tuple, float] | None:
+    """(metric, labels, value) of one exposition or table line (the value may be alone on the line
+    `below`, as a browser copies the Prometheus UI's table); None for other lines."""
     m = _BY_LABEL.search(line)
     name, labels, end = (m.group(2), m.group(1), m.end()) if m else (None, None, 0)
     if m is None:
@@ -85,11 +91,18 @@ def _sample(line: str, file: str, lineno: int) -> tuple[str, tuple, float] | Non
     metric = _canonical(name)
     if metric is None:
         return None
-    rest = [t for t in re.split(r"[\s|;]+", line[end:].lstrip(" \t,|")) if t]
-    value = number(rest[0]) if rest else None
+    if labels and '=""' in labels:  # a CSV export doubles the quotes inside a quoted cell
+        labels = labels.replace('""', '"')
+    rest = [t for t in re.split(r"[\s|;]+", line[end:].lstrip(' \t,|"')) if t]
+    if not rest and number(below.strip(" |\t")) is not None:
+        rest = [below.strip(" |\t")]
+    value = number(rest[0].rstrip('",')) if rest else None
     if value is None:
         what = f"not a number: {rest[0]!r}" if rest else "no value after the series"
         raise InputError(what, file=file, line=lineno, field=metric)
+    if len(rest) > 1 and rest[1].rstrip('",') in _UNITS:
+        raise InputError(f"{rest[0]} {rest[1]} is rounded to display units: paste the raw counter value",
+                         file=file, line=lineno, field=metric)  # fmt: skip
     if not math.isfinite(value) or value < 0:
         raise InputError(f"counter value {value!r} is not a finite number >= 0", file=file, line=lineno,
                          field=metric)  # fmt: skip
@@ -99,10 +112,11 @@ def _sample(line: str, file: str, lineno: int) -> tuple[str, tuple, float] | Non
 def series_of(text: str, file: str) -> Series:
     """{(metric, labels): (value, line)} of the spec-decode counters in one scrape or pasted table."""
     out: Series = {}
-    for lineno, line in lines(text):
-        if line.lstrip().startswith("#") or MARK.search(line) is None:
+    numbered = lines(text)
+    for j, (lineno, line) in enumerate(numbered):
+        if MARK.search(line) is None or _COMMENT.match(line):
             continue
-        got = _sample(line, file, lineno)
+        got = _sample(line, file, lineno, numbered[j + 1][1] if j + 1 < len(numbered) else "")
         if got is None:
             continue
         metric, labels, value = got
@@ -149,11 +163,12 @@ def _coverage(groups: dict, file: str) -> None:
             continue
         lacking, extra = sorted(drafts - have), sorted(have - drafts)
         if lacking:
+            line = groups[PROM_DRAFTS][lacking[0]][None][1]
             raise InputError(
                 f"missing for {series_name('', lacking[0])[1:-1] or 'the unlabelled series'}: the drafts "
                 f"counter has {len(drafts)} series ({_span(drafts)}) but this one {len(have)} "
                 f"({_span(have)}); a partial scrape would give a wrong τ",
-                file=file, field=metric,
+                file=file, line=line, field=metric,
             )  # fmt: skip
         line = min(v[1] for v in groups[metric][extra[0]].values())
         raise InputError(
@@ -255,6 +270,12 @@ def counts_of(series: Series, file: str) -> Acceptance | TauOnly:
 def _difference(paths: list[str], before: Series, after: Series) -> Series:
     diff = {}
     for key, (value, lineno) in after.items():
+        if key not in before and (PROM_DRAFTS, _group(key[1])) in before:
+            raise InputError(
+                f"missing from {paths[0]} although its engine's drafts counter is there: the first scrape is "
+                "partial (its difference would count everything since start)",
+                file=paths[1], line=lineno, field=series_name(*key),
+            )  # fmt: skip
         old = before.get(key, (0.0, None))[0]
         if value < old:
             raise InputError(

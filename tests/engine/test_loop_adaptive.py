@@ -132,3 +132,16 @@ def test_standard_mode_end_to_end_law_matches_the_target_with_adaptive_depths(tm
 def test_bad_stale_prior_names_the_field(prior):
     with pytest.raises(ValueError, match="stale_prior"):
         EngineConfig(gamma=4, stale_prior=prior)
+
+
+def test_every_step_output_carries_the_planners_decision():
+    """The engine's StepOutput carries the planner's frozen StepDecision (as the simulator's StepPlan does):
+    its lengths are the planned ones and ℓ ≤ depth wherever depths were planned."""
+    engine = _engine("dspark", {"delay": 1}, mode="standard", draft_cost=DraftCost("parallel", 1.0))
+    outs = []
+    engine.observers.append(outs.append)
+    engine.generate(REQS)
+    assert outs and all(o.decision is not None for o in outs)
+    for o in outs:
+        np.testing.assert_array_equal(o.decision.lengths, o.planned)
+        assert np.all(o.decision.lengths <= o.decision.depths)

@@ -6,9 +6,9 @@ import json
 import numpy as np
 
 from specbed.cli import main as specbed
-from specbed.fidelity import arms, parse_args
-from specbed.fidelity_profile import write_draft_cost
 from specsched import CostTable
+from twin.cli import arms, parse_args
+from twin.profile import write_draft_cost
 
 
 def test_arms_cover_both_modes_and_ar_has_no_adaptive_arm():

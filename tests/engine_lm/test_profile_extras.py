@@ -58,7 +58,7 @@ def test_padding_and_intake_measurements(tiny_bundle):
 
 
 class _Steps:
-    """A rollout stand-in: request_steps and steps as `longest_context` and `_context_slopes` read them."""
+    """A rollout stand-in: request_steps and steps as `longest_context` and `context_slopes` read them."""
 
     def __init__(self, rid, step, accepted, n_steps):
         self.request_steps = {"rid": np.array(rid), "step": np.array(step), "accepted": np.array(accepted)}
@@ -73,8 +73,8 @@ def test_longest_context_counts_each_requests_emitted_tokens():
     np.testing.assert_array_equal(longest_context(ro, 10), [10.0, 13.0, 14.0])
 
 
-def test_context_slopes_within_each_length():
-    from engine.measure.profile import _context_slopes
+def testcontext_slopes_within_each_length():
+    from engine.measure.profile import context_slopes
 
     rng = np.random.default_rng(0)
     runs, clean = [], []
@@ -82,11 +82,11 @@ def test_context_slopes_within_each_length():
         x = rng.uniform(40, 160, 50) + 20 * k  # longer ℓ runs at longer contexts: must not leak in
         runs.append((8, k, None))
         clean.append((None, 1e-3 * (3 + k) + 4e-6 * x, 4e-3 + 2e-6 * x, x))
-    ((sv, sd),) = _context_slopes(runs, clean).values()
+    ((sv, sd),) = context_slopes(runs, clean).values()
     # per padded KV slot: R = 8 rows padded to the longest context
     assert abs(sv - 4e-6 / 8) < 1e-12 and abs(sd - 2e-6 / 8) < 1e-12
     falling = [(m, -v, d, x) for m, v, d, x in clean]  # a negative fit is noise: floored at 0
-    sv0, sd0 = _context_slopes(runs, falling)[8]
+    sv0, sd0 = context_slopes(runs, falling)[8]
     assert sv0 == 0.0 and abs(sd0 - 2e-6 / 8) < 1e-12
 
 
@@ -124,7 +124,7 @@ def test_profile_config_rejects_a_bad_context():
 
 
 def test_steady_longest_is_the_mean_largest_position():
-    from specbed.fidelity_profile import steady_longest
+    from twin.profile import steady_longest
 
     assert steady_longest(32, 128, 8) == 32 + 128 * 8 / 9
     rng = np.random.default_rng(1)  # n requests spread uniformly over their outputs: the mean largest

@@ -8,8 +8,8 @@ from engine.measure.curves import build_curves, parse_map
 from engine.measure.evaluate import EvalConfig, evaluate
 from engine.measure.profile import ProfileConfig
 from engine.measure.stats import requests_for
-from specbed.fidelity import measurement_requests, parse_args
 from specsched.contracts import save_curves
+from twin.cli import measurement_requests, parse_args
 
 MAP = "eagle3=eagle1,dflash=dflash1,dspark=dspark1"
 

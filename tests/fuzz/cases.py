@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from tests.fuzz import generated, outputs_flags
+from tests.fuzz import generated, newcmds, outputs_flags
 from tests.fuzz.base import GOOD_CSV, GOOD_TOML, GOOD_TRACE, OUT, SWEEP, Case
 from tests.fuzz.flags import flag_cases
 
@@ -546,8 +546,61 @@ def output_cases() -> list[Case]:
     return cases
 
 
+DISAGG_TOML = b"""[workload]
+num_requests = 20
+[[pool]]
+role = "prefill"
+[[pool]]
+role = "decode"
+"""
+
+
+def disagg_cases() -> list[Case]:
+    """`specbed disagg`: bad pool tables, hand-off keys and --set items (sim.disagg.config)."""
+    files = {"d.toml": DISAGG_TOML}
+    bad_sets = {
+        "pool replicas 0": ("pool.decode.replicas=0", "pool.decode.replicas"),
+        "pool replicas text": ("pool.prefill.replicas=abc", "pool.prefill.replicas"),
+        "pool replicas huge": ("pool.decode.replicas=1e30", "pool.decode.replicas"),
+        "pool unknown role": ("pool.middle.replicas=1", "pool.middle.replicas"),
+        "pool unknown key": ("pool.decode.bogus=1", "pool.decode.bogus"),
+        "pool prefix_hit 1": ("pool.prefill.prefix_hit=1", "pool.prefill.prefix_hit"),
+        "pool prefix_hit nan": ("pool.prefill.prefix_hit=nan", "pool.prefill.prefix_hit"),
+        "pool ep without ranks": ("pool.decode.ep_gpus=8", "pool.decode.attention_ranks"),
+        "pool budget": ("pool.decode.budget=everyone", "pool.decode.budget"),
+        "pool seqs over its budget": ("pool.decode.max_num_seqs=10000", "pool.decode.max_num_batched_tokens"),
+        "handoff link": ("handoff.link=pigeon", "handoff.link"),
+        "handoff bandwidth 0": ("handoff.bandwidth=0", "handoff.bandwidth"),
+        "handoff latency inf": ("handoff.latency=inf", "handoff.latency"),
+        "handoff draft_kv": ("handoff.draft_kv=both", "handoff.draft_kv"),
+        "handoff model": ("handoff.model=gpt-9", "handoff.model"),
+        "handoff unknown key": ("handoff.colour=red", "handoff.colour"),
+        "handoff contention": ("handoff.contention=maybe", "handoff.contention"),
+        "pool draft_prefix_cached": ("pool.prefill.draft_prefix_cached=2", "draft_prefix_cached"),
+    }
+    cases = [
+        Case("disagg", name, ("disagg", "{W}/d.toml", "--set", item), files, (fieldname,))
+        for name, (item, fieldname) in bad_sets.items()
+    ]
+    bad_files = {
+        "no decode pool": (b'[[pool]]\nrole = "prefill"\n', "pool.role"),
+        "two prefill pools": (b'[[pool]]\nrole = "prefill"\n[[pool]]\nrole = "prefill"\n', "pool.role"),
+        "pool not an array": (b'[pool]\nrole = "prefill"\n', "pool"),
+        "handoff not a table": (b'handoff = 3\n[[pool]]\nrole = "prefill"\n[[pool]]\nrole = "decode"\n',
+                                "handoff"),
+        "pool negative replicas": (DISAGG_TOML.replace(b'"decode"', b'"decode"\nreplicas = -2'),
+                                   "pool.decode.replicas"),
+        "closed loop": (DISAGG_TOML.replace(b"num_requests = 20", b'kind = "closed"'), "workload.kind"),
+    }  # fmt: skip
+    for name, (data, fieldname) in bad_files.items():
+        cases.append(Case("disagg", name, ("disagg", "{W}/c.toml"), {"c.toml": data}, ("c.toml", fieldname)))
+    cases.append(Case("disagg", "missing config", ("disagg", "{W}/none.toml"), expect=("none.toml",)))
+    return cases
+
+
 def all_cases() -> list[Case]:
     cases = [
+        *disagg_cases(),
         *config_cases(),
         *config_file_cases(),
         *cost_cases(),
@@ -563,6 +616,8 @@ def all_cases() -> list[Case]:
         *outputs_flags.output_cases(),
         *outputs_flags.flag_cases(),
         *outputs_flags.nonsense_cases(),
+        *newcmds.search_cases(),
+        *newcmds.disagg_cases(),
     ]
     ids = [c.id for c in cases]
     assert len(ids) == len(set(ids)), "duplicate case ids"

@@ -42,7 +42,7 @@ def finished_sweep(tmp_path_factory) -> Path:
     return root / "done"
 
 
-def _workspace(root: Path, files: dict[str, bytes], done: Path, run: Path | None = None) -> Path:
+def _workspace(root: Path, files: dict[str, bytes], done: Path | None, run: Path | None = None) -> Path:
     return build(root, files, done, run)
 
 
@@ -78,7 +78,8 @@ def finished_run(tmp_path_factory) -> Path:
 def test_bad_input_is_one_line_exit_2_nothing_changed(case: Case, tmp_path, capsys, finished_sweep, request):
     uses_run = any("{W}/run" in a for a in case.argv) or "@summary" in case.files
     run = request.getfixturevalue("finished_run") if uses_run else None
-    root = _workspace(tmp_path, case.files, finished_sweep, run)
+    done = finished_sweep if any("{W}/done" in a for a in case.argv) else None  # copied only where used
+    root = _workspace(tmp_path, case.files, done, run)
     argv = [a.replace("{W}", str(root)) for a in case.argv]
     expect = [e.replace("{W}", str(root)) for e in case.expect]
     expect_refused(argv, capsys, root, expect, SLOW_S if case.slow else FAST_S)

@@ -38,8 +38,11 @@ def materialize(root: Path, name: str, data: bytes) -> None:
         path.write_bytes(data)
 
 
-def build(root: Path, files: dict[str, bytes], done: Path, run: Path | None = None) -> Path:
-    shutil.copytree(done, root / "done")
+def build(root: Path, files: dict[str, bytes], done: Path | None, run: Path | None = None) -> Path:
+    """The workspace: `done` (a finished sweep) and `run` (a finished run) copied in when given."""
+    root.mkdir(parents=True, exist_ok=True)
+    if done is not None:
+        shutil.copytree(done, root / "done")
     if run is not None:
         shutil.copytree(run, root / "run")
     for name, data in files.items():

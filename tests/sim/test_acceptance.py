@@ -246,3 +246,25 @@ def test_deterministic_given_seed():
     np.testing.assert_array_equal(acc_a, acc_b)
     np.testing.assert_array_equal(conf_a, conf_b)
     assert _model(seed=5).noise_sd != a.noise_sd
+
+
+def test_both_models_state_the_interface_the_server_calls():
+    """The acceptance models' interface is a `typing.Protocol` (sim.model), read through declared
+    attributes (`vector_draws`, `by_position`), never probed with hasattr."""
+    import inspect
+
+    import sim.deployment
+    import sim.server
+    from sim.acceptance import AcceptanceModel
+    from sim.empirical import EmpiricalModel
+    from sim.model import AcceptanceSource, VectorModel
+
+    assert AcceptanceModel.vector_draws and not EmpiricalModel.vector_draws
+    every = ("step", "sample_accepted", "request_latent", "report")
+    vector = ("offsets", "draw_steps", "accept_steps", "unget_steps")
+    for cls, names in ((AcceptanceModel, every + vector), (EmpiricalModel, every)):
+        assert [n for n in names if not hasattr(cls, n)] == [], cls
+    assert AcceptanceSource in VectorModel.__mro__
+    for module in (sim.deployment, sim.server):
+        source = inspect.getsource(module)
+        assert "hasattr(" not in source and "getattr(model" not in source, module.__name__

@@ -33,6 +33,8 @@ OWN = [
     "sim.raysession",
     "sim.stepcost",
     "sim.timebins",
+    "sim.model",
+    "sim.config_doc",
 ]
 
 
@@ -54,4 +56,6 @@ def test_default_config_file_is_the_default():
 
 @pytest.mark.parametrize("path", sorted((ROOT / "configs").glob("*.toml")), ids=lambda p: p.name)
 def test_example_configs_load(path):
-    load_config(path)
+    from sim.disagg import is_disaggregated, load_disagg
+
+    load_disagg(path) if is_disaggregated(path) else load_config(path)

@@ -155,3 +155,15 @@ def test_prometheus_without_per_position_is_tau_only(tmp_path):
         read_acceptance([path])
     acc = read_acceptance([path], tau_only=True)
     assert acc.per_pos.size == 3 and acc.tau == pytest.approx(1 + 3857 / 2000)
+
+
+def test_quoted_paste_and_partial_first_scrape(tmp_path):
+    quoted = tmp_path / "quoted.md"
+    body = "# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.\n" + prom()
+    quoted.write_text("".join(f"> {x}\n" for x in body.splitlines()))
+    assert read_acceptance([quoted]).drafts == 2000
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text(prom(per_pos=()))  # the first scrape lacks the per-position counter of engine 0
+    b.write_text(prom(drafts=4000, tokens=12000))
+    with pytest.raises(InputError, match=r"b.txt:3: .*position=\"0\".*first scrape is partial"):
+        read_acceptance([a, b])

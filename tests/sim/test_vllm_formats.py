@@ -185,3 +185,34 @@ def test_compare_reads_console_report_and_per_request_json(tmp_path, capsys):
         row = next(line for line in text.splitlines() if line.startswith("TPOT mean"))
         assert row.split()[-1].endswith("%")  # both sides present
         assert next(line for line in text.splitlines() if line.startswith("acceptance length"))
+
+
+def test_csv_export_and_display_units(tmp_path):
+    rows = ["Time,Series,Value"]
+    for line in (SAMPLES / "grafana_table.md").read_text().splitlines()[2:]:
+        series, value = (c.strip() for c in line.strip("| ").split("|"))
+        rows.append(f'2025-06-01 10:00:00,"{series.replace(chr(34), chr(34) * 2)}",{value}')
+    csv = tmp_path / "export.csv"
+    csv.write_text("\n".join(rows) + "\n")
+    np.testing.assert_allclose(read_acceptance([csv]).rates, A_RATES)
+    units = tmp_path / "units.md"
+    units.write_text((SAMPLES / "grafana_table.md").read_text().replace("| 2000  |", "| 2.00 K |"))
+    with pytest.raises(InputError, match=r"units.md:3: .*rounded to display units"):
+        read_acceptance([units])
+
+
+def test_sglang_bench_serving_accept_length(tmp_path):
+    path = tmp_path / "bench.txt"
+    path.write_text(
+        "============ Serving Benchmark Result ============\nBackend:   sglang\nAccept length:   3.21\n"
+    )
+    with pytest.raises(InputError, match="bench.txt:3: .*SGLang log carries τ = 3.210"):
+        read_acceptance([path])
+    assert read_acceptance([path], tau_only=True, k=4).tau == pytest.approx(3.21)
+
+
+def test_browser_copy_puts_each_value_below_its_series(tmp_path):
+    path = tmp_path / "copied.txt"
+    rows = (SAMPLES / "prom_ui_table.txt").read_text().splitlines()[1:]
+    path.write_text("".join(f"{series}\n{value}\n" for series, value in (r.split("\t") for r in rows)))
+    np.testing.assert_allclose(read_acceptance([path]).rates, A_RATES)

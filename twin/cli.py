@@ -1,6 +1,6 @@
 """`specbed fidelity`: the same closed-loop workload in the real engine and in the simulator, side by side.
 
-Role: the bridge between engine/ and sim/ (the only module allowed to import both). Steps:
+Role: the bridge between engine/ and sim/ (the `twin` package is the only one allowed to import both). Steps:
 1. Cost: profile the engine on this device at R = concurrency (engine.measure.profile: verify latency vs
    verify tokens B = R·(1 + ℓ), ℓ = 0..γ, and the drafter's seconds per step; the workload's prompt and
    output lengths, mean of the clean steps) just before AND just after each policy's engine run. The
@@ -15,7 +15,7 @@ Role: the bridge between engine/ and sim/ (the only module allowed to import bot
    which the twin charges (drafter.intake_seconds), and moves every step to no context: the engine pads
    every row's KV to the step's longest context, which the twin charges per step from its own requests
    (server / drafter.padded_context_seconds), while the engine's policy plans on the table at the closed
-   loop's steady longest context (specbed.fidelity_profile). Or read `--cost CSV` (a measured profile,
+   loop's steady longest context (twin.profile). Or read `--cost CSV` (a measured profile,
    specsched.contracts.profile: draft, join and intake seconds by R from its comments, or
    `--draft-seconds`), used by both sides.
 2. Curves: measure the drafter's per-position acceptance, confidence stats and request-step samples in the
@@ -42,14 +42,14 @@ Role: the bridge between engine/ and sim/ (the only module allowed to import bot
    shared machine leak into it less than into wall time; `--clock wall`), wall time on CUDA.
 4. Print throughput (tok/s), TPOT mean / p50 / p99, mean accepted drafts and verify tokens per
    request-step, with relative errors (sim vs engine), and the two-sample KS statistic of the TPOT
-   distributions (specbed.fidelity_stats). Goal: |error| ≤ 5% on throughput and mean TPOT. Sampling noise
-   alone moves a 64-request run's accepted drafts per step by ~4% (sd) under `dspark`, hence 160 requests.
+   distributions (twin.compare). Goal: |error| ≤ 5% on throughput and mean TPOT. The default 160
+   requests keep sampling noise below that (measured: docs/notes/2026-12-01-fidelity.md).
 Writes cost_<arm>.csv (the simulator's timing table), cost_<arm>_policy.csv (the policy's), draft_<arm>.csv
 (the draft pass by drafting requests), curves.json
 and fidelity.json to --out-dir. This module holds the command line and the orchestration; each step is a
-named function of specbed.fidelity_steps.
+named function of twin.run.
 
-May import: stdlib, specsched.errors, specbed.fidelity_steps and specbed.fidelity_workload (which import
+May import: stdlib, specsched.errors, twin.run and twin.workload (which import
 engine.* and sim.* lazily).
 """
 
@@ -59,10 +59,11 @@ import argparse
 import json
 import sys
 
-from specbed import fidelity_steps as steps
-from specbed.fidelity_workload import build_workload, measurement_requests, requests_by_domain
 from specsched import safeio
 from specsched.errors import InputError
+from twin import run as steps
+from twin.compare import compare
+from twin.workload import build_workload, measurement_requests, requests_by_domain, run_twin, twin_config
 
 __all__ = ["arms", "main", "measurement_requests", "parse_args", "requests_by_domain"]
 
@@ -108,6 +109,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--output-len", type=int, default=128)
     p.add_argument("--gamma", type=int, default=7)
     p.add_argument("--eval-prompts", type=int, default=24, help="prompts per domain to measure curves")
+    _measurement_args(p)
+    return p
+
+
+def _measurement_args(p: argparse.ArgumentParser) -> None:
+    """The flags of what is measured and how: inputs given instead, curves, drift, probe, clock, output."""
     p.add_argument(
         "--cost", default=None, help="cost CSV from `specbed engine profile` (default: profile now)"
     )
@@ -163,7 +170,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out-dir", default="results/fidelity")
     p.add_argument("--quiet", action="store_true")
-    return p
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -237,9 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     report["stale_prior"] = list(ctx.prior)
     for label, pol, params in arms(args):
         run = steps.run_engine(ctx, inputs, pol, params, reqs, label)
-        scfg = steps.twin_config(ctx, pol, params, run, curves_path, acc_cfg)
-        simres, sim_tpot = steps.run_twin(scfg)
-        report["policies"][label], rows, err = steps.compare(label, run, simres, sim_tpot, scfg)
+        scfg = twin_config(ctx, pol, params, run, curves_path, acc_cfg)
+        simres, sim_tpot = run_twin(scfg)
+        report["policies"][label], rows, err = compare(label, run, simres, sim_tpot, scfg)
         lines += rows
         worst = max(worst, err)
     lines.append(f"worst |error| on throughput / mean TPOT: {100 * worst:.1f}% (goal <= 5%)")

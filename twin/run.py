@@ -1,20 +1,19 @@
-"""The named steps of `specbed fidelity` (specbed.fidelity holds the command line and the orchestration).
+"""The named steps of `specbed fidelity` (twin.cli holds the command line and the orchestration).
 
 Role: each function is one step of the comparison: read the given inputs (`load_inputs`), set up the
 engine (`setup`), measure the acceptance curves (`measure_curves`), run one policy in the engine
-(`run_engine`, with the profiles bracketing it, specbed.fidelity_profile, and the drift retries), run its
-simulator twin (`run_twin`) and compare the two (`compare`). Files between the two sides go through
-specsched.contracts (curves, profile, domains).
+(`run_engine`, with the profiles bracketing it, twin.profile, and the drift retries); its simulator
+twin is `twin.workload.twin_config` / `run_twin` and the comparison `twin.compare.compare`. Files between
+the two sides go through specsched.contracts (curves, profile, domains).
 
-May import: numpy, torch, stdlib, specsched, engine.*, sim.*, specbed.fidelity_stats,
-specbed.fidelity_profile, specbed.fidelity_workload.
+May import: numpy, torch, stdlib, specsched, engine.*, sim.*, twin.compare,
+twin.profile, twin.workload.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 import sys
 import time
 from dataclasses import dataclass, field
@@ -22,7 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
-from specbed.fidelity_profile import (
+from specsched import safeio
+from specsched.contracts import DOMAINS as SIM_DOMAINS
+from specsched.contracts import Profile, load_curves, read_profile, save_curves
+from specsched.errors import InputError
+from specsched.stepcost import profile_terms
+from twin.compare import engine_summary
+from twin.profile import (
     at_context,
     bracketed,
     profile_now,
@@ -30,13 +35,7 @@ from specbed.fidelity_profile import (
     steady_longest,
     write_draft_cost,
 )
-from specbed.fidelity_stats import METRICS, engine_summary, ks_statistic, sim_summary
-from specbed.fidelity_workload import measurement_requests, workload_config
-from specsched import safeio
-from specsched.contracts import DOMAINS as SIM_DOMAINS
-from specsched.contracts import Profile, load_curves, read_profile, save_curves
-from specsched.errors import InputError
-from specsched.stepcost import profile_terms
+from twin.workload import measurement_requests
 
 SIM_NAME = {"eagle": "eagle3", "dflash": "dflash", "dspark": "dspark"}
 
@@ -288,9 +287,7 @@ def run_engine(
         if inputs.given is None:
             after = profile_now(ctx)
             speed = speed_ratio(ro.probe_s, before, after)
-            table, draft_s, join_s, drift, terms = bracketed(
-                ctx, before, after, cost_path, draft_path
-            )
+            table, draft_s, join_s, drift, terms = bracketed(ctx, before, after, cost_path, draft_path)
         if drift <= a.max_drift or attempt == a.attempts:
             break
         ctx.say(
@@ -319,82 +316,3 @@ def run_engine(
         f"(attempt {attempt}), probe time during the run x{speed:.3f} of the profiles'"
     )
     return run
-
-
-def twin_config(ctx: Setup, pol: str, params: dict, run: EngineRun, curves_path: Path, acc_cfg):
-    """The simulator's twin of an engine run: the engine's cost table (linear), its curves, the draft pass
-    priced by the measured draft cost by drafting requests (`drafter.cost` = the run's draft CSV, which the
-    engine's adaptive policy planned with too; the same policy.draft), the measured per-join seconds
-    beyond the prompt tokens' table cost (which the simulator already charges), the draft pass's intake
-    (drafter.intake_seconds), the padded verify slots of ragged steps (server.pad_token_seconds) and every
-    row's KV padded to the step's longest context (server.padded_context_seconds), as the profiles
-    measured them."""
-    from sim.config import DrafterConfig, MetricsConfig, PolicyConfig, ServerConfig, SimConfig
-    from sim.stepcost import term_settings
-
-    a, n, table = ctx.args, ctx.n, run.table
-    mid = n * (1 + a.gamma) // 2
-    by_tokens = float(table.latency(mid + a.prompt_len) - table.latency(mid))
-    sets = term_settings({**run.terms, "prefill_request_s": max(run.join_s - by_tokens, 0.0)})
-    dcfg = DrafterConfig(
-        name=ctx.sim_drafter,
-        gamma=a.gamma,
-        layers=ctx.net.cfg.layers,
-        markov_overhead=0.0,
-        curves=str(curves_path),
-        cost=str(run.draft_path),
-        **sets["drafter"],
-    )
-    return SimConfig(
-        seed=a.seed,
-        workload=workload_config(a),
-        drafter=dcfg,
-        policy=PolicyConfig(name=pol, **params),
-        server=ServerConfig(
-            cost=str(run.cost_path),
-            cost_mode="linear",
-            layers=ctx.bundle.config.n_layers,
-            tp=1,
-            max_num_seqs=n,
-            policy_cost=None if run.policy_path is None else str(run.policy_path),
-            **sets["server"],
-        ),
-        acceptance=acc_cfg,
-        metrics=MetricsConfig(warmup=a.warmup, drain=a.drain),
-    )
-
-
-def run_twin(scfg) -> tuple[dict, np.ndarray]:
-    """(summary, TPOT sample) of the simulator's twin run."""
-    import sim
-
-    return sim_summary(sim.simulate(scfg))
-
-
-def compare(
-    pol: str, run: EngineRun, simres: dict, sim_tpot: np.ndarray, scfg
-) -> tuple[dict, list[str], float]:
-    """(report entry, table lines, worst |relative error| on throughput and mean TPOT) of one policy."""
-    ks = ks_statistic(run.eng_tpot, sim_tpot)
-    entry = {
-        "profile_drift": run.drift,
-        "attempts": run.attempt,
-        "speed_ratio": run.speed,
-        "engine": run.eng,
-        "sim": simres,
-        "ks_tpot": ks,
-        "draft_seconds": run.draft_s,
-        "join_seconds": run.join_s,
-        "prefill_request_seconds": scfg.server.prefill_request_seconds,
-        "cost": {"tokens": run.table.tokens.tolist(), "seconds": run.table.seconds.tolist()},
-    }
-    lines, worst = [], 0.0
-    for key, label, scale in METRICS:
-        e, s_ = run.eng[key], simres[key]
-        err = (s_ - e) / e if e else math.nan
-        if key in ("throughput_tok_s", "tpot_s_mean") and math.isfinite(err):
-            worst = max(worst, abs(err))
-        first = pol if key == METRICS[0][0] else ""
-        lines.append(f"{first:<16}{label:<20}{e * scale:>11.3f}{s_ * scale:>11.3f}{100 * err:>8.1f}%")
-    lines.append(f"{'':<16}{'KS(TPOT)':<20}{ks:>11.3f}")
-    return entry, lines, worst

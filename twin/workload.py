@@ -2,17 +2,24 @@
 
 Role: the closed-loop workload config, the simulator's own domain draw for it (request i of the engine gets
 the domain the simulator draws for its request i; the contract maps the simulator's chat to our prose), and
-the engine requests cut for those domains (plus the same prompts with other noise, to measure curves on).
+the engine requests cut for those domains (plus the same prompts with other noise, to measure curves on),
+and the simulator's twin of one engine run (`twin_config`, whose measured step-cost terms reach the
+config through `sim.stepcost.term_settings`; `run_twin`).
 
-May import: stdlib, specsched.contracts, engine.lm.data, sim.config, sim.run.
+May import: stdlib, specsched, engine.lm.data, sim.*, twin.compare.
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from specsched.contracts import DOMAINS as SIM_DOMAINS
 from specsched.contracts import engine_domain
+
+if TYPE_CHECKING:
+    from twin.run import EngineRun
 
 # The domain draw does not depend on the cost table: a built-in one stands in (no file is written).
 _DRAW_COST = "h200-dense8b"
@@ -89,3 +96,54 @@ def measurement_requests(reqs, domains: list[str], corpus, args: argparse.Namesp
             corpus, d, 4, args.prompt_len, args.output_len, seed=args.seed + 2000 + i
         )
     return out
+
+
+def twin_config(ctx, pol: str, params: dict, run: EngineRun, curves_path: Path, acc_cfg):
+    """The simulator's twin of an engine run: the engine's cost table (linear), its curves, the draft pass
+    priced by the measured draft cost by drafting requests (`drafter.cost` = the run's draft CSV, which the
+    engine's adaptive policy planned with too; the same policy.draft), the measured per-join seconds
+    beyond the prompt tokens' table cost (which the simulator already charges), the draft pass's intake
+    (drafter.intake_seconds), the padded verify slots of ragged steps (server.pad_token_seconds) and every
+    row's KV padded to the step's longest context (server.padded_context_seconds), as the profiles
+    measured them."""
+    from sim.config import DrafterConfig, MetricsConfig, PolicyConfig, ServerConfig, SimConfig
+    from sim.stepcost import term_settings
+
+    a, n, table = ctx.args, ctx.n, run.table
+    mid = n * (1 + a.gamma) // 2
+    by_tokens = float(table.latency(mid + a.prompt_len) - table.latency(mid))
+    sets = term_settings({**run.terms, "prefill_request_s": max(run.join_s - by_tokens, 0.0)})
+    dcfg = DrafterConfig(
+        name=ctx.sim_drafter,
+        gamma=a.gamma,
+        layers=ctx.net.cfg.layers,
+        markov_overhead=0.0,
+        curves=str(curves_path),
+        cost=str(run.draft_path),
+        **sets["drafter"],
+    )
+    return SimConfig(
+        seed=a.seed,
+        workload=workload_config(a),
+        drafter=dcfg,
+        policy=PolicyConfig(name=pol, **params),
+        server=ServerConfig(
+            cost=str(run.cost_path),
+            cost_mode="linear",
+            layers=ctx.bundle.config.n_layers,
+            tp=1,
+            max_num_seqs=n,
+            policy_cost=None if run.policy_path is None else str(run.policy_path),
+            **sets["server"],
+        ),
+        acceptance=acc_cfg,
+        metrics=MetricsConfig(warmup=a.warmup, drain=a.drain),
+    )
+
+
+def run_twin(scfg) -> tuple[dict, object]:
+    """(summary, TPOT sample) of the simulator's twin run."""
+    import sim
+    from twin.compare import sim_summary
+
+    return sim_summary(sim.simulate(scfg))

@@ -5,9 +5,9 @@ the profiles bracketing a run (`bracketed`), the draft cost by drafting requests
 engine price a draft pass with (`write_draft_cost`), the engine policy's table at the closed loop's steady
 longest context (`at_context`, `steady_longest`); the measured step-cost terms are read through
 `specsched.stepcost.profile_terms` (one mapping, profile field ↔ config key).
-`ctx` is a `specbed.fidelity_steps.Setup` (args, bundle, corpus, clock, probe, n).
+`ctx` is a `twin.run.Setup` (args, bundle, corpus, clock, probe, n).
 
-May import: numpy, stdlib, specsched, engine.*, specbed.fidelity_stats.
+May import: numpy, stdlib, specsched, engine.*, twin.compare.
 """
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ from pathlib import Path
 
 import numpy as np
 
-from specbed.fidelity_stats import level_drift
 from specsched import safeio
 from specsched.contracts import Profile
 from specsched.stepcost import profile_terms
+from twin.compare import level_drift
 
 INTAKE = ("intake_s", "intake_tokens")  # the Profile fields averaged over the profiles around a run
+
 
 def at_context(prof: Profile, n: int, context: float) -> Profile:
     """`prof` (moved to no context) as the engine's policy plans on it: its R = n steps at longest context

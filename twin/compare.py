@@ -2,7 +2,8 @@
 
 Role: both sides use the simulator's steady-state window (sim.metrics: warmup / drain) and definitions
 (TPOT = (finish − first token) / (output − 1); a request's first engine step is its prefill step and is not
-a decode step); the two TPOT samples are compared by the two-sample Kolmogorov–Smirnov statistic.
+a decode step); the two TPOT samples are compared by the two-sample Kolmogorov–Smirnov statistic, and
+`compare` makes one policy's report entry and table lines.
 
 May import: numpy, stdlib.
 """
@@ -10,8 +11,12 @@ May import: numpy, stdlib.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from twin.run import EngineRun
 
 METRICS = (
     ("throughput_tok_s", "throughput tok/s", 1.0),
@@ -99,3 +104,32 @@ def level_drift(sec_a: np.ndarray, draft_a: float, sec_b: np.ndarray, draft_b: f
     (verify seconds `float64[n]` averaged over the profiled token counts, plus the draft seconds)."""
     a, b = float(np.mean(sec_a)) + draft_a, float(np.mean(sec_b)) + draft_b
     return abs(a - b) / (0.5 * (a + b)) if a + b > 0 else 0.0
+
+
+def compare(
+    pol: str, run: EngineRun, simres: dict, sim_tpot: np.ndarray, scfg
+) -> tuple[dict, list[str], float]:
+    """(report entry, table lines, worst |relative error| on throughput and mean TPOT) of one policy."""
+    ks = ks_statistic(run.eng_tpot, sim_tpot)
+    entry = {
+        "profile_drift": run.drift,
+        "attempts": run.attempt,
+        "speed_ratio": run.speed,
+        "engine": run.eng,
+        "sim": simres,
+        "ks_tpot": ks,
+        "draft_seconds": run.draft_s,
+        "join_seconds": run.join_s,
+        "prefill_request_seconds": scfg.server.prefill_request_seconds,
+        "cost": {"tokens": run.table.tokens.tolist(), "seconds": run.table.seconds.tolist()},
+    }
+    lines, worst = [], 0.0
+    for key, label, scale in METRICS:
+        e, s_ = run.eng[key], simres[key]
+        err = (s_ - e) / e if e else math.nan
+        if key in ("throughput_tok_s", "tpot_s_mean") and math.isfinite(err):
+            worst = max(worst, abs(err))
+        first = pol if key == METRICS[0][0] else ""
+        lines.append(f"{first:<16}{label:<20}{e * scale:>11.3f}{s_ * scale:>11.3f}{100 * err:>8.1f}%")
+    lines.append(f"{'':<16}{'KS(TPOT)':<20}{ks:>11.3f}")
+    return entry, lines, worst

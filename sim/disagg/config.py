@@ -1,0 +1,313 @@
+"""The configuration of a disaggregated run: a prefill pool, a decode pool and the KV hand-off between them.
+
+Role: frozen, validated dataclasses for the `[[pool]]` tables and the `[handoff]` table of a disaggregated
+config, and `load_disagg` (TOML + `--set` overrides → `DisaggConfig`). Every other section of the file
+(`[workload]`, `[drafter]`, `[policy]`, `[acceptance]`, `[metrics]`, `seed`) means what it means for a
+colocated run (`sim.config`); `[server]` gives the defaults each pool starts from. A config without
+`[[pool]]` tables is an ordinary colocated config (`specbed run`), unchanged.
+
+    [handoff]
+    link = "ib-400g"            # specsched.comm.LINKS, or bandwidth + latency below
+    layerwise = true            # each layer's KV leaves as soon as that layer is prefilled
+    draft_kv = "transfer"       # or "rebuild": the decode side re-prefills the drafter over the prompt
+    model = "deepseek-v3"       # the KV layout (kv bytes per token) and the drafter's share of it
+
+    [[pool]]
+    role = "prefill"            # exactly one "prefill" and one "decode" pool
+    replicas = 4
+    cost = "..."                # any server.cost; default [server]'s
+    prefix_hit = 0.563          # stated share of every prompt served from a prefix cache (0 = none)
+
+    [[pool]]
+    role = "decode"
+    replicas = 1
+    ep_gpus = 144               # optional: one DP-attention + EP group (specsched.ep_decode) per replica
+    attention_ranks = 144
+
+`--set pool.decode.replicas=2` and `--set handoff.link=roce-400g` override them.
+
+May import: the standard library, `sim.config`, `sim.config_io`, `sim.bounds`, `specsched` (comm,
+hardware, ep_decode, errors, inputs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from sim.bounds import check_bounds, check_choice, check_range, fail
+from sim.config import ROUTERS, SimConfig
+from sim.config_io import coerce, load_config, parse_override
+from specsched import inputs
+from specsched.comm import LINKS
+from specsched.ep_decode import ATTENTION
+from specsched.errors import InputError
+from specsched.hardware import GPUS, MODELS
+
+ROLES = ("prefill", "decode")
+DRAFT_KV = ("transfer", "rebuild")
+BUDGETS = ("group", "rank")
+
+
+@dataclass(frozen=True)
+class HandoffConfig:
+    """How a request's KV moves from its prefill replica to its decode replica (`specsched.comm.KVHandoff`).
+
+    link: a preset of `specsched.comm.LINKS`; bandwidth (bytes/s) / latency (s): override the preset's.
+    layerwise: send each layer's KV as it is computed (only what the prefill does not cover is exposed).
+    draft_kv: "transfer" (the prefill side also prefills the drafter and sends its KV: more bytes, a
+        dearer prefill) or "rebuild" (the decode side prefills the drafter over the prompt itself).
+    model: catalogue model (`specsched.hardware.MODELS`) giving the KV bytes per token.
+    kv_bytes_per_token: overrides the model's. streams: parallel transfers per request (the prefill's TP
+        ranks, one NIC each).
+    contention: each prefill replica's link carries one transfer at a time, first come first served
+        (false: every transfer has the link to itself).
+    """
+
+    _section: ClassVar[str] = "handoff"
+    link: str = "ib-400g"
+    bandwidth: float | None = None
+    latency: float | None = None
+    layerwise: bool = True
+    draft_kv: str = "transfer"
+    model: str = "deepseek-v3"
+    kv_bytes_per_token: float | None = None
+    streams: int = 1
+    contention: bool = True
+
+    def __post_init__(self) -> None:
+        s = self._section
+        check_bounds(s, self)
+        check_choice(s, "link", self.link, tuple(LINKS))
+        check_choice(s, "draft_kv", self.draft_kv, DRAFT_KV)
+        check_choice(s, "model", self.model, tuple(MODELS))
+        if self.bandwidth is not None:
+            check_range(s, "bandwidth", self.bandwidth, 0, lo_open=True)
+        if self.latency is not None:
+            check_range(s, "latency", self.latency, 0)
+        if self.kv_bytes_per_token is not None:
+            check_range(s, "kv_bytes_per_token", self.kv_bytes_per_token, 0, lo_open=True)
+        check_range(s, "streams", self.streams, 1)
+
+    @property
+    def kv_bytes(self) -> float:
+        return float(self.kv_bytes_per_token or MODELS[self.model].kv_bytes_per_token)
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    """One pool: `replicas` engines of one role. Unset (None) keys take `[server]`'s value.
+
+    role: "prefill" (prefills only; each request leaves after its first token) or "decode" (receives the
+        KV and decodes with speculation). replicas: engines (or EP groups) in the pool.
+    cost: the pool's cost table, as server.cost. tp: GPUs per replica, as server.tp.
+    max_num_seqs: running requests per replica, as in `[server]`. max_num_batched_tokens: per-step token
+        budget, as in `[server]` (per attention rank for a prefill EP group). kv_tokens: KV capacity per
+        replica, as in `[server]`. router: as server.router.
+    prefix_hit: the share of each prompt's tokens a prefix cache serves, not recomputed (prefill pool
+        only; stated, not simulated: see docs/disaggregation.md, "Prefix caching").
+    draft_prefix_cached: the drafter's KV of a cached prefix is cached alongside the target's (true);
+        false — only the target's is, so the prefill pool recomputes the drafter over the cached prefix
+        (the "hits drop with a drafter on" engines, vLLM #54360), priced as its share of target tokens.
+    ep_gpus: price each replica as one DP-attention + EP group of this many GPUs (`specsched.ep_decode`)
+        instead of `cost`; a prefill pool's per attention rank (a request prefills on one DP rank) at the
+        workload's mean prompt and its prefix hits, with the NVLink-forwarding all-to-all.
+    attention_ranks: the group's data-parallel attention ranks (dividing ep_gpus).
+    ep_model: the group's model (one with attention facts: `specsched.ep_decode.ATTENTION`).
+    ep_gpu: the group's GPU (`specsched.hardware.GPUS`). ep_inter: its network link, ep_intra: its
+        in-node link (`specsched.comm.LINKS`).
+    micro_batches: 1, or 2 for two-micro-batch overlap of communication with compute.
+    expert_imbalance: the busiest GPU's routed tokens over the mean (≥ 1, stated).
+    attention_imbalance: the slowest rank's attention work over the mean (≥ 1, stated).
+    redundant_experts: extra expert copies spread over the group (DeepSeek: 32).
+    budget: "group" — the policy plans verify lengths over the whole group's batch (one budget, as
+        DeepSeek's production scheduler); "rank" — each attention rank plans its own
+        (`attention_ranks` replicas of one rank each, not in lockstep).
+    context_tokens: every decoding request's KV context for the EP group's pricing (tokens).
+    query_tokens: the verify tokens per request (1 + ℓ) at which the group's KV reads are priced (its
+        attention FLOPs follow the tokens; `specsched.ep_decode.group_table`).
+    """
+
+    _section: ClassVar[str] = "pool"
+    role: str = "decode"
+    replicas: int = 1
+    cost: str | None = None
+    tp: int | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    kv_tokens: int | None = None
+    router: str | None = None
+    prefix_hit: float = 0.0
+    draft_prefix_cached: bool = True
+    ep_gpus: int | None = None
+    attention_ranks: int | None = None
+    ep_model: str = "deepseek-v3"
+    ep_gpu: str = "h800"
+    ep_inter: str = "ib-400g"
+    ep_intra: str = "nvlink-h800"
+    micro_batches: int = 2
+    expert_imbalance: float = 1.0
+    attention_imbalance: float = 1.0
+    redundant_experts: int = 0
+    budget: str = "group"
+    context_tokens: float = 4096.0
+    query_tokens: float = 2.0
+
+    def __post_init__(self) -> None:
+        s = f"pool.{self.role}" if self.role in ROLES else "pool"
+        check_bounds(s, self)
+        check_choice("pool", "role", self.role, ROLES)
+        check_range(s, "replicas", self.replicas, 1)
+        for key in ("tp", "max_num_seqs", "max_num_batched_tokens", "kv_tokens"):
+            if getattr(self, key) is not None:
+                check_range(s, key, getattr(self, key), 1)
+        if self.router is not None:
+            check_choice(s, "router", self.router, ROUTERS)
+        if self.cost is not None and not self.cost.strip():
+            raise fail(s, "cost", "is empty: name a cost table, or leave it out for [server]'s")
+        check_range(s, "prefix_hit", self.prefix_hit, 0, 1, hi_open=True)
+        if self.role == "decode" and self.prefix_hit:
+            raise fail(s, "prefix_hit", "applies to the prefill pool (the decode pool receives whole KV)")
+        self._check_ep(s)
+
+    def _check_ep(self, s: str) -> None:
+        if (self.ep_gpus is None) != (self.attention_ranks is None):
+            raise fail(s, "attention_ranks", "ep_gpus and attention_ranks go together")
+        check_choice(s, "budget", self.budget, BUDGETS)
+        if self.ep_gpus is None:
+            if self.budget == "rank":
+                raise fail(s, "budget", "'rank' needs an EP group (ep_gpus, attention_ranks)")
+            return
+        if self.role == "prefill" and self.budget == "rank":
+            raise fail(s, "budget", "a prefill pool has no verify budget: leave budget = 'group'")
+        check_range(s, "ep_gpus", self.ep_gpus, 1)
+        check_range(s, "attention_ranks", self.attention_ranks, 1)
+        if self.ep_gpus % self.attention_ranks:
+            raise fail(s, "attention_ranks", f"must divide ep_gpus ({self.ep_gpus})")
+        check_choice(s, "ep_model", self.ep_model, tuple(ATTENTION))  # the models with attention facts
+        check_choice(s, "ep_gpu", self.ep_gpu, tuple(GPUS))
+        check_choice(s, "ep_inter", self.ep_inter, tuple(LINKS))
+        check_choice(s, "ep_intra", self.ep_intra, tuple(LINKS))
+        check_choice(s, "micro_batches", self.micro_batches, (1, 2))
+        check_range(s, "expert_imbalance", self.expert_imbalance, 1)
+        check_range(s, "attention_imbalance", self.attention_imbalance, 1)
+        check_range(s, "redundant_experts", self.redundant_experts, 0)
+        check_range(s, "context_tokens", self.context_tokens, 0)
+        check_range(s, "query_tokens", self.query_tokens, 1)
+
+    @property
+    def gpus(self) -> int:
+        """GPUs in one replica."""
+        return self.ep_gpus if self.ep_gpus is not None else (self.tp or 1)
+
+
+@dataclass(frozen=True)
+class DisaggConfig:
+    """A disaggregated run: the colocated sections (`base`), the two pools and the hand-off."""
+
+    base: SimConfig
+    prefill: PoolConfig
+    decode: PoolConfig
+    handoff: HandoffConfig = dataclasses.field(default_factory=HandoffConfig)
+
+    def __post_init__(self) -> None:
+        if self.prefill.role != "prefill" or self.decode.role != "decode":
+            raise InputError(
+                "needs one pool with role 'prefill' and one with role 'decode'", field="pool.role"
+            )
+
+    def pool_config(self, pool: PoolConfig) -> SimConfig:
+        """The colocated SimConfig one pool's replicas run as ([server] with the pool's keys)."""
+        keys = ("cost", "tp", "max_num_seqs", "max_num_batched_tokens", "kv_tokens", "router")
+        server = {k: getattr(pool, k) for k in keys if getattr(pool, k) is not None}
+        server["replicas"] = pool.replicas
+        if pool.ep_gpus is not None:
+            per_rank = pool.budget == "rank" or pool.role == "prefill"
+            server["tp"] = pool.ep_gpus // pool.attention_ranks if per_rank else pool.ep_gpus
+        try:
+            srv = dataclasses.replace(self.base.server, **server)
+            return dataclasses.replace(self.base, server=srv)
+        except InputError as err:  # a [server] check failing on the pool's values names the pool's key
+            name = (err.field or "").removeprefix("server.")
+            raise InputError(
+                f"{err.message} (the {pool.role} pool's)", field=f"pool.{pool.role}.{name}"
+            ) from None
+
+
+def _hints(cls: type) -> dict[str, object]:
+    return {f.name: typing.get_type_hints(cls)[f.name] for f in dataclasses.fields(cls)}
+
+
+def _make(cls: type, section: str, values: dict, texts: set[str], fname: str | None):
+    """cls(**values) with each value coerced to its annotation (`texts`: keys given as --set text)."""
+    hints = _hints(cls)
+    kwargs = {}
+    for key, value in values.items():
+        where = None if key in texts else fname
+        if key not in hints:
+            known = ", ".join(hints)
+            raise InputError(f"unknown key (known: {known})", file=where, field=f"{section}.{key}")
+        try:
+            kwargs[key] = coerce(f"{section}.{key}", value, hints[key], from_text=key in texts)
+        except ValueError as err:
+            raise InputError(str(err), file=where, field=f"{section}.{key}") from None
+    try:
+        return cls(**kwargs)
+    except InputError as err:
+        key = (err.field or "").rpartition(".")[2]
+        raise InputError(err.message, file=None if key in texts else fname, field=err.field) from None
+
+
+def load_disagg(path: str | Path, overrides: typing.Iterable[str] = ()) -> DisaggConfig:
+    """The disaggregated config in TOML file `path`, with `--set` overrides (`pool.<role>.key=v`,
+    `handoff.key=v`, and any colocated key). InputError naming the file and key when it is wrong."""
+    overrides = list(overrides)
+    fname = str(path)
+    base = load_config(path, overrides, skip=("pool", "handoff"))
+    text = inputs.read_text(path, what="config", limit=inputs.LIMITS["config"])
+    data = inputs.parse_toml(text, fname)
+    pools = data.get("pool", [])
+    if not isinstance(pools, list) or not all(isinstance(p, dict) for p in pools):
+        raise InputError("must be an array of tables [[pool]]", file=fname, field="pool")
+    handoff = data.get("handoff", {})
+    if not isinstance(handoff, dict):
+        raise InputError("must be a table [handoff]", file=fname, field="handoff")
+    by_role: dict[str, dict] = {}
+    for p in pools:
+        role = p.get("role", "decode")
+        if role in by_role:
+            raise InputError(f"two pools with role {role!r}: one prefill and one decode pool", file=fname,
+                             field="pool.role")  # fmt: skip
+        by_role[str(role)] = dict(p)
+    handoff = dict(handoff)
+    texts: dict[str, set[str]] = {"handoff": set(), "prefill": set(), "decode": set()}
+    for item in overrides:
+        section, key, text = parse_override(item)
+        top, _, role = section.partition(".")
+        if top == "handoff" and not role:
+            handoff[key] = text
+            texts["handoff"].add(key)
+        elif top == "pool":
+            if role not in by_role:
+                raise InputError(f"no pool with role {role!r} (in --set)", field=f"{section}.{key}")
+            by_role[role][key] = text
+            texts[role].add(key)
+    missing = [r for r in ROLES if r not in by_role]
+    if missing:
+        raise InputError(f"no [[pool]] with role {missing[0]!r}: a disaggregated config needs one "
+                         "prefill and one decode pool", file=fname, field="pool.role")  # fmt: skip
+    made = {r: _make(PoolConfig, f"pool.{r}", by_role[r], texts[r], fname) for r in ROLES}
+    ho = _make(HandoffConfig, "handoff", handoff, texts["handoff"], fname)
+    return DisaggConfig(base, made["prefill"], made["decode"], ho)
+
+
+def is_disaggregated(path: str | Path) -> bool:
+    """True when the TOML file at `path` has `[[pool]]` tables (read errors: False, the loader reports)."""
+    try:
+        text = inputs.read_text(path, what="config", limit=inputs.LIMITS["config"])
+        return "pool" in inputs.parse_toml(text, str(path))
+    except InputError:
+        return False

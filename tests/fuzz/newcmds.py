@@ -1,0 +1,155 @@
+"""Fuzz cases of the commands other issues add (`specbed search`, and whichever of `validate`,
+`cost calibrate`, disaggregated pool configs have landed): the same classes as tests/fuzz/generated.py —
+special files, numbers and types, deep nesting, long names, bad flags, outputs onto inputs."""
+
+from __future__ import annotations
+
+from specbed.cli import SUBCOMMANDS as KNOWN
+from tests.fuzz.base import Case
+from tests.fuzz.generated import LONG, SPECIAL
+
+SPACE = b"""name = "fzs"
+[axes]
+"server.cost" = ["h100-dense8b"]
+"server.replicas" = [1, 2]
+[search]
+rungs = [0.5, 1.0]
+keep = 2
+"""
+TRAFFIC = b"""seed = 3
+[workload]
+kind = "poisson"
+rate = 20.0
+num_requests = 40
+input_tokens = 128
+output_tokens = 32
+"""
+PRICES = b'currency = "USD"\n[gpu.h100]\nusd_per_hour = 2.5\nsource = "fz"\ndate = "2026"\n'
+SLO = "ttft_p90<=2s,itl_p50<=50ms"
+SG = "search-gen"
+FILES = {"space.toml": SPACE, "traffic.toml": TRAFFIC, "prices.toml": PRICES, "afile": b"keep me\n"}
+
+
+def _search(*extra: str, space="{W}/space.toml", traffic="{W}/traffic.toml", out="{W}/so") -> tuple[str, ...]:
+    return ("search", space, "--traffic", traffic, "--slo", SLO, "--out", out, "--quiet", *extra)
+
+
+def search_cases() -> list[Case]:
+    if "search" not in KNOWN:
+        return []
+    out = []
+    slots = {
+        "space": lambda f: _search(space=f),
+        "traffic": lambda f: _search(traffic=f),
+        "prices": lambda f: _search("--prices", f),
+    }
+    for slot, argv in slots.items():
+        for kind, marker in SPECIAL.items():
+            out.append(
+                Case(
+                    "search",
+                    f"{slot} {kind}",
+                    argv(f"{{W}}/x-{kind}.toml"),
+                    {**FILES, f"x-{kind}.toml": marker},
+                    (f"x-{kind}.toml",),
+                )
+            )
+        for name, text in {
+            "d40": b"x = " + b"4" * 40,
+            "d4400": b"x = " + b"8" * 4400,
+            "deep": b"x = " + b"[" * 3000,
+            "binary": b"\x00\xff" * 20,
+            "truncated": SPACE[:25],
+        }.items():
+            out.append(Case(SG, f"{slot} {name}", argv("{W}/x.toml"), {**FILES, "x.toml": text}, ("x.toml",)))
+        out.append(Case(SG, f"{slot} long name", argv("{W}/" + LONG + ".toml"), FILES, (LONG[:16],)))
+    prices = {
+        "price negative": PRICES.replace(b"2.5", b"-1"),
+        "price nan": PRICES.replace(b"2.5", b"nan"),
+        "price string": PRICES.replace(b"2.5", b'"cheap"'),
+        "price huge": PRICES.replace(b"2.5", b"1" * 30),
+    }
+    for name, text in prices.items():
+        out.append(Case(SG, name, _search("--prices", "{W}/p.toml"), {**FILES, "p.toml": text}, ("p.toml",)))
+    flags = {
+        "slo garbage": (_search()[:5] + ("nonsense",) + _search()[6:], "--slo"),
+        "slo unknown metric": (_search()[:5] + ("bogus_p90<=1s",) + _search()[6:], "bogus"),
+        "speedup -1": (_search("--speedup", "-1"), "speedup"),
+        "speedup nan": (_search("--speedup", "nan"), "speedup"),
+        "budget -1": (_search("--budget-s", "-1"), "budget"),
+        "jobs 0": (_search("--jobs", "0"), "jobs"),
+        "resume+force": (_search("--resume", "--force"), "--force"),
+        "backend slurm": (_search("--backend", "slurm"), "backend"),
+        "out under a file": (_search(out="{W}/afile/o"), "afile"),
+        "out long name": (_search(out="{W}/" + LONG), LONG[:16]),
+        "out a finished sweep": (_search(out="{W}/done"), "done"),
+    }
+    for name, (argv, word) in flags.items():
+        out.append(Case(SG, name, argv, FILES, (word,)))
+    return out
+
+
+DISAGG = b"""seed = 0
+[workload]
+kind = "poisson"
+rate = 20.0
+num_requests = 30
+input_tokens = 512
+output_tokens = 32
+[server]
+cost = "h200-v4flash"
+[handoff]
+link = "ib-400g"
+model = "deepseek-v3"
+[[pool]]
+role = "prefill"
+replicas = 1
+[[pool]]
+role = "decode"
+replicas = 1
+"""
+
+
+def disagg_cases() -> list[Case]:
+    """`specbed disagg` with [[pool]] tables: the config file's classes and its pools' own fields."""
+    if "disagg" not in KNOWN:
+        return []
+    argv = ("disagg", "{W}/d.toml")
+    out = [
+        Case("disagg-gen", f"config {kind}", argv, {"d.toml": marker, "afile": b"x\n"}, ("d.toml",))
+        for kind, marker in SPECIAL.items()
+    ]
+    bad = {
+        "replicas 0": DISAGG.replace(b"replicas = 1\n[[pool]]", b"replicas = 0\n[[pool]]"),
+        "replicas -1": DISAGG.replace(b'role = "decode"\nreplicas = 1', b'role = "decode"\nreplicas = -1'),
+        "replicas d40": DISAGG.replace(
+            b'role = "decode"\nreplicas = 1', b'role = "decode"\nreplicas = ' + b"4" * 40
+        ),
+        "replicas string": DISAGG.replace(
+            b'role = "decode"\nreplicas = 1', b'role = "decode"\nreplicas = "one"'
+        ),
+        "role unknown": DISAGG.replace(b'role = "decode"', b'role = "verify"'),
+        "no decode pool": DISAGG[: DISAGG.rindex(b"[[pool]]")],
+        "pool a table": DISAGG.replace(b"[[pool]]", b"[pool]", 1),
+        "pool unknown key": DISAGG + b"bogus = 1\n",
+        "handoff link": DISAGG.replace(b'"ib-400g"', b'"carrier-pigeon"'),
+        "handoff table a number": DISAGG.replace(
+            b'[handoff]\nlink = "ib-400g"\nmodel = "deepseek-v3"\n', b"handoff = 3\n"
+        ),
+        "prefix_hit 2": DISAGG.replace(b'role = "prefill"\n', b'role = "prefill"\nprefix_hit = 2.0\n'),
+        "prefix_hit nan": DISAGG.replace(b'role = "prefill"\n', b'role = "prefill"\nprefix_hit = nan\n'),
+        "deep": DISAGG + b"x = " + b"[" * 3000,
+        "truncated": DISAGG[:120],
+        "binary": b"\xff\x00" * 30,
+    }
+    out += [Case("disagg-gen", name, argv, {"d.toml": text}, ("d.toml",)) for name, text in bad.items()]
+    files = {"d.toml": DISAGG, "afile": b"x\n"}
+    flags = {
+        "out under a file": ((*argv, "--out", "{W}/afile/o"), "afile"),
+        "out a finished sweep": ((*argv, "--out", "{W}/done"), "done"),
+        "out long name": ((*argv, "--out", "{W}/" + LONG), LONG[:16]),
+        "backend slurm": ((*argv, "--backend", "slurm"), "--backend"),
+        "set unknown": ((*argv, "--set", "workload.bogus=1"), "workload.bogus"),
+    }
+    out += [Case("disagg-gen", name, a, files, (w,)) for name, (a, w) in flags.items()]
+    return out
