@@ -50,6 +50,9 @@ UPPER_BOUNDS: dict[str, float] = {
     "server.max_num_seqs": 16_384,
     "server.max_num_batched_tokens": 1 << 20,  # = specsched.cost.MAX_TOKENS, the largest table size
     "server.kv_tokens": 10**12,
+    "server.gpu_memory_utilization": 1.0,
+    "server.max_model_len": 10**8,
+    "server.cpu_offload_gb": 1e6,
     "server.prefill_request_seconds": 3600.0,
     "server.pad_token_seconds": 3600.0,
     "server.padded_context_seconds": 3600.0,

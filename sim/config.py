@@ -15,7 +15,7 @@ Sections (TOML tables) and their public keys — every key can be set with `--se
 - `[metrics]` (`MetricsConfig`): steady-state window, SLOs for goodput, time-series resolution.
 
 May import: the standard library, `specsched` (errors, policy/cost names, graph sizes), `sim.acceptance`,
-`sim.curves`.
+`sim.curves`, `sim.config_vllm`.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from sim.bounds import check_bounds, check_not_empty
 from sim.bounds import check_choice as _check_choice
 from sim.bounds import check_range as _check_range
 from sim.bounds import fail as _fail
+from sim.config_vllm import VllmServerKeys
 from sim.curves import DOMAINS, DRAFTERS
 from specsched import DRAFT_MODES, POLICIES, policy_params
 from specsched.graphs import check_capture_sizes
@@ -263,7 +264,7 @@ class PolicyConfig:
 
 
 @dataclass(frozen=True)
-class ServerConfig:
+class ServerConfig(VllmServerKeys):
     """The deployment.
 
     cost: a built-in cost table name (`specsched.BUILTIN_COSTS`), a `tokens,seconds` CSV path, or a fit
@@ -300,6 +301,8 @@ class ServerConfig:
         2, 4, every 8 below 256, every 16 from 256); sizes above the maximum are dropped. Both None = the
         table as it is (a built-in that models graphs keeps its own); else they re-pad any table (built-in,
         CSV, policy_cost). eager_factor ≥ 1; None = the built-in's own, else `graphs.EAGER_FACTOR`.
+    model, gpu, precision, gpu_memory_utilization, max_model_len, cpu_offload_gb, prefix_caching,
+        async_scheduling: a deployment from vLLM's own knobs (`sim.config_vllm`, docs/validation.md).
     """
 
     _section: ClassVar[str] = "server"
@@ -312,7 +315,7 @@ class ServerConfig:
     router: str = "least_outstanding"
     max_num_seqs: int = 256
     max_num_batched_tokens: int = 8192
-    kv_tokens: int = 2_000_000
+    kv_tokens: int | None = None  # None: 2,000,000, or sized as vLLM does (sim.config_vllm)
     policy_cost: str | None = None
     prefill_request_seconds: float = 0.0
     pad_token_seconds: float = 0.0
@@ -324,7 +327,7 @@ class ServerConfig:
     def __post_init__(self) -> None:
         s = self._section
         check_bounds(s, self)
-        self._check_graphs()
+        self._check_graphs(), self._check_vllm()
         if not self.cost:
             raise _fail(s, "cost", "must name a built-in cost table or a CSV file")
         if self.policy_cost is not None and (not isinstance(self.policy_cost, str) or not self.policy_cost):
@@ -341,13 +344,8 @@ class ServerConfig:
         _check_range(s, "max_num_seqs", self.max_num_seqs, 1)
         _check_range(s, "max_num_batched_tokens", self.max_num_batched_tokens, 1)
         if self.max_num_batched_tokens < self.max_num_seqs:
-            raise _fail(
-                s,
-                "max_num_batched_tokens",
-                f"must be ≥ server.max_num_seqs ({self.max_num_seqs}) "
-                "so every running request can verify its anchor token",
-            )
-        _check_range(s, "kv_tokens", self.kv_tokens, 1)
+            msg = f"must be ≥ server.max_num_seqs ({self.max_num_seqs}) so every running request can verify"
+            raise _fail(s, "max_num_batched_tokens", msg + " its anchor token")
         _check_range(s, "prefill_request_seconds", self.prefill_request_seconds, 0.0)
         _check_range(s, "pad_token_seconds", self.pad_token_seconds, 0.0)
         _check_range(s, "padded_context_seconds", self.padded_context_seconds, 0.0)

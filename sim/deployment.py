@@ -64,6 +64,13 @@ class Deployment:
     observer: Callable[..., None] | None = None
     horizon: Callable[[], float] | None = None
     max_run: int = 256
+    #: vLLM v1's automatic prefix caching (`sim.prefix_cache.PrefixCache`) and each request's block keys;
+    #: None = off (every prompt token is computed)
+    prefix_cache: object | None = None
+    block_keys: list | None = None
+    #: vLLM v1's async scheduling: step k+1 is scheduled while step k runs, so a request that arrives
+    #: during step k joins step k+2 at the earliest (unless the engine is idle)
+    async_scheduling: bool = False
 
     def __post_init__(self) -> None:
         self.views: list[CostTable | None] = [None] * (self.max_num_seqs + 1)
@@ -86,6 +93,7 @@ class Deployment:
             and not self.policy.uses_stale
             and not self.step.varies_within_run
             and self.planned.kv_s == 0.0
+            and not self.async_scheduling  # admission looks at the previous step's start
         )
 
     def shortest_step(self, n: int) -> float:

@@ -139,6 +139,7 @@ class Recorder:
         self._resume_from = np.full(n, np.nan)  # last emission of a preempted request (for its ITL gap)
         self.completed = 0
         self.parts = [Tally(max_bins, gamma) for _ in range(replicas)]
+        self.prefix_cache_stats: dict | None = None  # `sim.prefix_cache.PrefixCache.stats()` of the run
 
     def arrived(self, rid: int, now: float, replica: int) -> None:
         part = self.parts[replica]

@@ -192,7 +192,12 @@ def prepare(cfg: SimConfig) -> Prepared:
     """Read and check every input of `cfg` (cost table, trace, curves, policy, KV fit); InputError if bad."""
     seeds = np.random.SeedSequence(cfg.seed).spawn(len(STREAMS))
     rngs = {name: np.random.default_rng(s) for name, s in zip(STREAMS, seeds)}
-    cost = _load_table(cfg, cfg.server.cost, "server.cost")
+    if cfg.server.model is not None:  # a deployment from vLLM's knobs: catalogue cost, vLLM's KV sizing
+        from sim.vllm_deploy import server_deployment
+
+        cfg, cost = server_deployment(cfg)
+    else:
+        cost = _load_table(cfg, cfg.server.cost, "server.cost")
     if cfg.drafter.cost is not None and cfg.drafter.effective_gamma > 0:
         load_draft_cost(cfg.drafter.cost, tp=cfg.server.tp or 1)  # bad input fails before any work
     policy_cost = None
@@ -232,7 +237,9 @@ def prepare(cfg: SimConfig) -> Prepared:
             field="server.kv_tokens",
         )
     latent = model.request_latent(len(workload), rngs["latent"], workload.domain)
-    return Prepared(cfg, cost, tp * cfg.server.replicas, policy, model, workload, latent, rngs, policy_cost)
+    vllm = cfg.server.model is not None
+    return Prepared(cfg, cost, tp * cfg.server.replicas, policy, model, workload, latent, rngs, policy_cost,
+                    async_scheduling=vllm and cfg.server.async_scheduling)  # fmt: skip
 
 
 def _acceptance_model(cfg: SimConfig, curves, matrix: np.ndarray, rng: np.random.Generator):
@@ -293,6 +300,10 @@ def results(prep: Prepared, rec: Recorder, t_start: float, t_loop: float) -> Sim
             "seed": cfg.seed,
         }
     )
+    stats = getattr(rec, "prefix_cache_stats", None)
+    if stats is not None:
+        summary["prefix_cache_hit_rate"] = stats["hit_rate"]
+        summary["prefix_cache_hit_tokens"] = stats["tokens_hit"]
     series = time_series(rec, cfg.metrics.series_bins)
     t_end = time.perf_counter()
     timing = {

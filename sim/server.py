@@ -104,6 +104,7 @@ class Replica:
         #: OpenLoop with rids); None: the deployment's horizon
         self.horizon = None
         self.tau_seen = 2.0  # tokens per request-step in pure-decode runs so far (sizes the next run)
+        self.last_start = -np.inf  # start of the step in flight before this one (async scheduling)
         eng.replicas += 1
         self.process = eng.env.process(self.run())
 
@@ -229,6 +230,7 @@ class Replica:
             longest_context(self) if step.context_pad_s else 0,  # longest running context
         )
         bill = step.bill(shape, draft_s)
+        self.last_start = now
         args = (now, bill.seconds, verify, bill.draft, bill, decision)
         return StepPlan(di, r, lengths, accepted, pf, chunks, prefill, *args)
 
@@ -275,18 +277,25 @@ class Replica:
         """Admit waiting requests FIFO into free slots; returns prefill slots/chunks and the room left."""
         eng, rec = self.eng, self.eng.recorder
         new_slots, new_chunks = [], []
+        cache, busy = eng.prefix_cache, eng.async_scheduling and self.n > 0
         while self.queue and room > 0 and self.n < eng.max_num_seqs:
+            if busy and rec.arrival_s[self.queue[0]] > self.last_start:
+                break  # async scheduling: it arrived after the step in flight was scheduled
             rid = self.queue.popleft()
             rec.admitted(rid, now, self.index)
             s = self.n
             self.n += 1
             done = int(rec.generated[rid])
             prompt = int(eng.input_tokens[rid])
-            # A preempted request recomputes its prompt and the tokens it already emitted.
-            row = (rid, prompt + done, done, eng.output_tokens[rid], eng.domain[rid], prompt, 0, 0, 0, 0)
+            # A preempted request recomputes its prompt and the tokens it already emitted, less the whole
+            # leading blocks the prefix cache holds (vLLM v1's automatic prefix caching).
+            cached = 0 if cache is None else cache.hit_tokens(eng.block_keys[rid], prompt + done)
+            self.kv_used += cached
+            todo = prompt + done - cached
+            row = (rid, todo, done, eng.output_tokens[rid], eng.domain[rid], prompt, 0, 0, 0, 0)
             self.state[:, s] = row
             self.lat[s] = eng.latent[rid]
-            chunk = min(prompt + done, room)
+            chunk = min(todo, room)
             room -= chunk
             new_slots.append(s)
             new_chunks.append(chunk)
@@ -319,6 +328,8 @@ class Replica:
             self.pleft[pf] -= chunks
             ready = pf[self.pleft[pf] == 0]
             if ready.size:  # prefill complete: the step also samples the next token
+                if eng.prefix_cache is not None:
+                    self._cache_prompts(ready)
                 self.gen[ready] += 1
                 self.pend[ready] = 1
                 emitted += int(ready.size)
@@ -343,6 +354,14 @@ class Replica:
         self._finish(now)
         if eng.on_step is not None:
             eng.on_step(now)
+
+    def _cache_prompts(self, slots: np.ndarray) -> None:
+        """Cache the prompt blocks of requests whose prefill just completed; the cache keeps to the blocks
+        that the running requests' KV leaves free (vLLM evicts only free blocks, LRU)."""
+        eng, cache = self.eng, self.eng.prefix_cache
+        for rid in self.rid[slots].tolist():
+            cache.insert(eng.block_keys[rid])
+        cache.resize(max(0, (eng.kv_tokens - self.kv_used) // cache.block_size))
 
     def _apply_run(self, run: DecodeRun) -> None:
         """The end of a `DecodeRun`: per-slot totals of its K steps (each step already recorded, and its

@@ -27,6 +27,7 @@ from sim.acceptance import AcceptanceModel
 from sim.config import SimConfig
 from sim.deployment import Deployment
 from sim.empirical import EmpiricalModel
+from sim.prefix_cache import PrefixCache
 from sim.recorder import Recorder
 from sim.routing import STATE_FREE, ClosedLoop, OpenLoop, Router, route_up_front
 from sim.server import Replica
@@ -47,6 +48,13 @@ class Prepared:
     latent: np.ndarray
     rngs: dict[str, np.random.Generator]
     policy_cost: specsched.CostTable | None = None
+    #: vLLM v1 serving (`sim.vllm_deploy`): each request's prompt block keys, the cache's block size and
+    #: whether automatic prefix caching is on; async scheduling (`Deployment.async_scheduling`)
+    block_keys: list | None = None
+    block_size: int = 16
+    prefix_caching: bool = False
+    prefix_offload_blocks: int = 0
+    async_scheduling: bool = False
 
 
 def route(prep: Prepared) -> np.ndarray:
@@ -119,6 +127,7 @@ def run_replicas(
     with np.errstate(divide="ignore", over="ignore"):  # once per run: the hot path's logits of 0 and 1
         env.run()
     rec.close(env.now)
+    rec.prefix_cache_stats = None if eng.prefix_cache is None else eng.prefix_cache.stats()
     if rec.completed != expected or any(rep.n or rep.kv_used or rep.queue for rep in replicas):
         raise RuntimeError(
             f"simulation ended with {expected - rec.completed} of {expected} requests unfinished"
@@ -148,7 +157,18 @@ def _deployment(prep: Prepared, env: simpy.Environment, rec: Recorder, observer)
         rng_verify=prep.rngs["verify"],
         plan=None if prep.policy_cost is None else step_cost(cfg, prep.policy_cost),
         observer=observer,
+        prefix_cache=_prefix_cache(prep),
+        block_keys=prep.block_keys,
+        async_scheduling=prep.async_scheduling,
     )
+
+
+def _prefix_cache(prep: Prepared) -> PrefixCache | None:
+    """A fresh, empty prefix cache for one run (None when prefix caching is off or no keys are known)."""
+    if not prep.prefix_caching or prep.block_keys is None:
+        return None
+    cap = prep.config.server.kv_tokens // prep.block_size
+    return PrefixCache(cap, prep.block_size, offload_blocks=prep.prefix_offload_blocks)
 
 
 def _progress_printer(total: int, every_s: float = 2.0) -> Callable[[int, float], None]:

@@ -2,6 +2,7 @@
 
     specbed cost fit MEASURED... --model NAME --gpu NAME [--where COL=VAL ...] --out FIT.json
     specbed cost check MEASURED... --fit FIT.json [--model NAME] [--gpu NAME] [--where COL=VAL ...] [--json]
+    specbed cost calibrate RUNS.csv --workloads PROFILES.json --gpu NAME --out KNOBS.json
 
 `fit` prints a per-point table (tp, phase, batch, tokens, measured ms, predicted ms, error %, outlier flag),
 the MAPE per TP and phase (outliers excluded, and counted), and writes FIT.json (model, gpu, knobs,
@@ -45,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
         else:
             q.add_argument("--fit", required=True, help="FIT.json from `specbed cost fit`")
             q.add_argument("--json", action="store_true", help="print one JSON object")
+    from specbed.calibrate_cli import add_parser
+
+    add_parser(sub)
     return p
 
 
@@ -135,4 +139,8 @@ def _check(args) -> int:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
+    if args.action == "calibrate":
+        from specbed.calibrate_cli import run
+
+        return run(args)
     return _fit(args) if args.action == "fit" else _check(args)

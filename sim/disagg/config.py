@@ -105,8 +105,9 @@ class PoolConfig:
         KV and decodes with speculation). replicas: engines (or EP groups) in the pool.
     cost: the pool's cost table, as server.cost. tp: GPUs per replica, as server.tp.
     max_num_seqs: running requests per replica, as in `[server]`. max_num_batched_tokens: per-step token
-        budget, as in `[server]` (per attention rank for a prefill EP group). kv_tokens: KV capacity per
-        replica, as in `[server]`. router: as server.router.
+        budget, as in `[server]`. kv_tokens: KV capacity per replica, as in `[server]` — a replica being
+        the whole group for a decode EP group with budget "group", one attention rank for a prefill EP
+        group or budget "rank". router: as server.router.
     prefix_hit: the share of each prompt's tokens a prefix cache serves, not recomputed (prefill pool
         only; stated, not simulated: see docs/disaggregation.md, "Prefix caching").
     draft_prefix_cached: the drafter's KV of a cached prefix is cached alongside the target's (true);

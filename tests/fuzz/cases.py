@@ -546,6 +546,82 @@ def output_cases() -> list[Case]:
     return cases
 
 
+_RUNS_HEADER = (
+    "exp_id,folder,model,hardware,tp,dp,workload,max_num_batched_tokens,cpu_offload,gpu_mem_util,precision,"
+    "actual_e2e_mean,actual_e2e_p90,actual_e2e_p99,actual_ttft_mean,actual_ttft_p90,actual_ttft_p99,"
+    "actual_itl_mean\n"
+)
+_RUN_ROW = "1,1-x,Qwen/Qwen2.5-7B-Instruct,H100,{tp},,general,{mnbt},,{util},FP16,{e2e},1,1,1,1,1,1\n"
+_PROFILES = {"workloads": {"general": {"stages": [{"rate": 1.0, "duration": 2}], "load_type": "constant",
+             "data": {"type": "shared_prefix", "shared_prefix": {"num_unique_system_prompts": 1,
+             "num_users_per_system_prompt": 1, "system_prompt_len": 10, "question_len": 10,
+             "output_len": 4}}}}}  # fmt: skip
+
+
+def _row(**kw) -> bytes:
+    cells = {"tp": "1", "mnbt": "256", "util": "", "e2e": "10", **kw}
+    return (_RUNS_HEADER + _RUN_ROW.format(**cells)).encode()
+
+
+def validate_cases() -> list[Case]:
+    """`specbed validate` / `specbed cost calibrate`: bad RUNS.csv, PROFILES.json, bench JSON, knobs."""
+    good = json.dumps(_PROFILES).encode()
+    bad_rate = json.loads(json.dumps(_PROFILES))
+    bad_rate["workloads"]["general"]["stages"][0]["rate"] = -1
+    no_len = json.loads(json.dumps(_PROFILES))
+    del no_len["workloads"]["general"]["data"]["shared_prefix"]["question_len"]
+    runs = {
+        "tp not a number": (_row(tp="two"), ("runs.csv:2", "tp")),
+        "tp zero": (_row(tp="0"), ("runs.csv", "tp")),
+        "mnbt float": (_row(mnbt="1.5"), ("runs.csv", "max_num_batched_tokens")),
+        "util above 1": (_row(util="1.5"), ("runs.csv", "gpu_mem_util")),
+        "actual nan": (_row(e2e="nan"), ("runs.csv", "actual_e2e_mean")),
+        "actual empty": (_row(e2e=""), ("runs.csv", "actual_e2e_mean")),
+        "missing column": (b"exp_id,model\n1,x\n", ("runs.csv", "hardware")),
+        "header only": (_RUNS_HEADER.encode(), ("runs.csv", "no rows")),
+    }
+    cases = []
+    for name, (body, expect) in runs.items():
+        files = {"runs.csv": body, "p.json": good}
+        argv = ("validate", "{W}/runs.csv", "--workloads", "{W}/p.json")
+        cases.append(Case("validate", f"runs {name}", argv, files, expect))
+        cal = ("cost", "calibrate", "{W}/runs.csv", "--workloads", "{W}/p.json", "--gpu", "h100", "--out",
+               "{W}/k.json")  # fmt: skip
+        cases.append(Case("calibrate", f"runs {name}", cal, files, expect))
+    profiles = {
+        "not json": (b"{", ("p.json", "not JSON")),
+        "no workloads": (b"{}", ("p.json", "workloads")),
+        "negative rate": (json.dumps(bad_rate).encode(), ("p.json", "workloads.general.stages[0].rate")),
+        "no question_len": (json.dumps(no_len).encode(), ("p.json", "question_len")),
+    }
+    for name, (body, expect) in profiles.items():
+        files = {"runs.csv": _row(), "p.json": body}
+        argv = ("validate", "{W}/runs.csv", "--workloads", "{W}/p.json")
+        cases.append(Case("validate", f"profiles {name}", argv, files, expect))
+    bench = {"input_lens": [10, 10], "output_lens": [4, 4], "ttfts": [0.01], "itls": [[0.01] * 3] * 2,
+             "request_rate": 1.0, "model_id": "Qwen/Qwen2.5-7B-Instruct"}  # fmt: skip
+    rate = {**bench, "ttfts": [0.01, 0.01], "request_rate": -2}
+    extra = {
+        "bench ttfts too short": ({"b.json": json.dumps(bench).encode()}, ("validate", "{W}/b.json"),
+                                  ("b.json", "ttfts")),
+        "bench bad rate": ({"b.json": json.dumps(rate).encode()}, ("validate", "{W}/b.json"),
+                           ("b.json", "request_rate")),
+        "bench unknown model": ({"b.json": json.dumps({**bench, "model_id": "acme/x"}).encode()},
+                                ("validate", "{W}/b.json"), ("b.json", "model_id")),
+        "no workloads flag": ({"runs.csv": _row()}, ("validate", "{W}/runs.csv"), ("--workloads",)),
+        "knobs bad eta": ({"runs.csv": _row(), "p.json": good,
+                           "k.json": b'{"gpu": "h100", "knobs": {"eta_bw": 2}}'},
+                          ("validate", "{W}/runs.csv", "--workloads", "{W}/p.json", "--knobs", "{W}/k.json"),
+                          ("k.json", "eta_bw")),
+        "calibrate unknown gpu": ({"runs.csv": _row(), "p.json": good},
+                                  ("cost", "calibrate", "{W}/runs.csv", "--workloads", "{W}/p.json", "--gpu",
+                                   "tpu9", "--out", "{W}/k.json"), ("--gpu",)),
+    }  # fmt: skip
+    for name, (files, argv, expect) in extra.items():
+        cases.append(Case("validate", name, argv, files, expect))
+    return cases
+
+
 DISAGG_TOML = b"""[workload]
 num_requests = 20
 [[pool]]
@@ -600,6 +676,7 @@ def disagg_cases() -> list[Case]:
 
 def all_cases() -> list[Case]:
     cases = [
+        *validate_cases(),
         *disagg_cases(),
         *config_cases(),
         *config_file_cases(),

@@ -1,0 +1,291 @@
+"""A deployment from vLLM's own knobs: the step cost from the catalogue, KV sized as vLLM sizes it.
+
+Role: `VllmSpec` (model, GPU, precision, tp, dp, gpu_memory_utilization, max_model_len, max_num_seqs,
+max_num_batched_tokens, cpu_offload_gb, prefix caching, CUDA graphs, async scheduling) and `Knobs` (the
+roofline's physical knobs for one GPU) become a `specsched.CostTable` and a `sim.wiring.Prepared` run of
+plain autoregressive serving (no speculation) on any `sim.workload.Workload`.
+
+The step price, one term each (seconds; B = tokens in the step, C = KV tokens the running requests hold):
+
+    step(B, R, C) = step_s                                   per-pass fixed work: scheduling, input prep,
+                                                             sampling, the host side of a step
+                  + layers · c0                              per-layer fixed work on the GPU
+                  + moe_layers · c_moe                       per-MoE-layer routing work (top-k, permute,
+                                                             grouped-GEMM set-up)
+                  + max(W(B) / (eta_bw · BW), 2·P·B / (eta_f · F))   weights (MoE: the experts that B
+                                                             tokens touch) or compute, whichever binds
+                  + 2 · layers · link_latency  (tp > 1)      two all-reduces per layer (+ their bytes)
+                  + C · kv_bytes / (eta_kv · BW)             attention reading every running request's KV
+                  + offload_bytes / host_bw                  weights moved to host by cpu_offload_gb
+    then padded to the next CUDA-graph capture size (vLLM's sizes up to min(2 · max_num_seqs, 512)).
+
+and per request `frontend_s` (the API server: HTTP, tokenizing, detokenizing, streaming) is added to its
+TTFT and end-to-end latency by the callers that report them (`specbed.validate`).
+
+May import: numpy, the standard library, `specsched`, the other sim modules.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+
+import numpy as np
+
+import specsched
+from sim.acceptance import AcceptanceModel
+from sim.config import DrafterConfig, MetricsConfig, PolicyConfig, ServerConfig, SimConfig
+from sim.curves import curve_matrix
+from sim.run import STREAMS
+from sim.vllm_kv import BLOCK_SIZE, KVSizing, size_kv
+from sim.wiring import Prepared
+from sim.workload import Workload
+from specsched import hardware
+from specsched.catalog import CatalogGPU, CatalogModel, get_gpu, get_model, precision_bytes
+from specsched.errors import InputError
+
+#: calibrated knobs per GPU (`specbed cost calibrate`), with their provenance
+KNOBS_FILE = Path(specsched.__file__).parent / "data" / "vllm_knobs.json"
+HOST_BW = {"h100": 50e9, "h200": 50e9, "b200": 50e9}  # PCIe Gen5 x16, effective; others Gen4
+HOST_BW_DEFAULT = 25e9
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """The roofline's physical knobs for one GPU (module docstring). Datasheet-style defaults."""
+
+    eta_bw: float = 0.9
+    eta_f: float = 0.6
+    eta_kv: float = 0.9
+    c0: float = 40e-6
+    c_moe: float = 0.0
+    step_s: float = 0.0
+    link_latency: float | None = None  # None: the GPU's catalogue figure
+    frontend_s: float = 0.0
+    request_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("eta_bw", "eta_f", "eta_kv"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and 0 < v <= 1):
+                raise InputError(f"must be in (0, 1], got {v!r}", field=f"knobs.{name}")
+        for name in ("c0", "c_moe", "step_s", "frontend_s", "request_s", "link_latency"):
+            v = getattr(self, name)
+            if v is not None and not (isinstance(v, (int, float)) and 0 <= v < 10):
+                raise InputError(f"must be seconds in [0, 10), got {v!r}", field=f"knobs.{name}")
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict, *, file: str | None = None) -> Knobs:
+        names = {f.name for f in fields(cls)}
+        extra = sorted(set(raw) - names)
+        if extra:
+            raise InputError(f"unknown knob {extra[0]!r} (knobs: {', '.join(sorted(names))})", file=file)
+        try:
+            return cls(**raw)
+        except InputError as err:
+            raise InputError(err.message, file=file, field=err.field) from None
+
+
+def shipped_knobs(gpu: str) -> Knobs:
+    """The catalogue's knobs for `gpu`: calibrated on measured runs where the knobs file has them, else the
+    datasheet defaults."""
+    try:
+        table = json.loads(KNOBS_FILE.read_text())["gpus"]
+    except (OSError, KeyError, json.JSONDecodeError):
+        return Knobs()
+    entry = table.get(get_gpu(gpu).key)
+    return Knobs() if entry is None else Knobs.from_dict(entry["knobs"], file=str(KNOBS_FILE))
+
+
+@dataclass(frozen=True)
+class VllmSpec:
+    """One vLLM deployment (each field is the `vllm serve` flag of the same name)."""
+
+    model: str
+    gpu: str = "h100"
+    precision: str | None = None
+    tp: int = 1
+    dp: int = 1
+    gpu_memory_utilization: float = 0.9
+    max_model_len: int | None = None
+    max_num_seqs: int = 256
+    max_num_batched_tokens: int = 8192
+    cpu_offload_gb: float = 0.0
+    prefix_caching: bool = True
+    cudagraphs: bool = True
+    async_scheduling: bool = True
+    kv_tokens: int | None = None  # override vLLM's sizing
+    kv_offload_gib: float = 0.0  # CPU KV offload: host GiB per GPU that hold evicted prefix blocks
+
+    def resolve(self) -> tuple[CatalogModel, CatalogGPU, float]:
+        m = get_model(self.model, field="server.model")
+        g = get_gpu(self.gpu, field="server.gpu")
+        return m, g, precision_bytes(self.precision, m, field="server.precision")
+
+    def kv(self) -> KVSizing:
+        m, g, bpp = self.resolve()
+        return size_kv(
+            m,
+            g,
+            tp=self.tp,
+            bytes_per_param=bpp,
+            gpu_memory_utilization=self.gpu_memory_utilization,
+            max_num_batched_tokens=self.max_num_batched_tokens,
+            max_num_seqs=self.max_num_seqs,
+            cpu_offload_gb=self.cpu_offload_gb,
+            cudagraphs=self.cudagraphs,
+        )
+
+    def kv_capacity(self) -> int:
+        return self.kv_tokens if self.kv_tokens is not None else self.kv().kv_tokens
+
+    @property
+    def max_capture(self) -> int:
+        return min(2 * self.max_num_seqs, 512)
+
+
+def step_parts(spec: VllmSpec, knobs: Knobs, b: np.ndarray) -> dict[str, np.ndarray]:
+    """float64 seconds of each named part of the step price at `b` tokens (module docstring; no KV reads,
+    no CUDA-graph padding): "fixed" (step_s + layers·c0 + moe_layers·c_moe + offload),
+    "weights_or_compute", "comm"."""
+    m, g, bpp = spec.resolve()
+    shape = m.shape(bpp)
+    b = np.asarray(b, dtype=np.float64)
+    link_lat = g.link_latency if knobs.link_latency is None else knobs.link_latency
+    common = dict(tp=spec.tp, eta_bw=knobs.eta_bw, eta_f=knobs.eta_f, link_bw=g.link_bw, context_tokens=None)
+    core = hardware.step_seconds(shape, g.gpu, b, c0=0.0, link_latency=0.0, **common)
+    comm_lat = 2 * m.layers * link_lat if spec.tp > 1 else 0.0
+    offload = spec.cpu_offload_gb * 1e9 / HOST_BW.get(g.key, HOST_BW_DEFAULT)
+    fixed = knobs.step_s + m.layers * knobs.c0 + m.moe_layers * knobs.c_moe + offload
+    return {"fixed": np.full_like(b, fixed), "weights_or_compute": core, "comm": np.full_like(b, comm_lat)}
+
+
+def kv_token_seconds(spec: VllmSpec, knobs: Knobs) -> float:
+    """Seconds per KV token held by the running requests, read once a step by attention (per GPU)."""
+    m, g, _ = spec.resolve()
+    from sim.vllm_kv import kv_bytes_per_token_per_gpu
+
+    return float(kv_bytes_per_token_per_gpu(m, spec.tp) / (knobs.eta_kv * g.gpu.hbm_bw))
+
+
+def cost_table(spec: VllmSpec, knobs: Knobs) -> specsched.CostTable:
+    """The step cost of `spec` with `knobs`: a context-aware table, padded to vLLM's CUDA-graph sizes."""
+    m, g, _ = spec.resolve()
+    top = max(spec.max_num_batched_tokens, 8192)
+    b = np.arange(1, top + 1, dtype=np.float64)
+    secs = sum(step_parts(spec, knobs, b).values())
+    name = f"vllm:{m.name}@{g.key}x{spec.tp}"
+    table = specsched.CostTable.from_points(
+        b.astype(np.int64),
+        secs,
+        mode="linear",
+        layers=m.layers,
+        name=name,
+        request_seconds=knobs.request_s,
+        kv_token_seconds=kv_token_seconds(spec, knobs),
+    )
+    if spec.cudagraphs:
+        table = specsched.with_cudagraphs(
+            table, max_capture_size=spec.max_capture, eager_factor=1.0, name=name
+        )
+    return table
+
+
+def prepare(
+    spec: VllmSpec, knobs: Knobs, workload: Workload, block_keys: list | None, seed: int = 0
+) -> Prepared:
+    """A `Prepared` run of `workload` on `spec` (autoregressive: policy "ar", no drafter); dp replicas
+    behind a least-outstanding router. InputError if a request cannot fit in the KV cache."""
+    kv = spec.kv_capacity()
+    longest = int(np.max(workload.input_tokens + workload.output_tokens)) if len(workload) else 0
+    if spec.max_model_len is not None and longest > spec.max_model_len:
+        raise InputError(
+            f"a request needs {longest} tokens, more than max_model_len {spec.max_model_len}",
+            field="server.max_model_len",
+        )
+    if longest > kv:
+        raise InputError(
+            f"a request needs {longest} KV tokens, more than the {kv} a replica holds",
+            field="server.kv_tokens",
+        )
+    budget = max(spec.max_num_batched_tokens, spec.max_num_seqs)
+    server = ServerConfig(
+        cost="h100-dense8b",
+        replicas=spec.dp,
+        tp=spec.tp,
+        max_num_seqs=spec.max_num_seqs,
+        max_num_batched_tokens=budget,
+        kv_tokens=kv,
+    )
+    cfg = SimConfig(
+        seed=seed,
+        drafter=DrafterConfig(name="none", gamma=0),
+        policy=PolicyConfig(name="ar"),
+        server=server,
+        metrics=MetricsConfig(),
+    )
+    seeds = np.random.SeedSequence(seed).spawn(len(STREAMS))
+    rngs = {name: np.random.default_rng(s) for name, s in zip(STREAMS, seeds)}
+    matrix = curve_matrix(None, "none", 0, ("chat",))
+    model = AcceptanceModel(matrix, cfg.acceptance, rngs["model"])
+    latent = model.request_latent(len(workload), rngs["latent"], workload.domain)
+    policy = specsched.make_policy("ar")
+    cost = cost_table(spec, knobs)
+    return Prepared(
+        cfg,
+        cost,
+        spec.tp * spec.dp,
+        policy,
+        model,
+        workload,
+        latent,
+        rngs,
+        block_keys=block_keys,
+        block_size=BLOCK_SIZE,
+        prefix_caching=spec.prefix_caching and block_keys is not None,
+        prefix_offload_blocks=offload_blocks(spec),
+        async_scheduling=spec.async_scheduling,
+    )
+
+
+def server_deployment(cfg: SimConfig) -> tuple[SimConfig, specsched.CostTable]:
+    """(cfg with KV sized and tp set, the catalogue step cost) for a config with `server.model`: the knobs
+    are the GPU's shipped ones (`shipped_knobs`); `server.kv_tokens`, when set, overrides vLLM's sizing."""
+    srv = cfg.server
+    spec = VllmSpec(
+        model=srv.model,
+        gpu=srv.gpu or "h100",
+        precision=srv.precision,
+        tp=srv.tp or 1,
+        dp=srv.replicas,
+        gpu_memory_utilization=srv.gpu_memory_utilization,
+        max_model_len=srv.max_model_len,
+        max_num_seqs=srv.max_num_seqs,
+        max_num_batched_tokens=srv.max_num_batched_tokens,
+        cpu_offload_gb=srv.cpu_offload_gb,
+        prefix_caching=srv.prefix_caching,
+        async_scheduling=srv.async_scheduling,
+        kv_tokens=srv.kv_tokens,
+    )
+    kv = spec.kv_capacity()
+    new = replace(cfg, server=replace(srv, kv_tokens=kv, tp=spec.tp))
+    return new, cost_table(spec, shipped_knobs(spec.gpu))
+
+
+def offload_blocks(spec: VllmSpec) -> int:
+    """Prefix-cache blocks the CPU KV offload tier holds (the tp GPUs' host space together)."""
+    if not spec.kv_offload_gib:
+        return 0
+    from sim.vllm_kv import kv_bytes_per_token_per_gpu
+
+    m, _, _ = spec.resolve()
+    per_block = kv_bytes_per_token_per_gpu(m, spec.tp) * BLOCK_SIZE
+    return int(spec.kv_offload_gib * 2**30 // per_block)
+
+
+def with_knobs(knobs: Knobs, **changes) -> Knobs:
+    return replace(knobs, **changes)

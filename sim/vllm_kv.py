@@ -1,0 +1,102 @@
+"""KV-cache capacity as vLLM v1 sizes it from `gpu_memory_utilization`, per GPU of one replica.
+
+Role: turn a deployment's knobs (model, GPU, tensor parallelism, precision, gpu_memory_utilization,
+max_num_batched_tokens, max_num_seqs, cpu_offload_gb, CUDA graphs on or off) into the KV tokens one
+replica holds, the way vLLM's worker does before it allocates the cache (`determine_available_memory`):
+
+    KV bytes per GPU = gpu_memory_utilization · visible memory
+                       − weights per GPU (less what `cpu_offload_gb` moves to host memory)
+                       − peak activation of a profiling forward of `max_num_batched_tokens` tokens
+                         and a sampler pass over `max_num_seqs` rows of the vocabulary
+                       − non-torch memory (cuBLAS/NCCL workspaces) − captured CUDA graphs
+    KV tokens = ⌊KV bytes / (block_size · KV bytes per token per GPU)⌋ · block_size
+
+Assumptions (first-order, stated so a user can disagree): the activation peak counts the residual stream,
+QKV, the gated MLP and the fp32 logits, each once; non-torch memory 0.6 GiB, plus 0.5 GiB of NCCL buffers
+with tp > 1; captured graphs 0.5 GiB. KV heads are split over tp GPUs (replicated when fewer than tp).
+The cache is bf16 (`kv_cache_dtype = "auto"`). These matter only where KV is tight; every figure is in
+`KVSizing` so a report can show it.
+
+May import: the standard library, `specsched.catalog`, `specsched.errors`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from specsched.catalog import CatalogGPU, CatalogModel, GiB
+from specsched.errors import InputError
+
+BLOCK_SIZE = 16  # vLLM's default KV block (tokens)
+NON_TORCH_BYTES = 0.6 * GiB
+NCCL_BYTES = 0.5 * GiB
+CUDAGRAPH_BYTES = 0.5 * GiB
+
+
+@dataclass(frozen=True)
+class KVSizing:
+    """What one GPU of a replica holds (bytes) and the KV tokens the replica gets."""
+
+    budget: float
+    weights: float
+    activation: float
+    other: float
+    kv_bytes: float
+    kv_bytes_per_token: float
+    kv_tokens: int
+
+    def as_dict(self) -> dict:
+        return {k: (round(v / GiB, 3) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
+
+
+def kv_bytes_per_token_per_gpu(model: CatalogModel, tp: int) -> float:
+    """KV bytes one token of context takes on one GPU of a tp-way replica (bf16 cache)."""
+    heads_here = math.ceil(model.kv_heads / tp)
+    return 2.0 * model.layers * heads_here * model.head_dim * 2.0
+
+
+def peak_activation_bytes(model: CatalogModel, tp: int, batched_tokens: int, max_num_seqs: int) -> float:
+    """The profiling forward's activation peak on one GPU (bytes; module docstring)."""
+    t = float(batched_tokens)
+    qkv = t * (model.heads + 2 * model.kv_heads) * model.head_dim / tp * 2.0
+    mlp_width = model.intermediate * (model.top_k + 1 if model.experts else 1)
+    mlp = t * 3.0 * mlp_width / tp * 2.0  # gate+up output and the activated half
+    residual = 4.0 * t * model.hidden * 2.0
+    logits = 2.0 * max_num_seqs * model.vocab * 4.0
+    return qkv + mlp + residual + logits
+
+
+def size_kv(
+    model: CatalogModel,
+    gpu: CatalogGPU,
+    *,
+    tp: int = 1,
+    bytes_per_param: float | None = None,
+    gpu_memory_utilization: float = 0.9,
+    max_num_batched_tokens: int = 8192,
+    max_num_seqs: int = 256,
+    cpu_offload_gb: float = 0.0,
+    cudagraphs: bool = True,
+    field: str = "server.gpu_memory_utilization",
+) -> KVSizing:
+    """The KV capacity of one replica (module docstring). InputError naming `field` when the weights and
+    activations leave no room for even one block, as vLLM refuses to start then."""
+    if not 0.0 < gpu_memory_utilization <= 1.0:
+        raise InputError(f"must be in (0, 1], got {gpu_memory_utilization!r}", field=field)
+    bpp = model.bytes_per_param if bytes_per_param is None else bytes_per_param
+    budget = gpu_memory_utilization * gpu.visible_memory
+    weights = max(0.0, model.params * bpp / tp - cpu_offload_gb * 1e9)
+    act = peak_activation_bytes(model, tp, max_num_batched_tokens, max_num_seqs)
+    other = NON_TORCH_BYTES + (NCCL_BYTES if tp > 1 else 0.0) + (CUDAGRAPH_BYTES if cudagraphs else 0.0)
+    kv = budget - weights - act - other
+    per_token = kv_bytes_per_token_per_gpu(model, tp)
+    blocks = int(kv // (BLOCK_SIZE * per_token)) if kv > 0 else 0
+    if blocks < 1:
+        raise InputError(
+            f"{model.name} on {tp}× {gpu.key} at gpu_memory_utilization {gpu_memory_utilization}: the "
+            f"weights ({weights / GiB:.1f} GiB per GPU) and activations leave no KV cache "
+            f"(budget {budget / GiB:.1f} GiB); raise tp or gpu_memory_utilization",
+            field=field,
+        )
+    return KVSizing(budget, weights, act, other, kv, per_token, blocks * BLOCK_SIZE)

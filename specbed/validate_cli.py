@@ -1,0 +1,161 @@
+"""`specbed validate`: measured vLLM runs against the simulator's prediction of them.
+
+    specbed validate RUNS.csv --workloads PROFILES.json [--out DIR] [--json OUT] [--knobs KNOBS.json]
+    specbed validate RESULT.json [--model NAME] [--gpu h100] [--tp 1] [--max-num-batched-tokens 8192]
+
+RUNS.csv has the columns of ../shared/real-vllm/runs.csv (any subset of rows, any order); a RESULT.json is
+a `vllm bench serve --save-result --save-detailed` file, replayed from its own requests. Prints the
+per-run table (measured → predicted, |error| %) and the medians; `--out DIR` writes report.md,
+validate.json and validate.png (predicted vs measured, log axes); `--json OUT` writes the JSON alone:
+{"runs": [{"exp_id", "folder", "model", "hardware", "predicted", "actual", "error_pct"} or with
+"error"], "median_error_pct"}. Exit 0 when at least one run was modelled, 1 when none was, 2 on bad
+input (one line naming file, row and field). Knobs: the catalogue's for each run's GPU
+(`sim.vllm_deploy.shipped_knobs`), or a `specbed cost calibrate` file for its GPU (`--knobs`).
+
+May import: the standard library, numpy, `sim`, `specsched`, `specbed.validate*`, matplotlib (plot only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from sim.inference_perf import load_profiles
+from sim.vllm_deploy import Knobs, VllmSpec, shipped_knobs
+from specbed import validate as v
+from specbed.validate_runs import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_NUM_SEQS, read_bench, read_runs
+from specsched import safeio
+from specsched.catalog import find_model, get_gpu
+from specsched.errors import InputError
+from specsched.progress import Progress
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="specbed validate", description="measured vLLM runs vs the simulator")
+    p.add_argument("runs", nargs="+", help="RUNS.csv (runs.csv columns) or vllm bench serve detailed JSON")
+    p.add_argument("--workloads", help="PROFILES.json (inference-perf profiles; needed for a RUNS.csv)")
+    p.add_argument("--out", help="folder for report.md, validate.json, validate.png")
+    p.add_argument("--json", dest="json_out", help="write the JSON result here")
+    p.add_argument("--knobs", help="a `specbed cost calibrate` knobs file (for runs on its GPU)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--max-num-seqs",
+        type=int,
+        default=DEFAULT_MAX_NUM_SEQS,
+        help=f"for rows without a max_num_seqs column (default {DEFAULT_MAX_NUM_SEQS})",
+    )
+    p.add_argument("--max-model-len", type=int, default=DEFAULT_MAX_MODEL_LEN)
+    g = p.add_argument_group("a vllm bench serve JSON's deployment")
+    g.add_argument("--model", help="catalogue name or HF id (default: the file's model_id)")
+    g.add_argument("--gpu", default="h100")
+    g.add_argument("--tp", type=int, default=1)
+    g.add_argument("--max-num-batched-tokens", type=int, default=8192)
+    return p
+
+
+def load_knobs_file(path: str) -> tuple[str, Knobs]:
+    """(gpu key, knobs) of a `specbed cost calibrate` file: {"gpu": ..., "knobs": {...}, ...}."""
+    try:
+        raw = json.loads(Path(path).read_text())
+    except OSError as err:
+        raise InputError(f"cannot read: {err.strerror or err}", file=path, field="--knobs") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise InputError(f"not JSON: {err}", file=path, field="--knobs") from None
+    if (
+        not isinstance(raw, dict)
+        or not isinstance(raw.get("knobs"), dict)
+        or not isinstance(raw.get("gpu"), str)
+    ):
+        raise InputError('needs {"gpu": NAME, "knobs": {...}}', file=path, field="knobs")
+    return get_gpu(raw["gpu"], field="gpu").key, Knobs.from_dict(raw["knobs"], file=path)
+
+
+def knobs_chooser(knobs_path: str | None):
+    """run -> Knobs: the --knobs file's for its GPU, else the catalogue's shipped ones."""
+    own = load_knobs_file(knobs_path) if knobs_path else None
+    cache: dict[str, Knobs] = {}
+
+    def choose(run) -> Knobs:
+        key = run.spec.gpu
+        if own is not None and own[0] == key:
+            return own[1]
+        if key not in cache:
+            cache[key] = shipped_knobs(key)
+        return cache[key]
+
+    return choose
+
+
+def read_inputs(args) -> tuple[list, dict]:
+    """(runs, profiles) from the command line (InputError on bad input)."""
+    if args.max_num_seqs < 1 or args.max_model_len < 1 or args.tp < 1 or args.max_num_batched_tokens < 1:
+        raise InputError("--max-num-seqs, --max-model-len, --tp and --max-num-batched-tokens must be ≥ 1")
+    csvs = [f for f in args.runs if not f.lower().endswith(".json")]
+    if csvs and not args.workloads:
+        raise InputError("--workloads PROFILES.json is required to regenerate a RUNS.csv's traffic")
+    profiles = load_profiles(args.workloads) if args.workloads else {}
+    runs = []
+    for f in args.runs:
+        if f in csvs:
+            runs += read_runs(f, profiles, max_num_seqs=args.max_num_seqs, max_model_len=args.max_model_len)
+            continue
+        model = args.model or _model_id(f)
+        if find_model(model) is None:
+            raise InputError(
+                f"model {model!r} is not in the catalogue; pass --model", file=f, field="model_id"
+            )
+        spec = VllmSpec(
+            model=model,
+            gpu=get_gpu(args.gpu, field="--gpu").key,
+            tp=args.tp,
+            max_num_seqs=args.max_num_seqs,
+            max_num_batched_tokens=max(args.max_num_batched_tokens, args.max_num_seqs),
+            max_model_len=None,
+        )
+        runs.append(read_bench(f, spec, seed=args.seed))
+    return runs, profiles
+
+
+def _model_id(path: str) -> str:
+    try:
+        raw = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return ""  # read_bench reports the file's problem
+    return str(raw.get("model_id") or "") if isinstance(raw, dict) else ""
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    if args.out:
+        safeio.check_dir(args.out)
+    if args.json_out:
+        safeio.check_file(args.json_out, field="--json")
+    runs, profiles = read_inputs(args)
+    choose = knobs_chooser(args.knobs)
+    bar = Progress(len(runs), label="validate", unit="runs", every=10.0)
+    t0 = time.perf_counter()
+    results = v.validate(runs, choose, profiles, seed=args.seed, progress=bar.update)
+    bar.close()
+    wall = time.perf_counter() - t0
+    print(v.table(results))
+    print(f"({sum('error_pct' in r for r in results)} of {len(results)} runs modelled in {wall:.1f} s)")
+    doc = v.as_json(results)
+    text = json.dumps(doc, indent=1) + "\n"
+    if args.json_out:
+        safeio.write_text(args.json_out, text, field="--json")
+    if args.out:
+        note = f"--knobs {args.knobs}" if args.knobs else "the catalogue's shipped knobs per GPU"
+        cmd = "specbed validate " + " ".join(shlex.quote(a) for a in argv)
+        files: dict[str, str | bytes] = {"validate.json": text, "report.md": v.markdown(results, note, cmd)}
+        png = v.plot(results, Path(args.out) / "validate.png")
+        if png is not None:
+            files["validate.png"] = png
+        safeio.write_files(args.out, files)
+    if not doc["median_error_pct"]:
+        print("specbed validate: no run could be modelled", file=sys.stderr)
+        return 1
+    return 0

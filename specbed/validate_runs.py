@@ -1,0 +1,236 @@
+"""Measured vLLM runs as `specbed validate` and `specbed cost calibrate` read them.
+
+Role: parse RUNS.csv (the columns of ../shared/real-vllm/runs.csv; any subset of rows, any order) and
+`vllm bench serve --save-result --save-detailed` JSON files into `MeasuredRun`s: the deployment (a
+`sim.vllm_deploy.VllmSpec` from the row's knobs), where its traffic comes from (an inference-perf profile,
+or the bench file's own requests) and the measured metrics in milliseconds. Malformed input is one
+InputError naming file, row and field; a well-formed row that specbed cannot model (a model or GPU the
+catalogue does not know, a profile the profiles file lacks) becomes a run with `error` set.
+
+May import: numpy, the standard library, `sim`, `specsched`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from sim.vllm_deploy import VllmSpec
+from sim.workload import Workload
+from specsched.catalog import find_model, get_gpu, precision_bytes
+from specsched.errors import InputError
+
+METRICS = ("e2e_mean", "e2e_p90", "e2e_p99", "ttft_mean", "ttft_p90", "ttft_p99", "itl_mean")
+REQUIRED = ("exp_id", "model", "hardware", "tp", "workload", "max_num_batched_tokens")
+#: the measurement campaign's constants (workloads.json: campaign_values.constants)
+DEFAULT_MAX_NUM_SEQS = 128
+DEFAULT_MAX_MODEL_LEN = 4096
+
+
+@dataclass(frozen=True)
+class MeasuredRun:
+    """One measured run. actual: METRICS in ms; profile: the inference-perf profile its traffic came
+    from (None for a bench file, whose requests are in `workload`); error: why it cannot be modelled."""
+
+    exp_id: str
+    folder: str
+    model: str
+    hardware: str
+    spec: VllmSpec | None
+    profile: str | None
+    actual: dict[str, float]
+    where: str
+    error: str | None = None
+    workload: Workload | None = field(default=None, compare=False)
+
+
+def _cell(row: dict, key: str, path: str, line: int, kind=float, *, default=None, lo=None, hi=None):
+    raw = (row.get(key) or "").strip()
+    if raw == "":
+        if default is not None or key not in REQUIRED:
+            return default
+        raise InputError("is empty", file=path, line=line, field=key)
+    try:
+        val = kind(raw)
+    except ValueError:
+        what = "a whole number" if kind is int else "a number"
+        raise InputError(f"must be {what}, got {raw!r}", file=path, line=line, field=key) from None
+    if isinstance(val, float) and not math.isfinite(val):
+        raise InputError(f"must be finite, got {raw!r}", file=path, line=line, field=key)
+    if (lo is not None and val < lo) or (hi is not None and val > hi):
+        raise InputError(f"must be in [{lo}, {hi}], got {raw!r}", file=path, line=line, field=key)
+    return val
+
+
+def _offload(row: dict, path: str, line: int) -> float:
+    """cpu_offload: empty / 0 / false = none; true = 32 GiB a GPU; a number = that many GiB (see docs)."""
+    raw = (row.get("cpu_offload") or "").strip().lower()
+    if raw in ("", "0", "false", "no", "none", "off"):
+        return 0.0
+    if raw in ("true", "yes", "on"):
+        return 32.0
+    return _cell(row, "cpu_offload", path, line, lo=0.0, hi=10_000.0)
+
+
+def profile_of(workload: str, folder: str, profiles) -> str | None:
+    """The profile of a run: the `-lite` variant when the folder says so and it exists."""
+    lite = f"{workload}-lite"
+    if lite in folder and lite in profiles:
+        return lite
+    return workload if workload in profiles else None
+
+
+def _row_run(row: dict, path: str, line: int, profiles, seqs: int, model_len: int) -> MeasuredRun:
+    actual = {m: _cell(row, f"actual_{m}", path, line, lo=0.0, hi=1e9) for m in METRICS}
+    if any(v is None for v in actual.values()):
+        missing = next(m for m, v in actual.items() if v is None)
+        raise InputError("is empty", file=path, line=line, field=f"actual_{missing}")
+    tp = _cell(row, "tp", path, line, int, lo=1, hi=4096)
+    dp = _cell(row, "dp", path, line, int, default=1, lo=1, hi=4096)
+    mnbt = _cell(row, "max_num_batched_tokens", path, line, int, lo=1, hi=10_000_000)
+    util = _cell(row, "gpu_mem_util", path, line, default=0.9, lo=0.01, hi=1.0)
+    seqs = _cell(row, "max_num_seqs", path, line, int, default=seqs, lo=1, hi=16384)
+    model_len = _cell(row, "max_model_len", path, line, int, default=model_len, lo=1, hi=10_000_000)
+    offload = _offload(row, path, line)
+    ident = {k: (row.get(k) or "").strip() for k in ("exp_id", "folder", "model", "hardware", "workload")}
+    base = dict(
+        exp_id=ident["exp_id"],
+        folder=ident["folder"],
+        model=ident["model"],
+        hardware=ident["hardware"],
+        actual=actual,
+        where=f"{path}:{line}",
+    )
+    found = find_model(ident["model"])
+    profile = profile_of(ident["workload"], ident["folder"], profiles)
+    try:
+        gpu = get_gpu(ident["hardware"]).key
+        if found is None:
+            raise InputError(f"model {ident['model']!r} is not in the catalogue")
+        precision_bytes((row.get("precision") or "").strip() or None, found)
+    except InputError as err:
+        return MeasuredRun(spec=None, profile=profile, error=err.message, **base)
+    if profile is None:
+        return MeasuredRun(spec=None, profile=None, error=f"no profile {ident['workload']!r}", **base)
+    spec = VllmSpec(
+        model=found.name,
+        gpu=gpu,
+        precision=(row.get("precision") or "").strip().lower() or None,
+        tp=tp,
+        dp=dp,
+        gpu_memory_utilization=util,
+        max_model_len=model_len,
+        max_num_seqs=seqs,
+        max_num_batched_tokens=max(mnbt, seqs),
+        kv_offload_gib=offload,
+    )
+    return MeasuredRun(spec=spec, profile=profile, **base)
+
+
+def read_runs(
+    path: str | Path,
+    profiles,
+    *,
+    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS,
+    max_model_len: int = DEFAULT_MAX_MODEL_LEN,
+) -> list[MeasuredRun]:
+    """Every row of a RUNS.csv (InputError naming file, row and field for a malformed one)."""
+    p = str(path)
+    try:
+        text = Path(path).read_text()
+    except OSError as err:
+        raise InputError(f"cannot read: {err.strerror or err}", file=p) from None
+    except UnicodeDecodeError:
+        raise InputError("not a text CSV", file=p) from None
+    reader = csv.DictReader(text.splitlines())
+    header = reader.fieldnames or []
+    for key in (*REQUIRED, *(f"actual_{m}" for m in METRICS)):
+        if key not in header:
+            raise InputError(f"missing column {key!r}", file=p, line=1)
+    runs = [
+        _row_run(row, p, i, profiles, max_num_seqs, max_model_len) for i, row in enumerate(reader, start=2)
+    ]
+    if not runs:
+        raise InputError("has a header but no rows", file=p)
+    return runs
+
+
+def _floats(raw: dict, key: str, path: str, n: int | None = None) -> np.ndarray:
+    vals = raw.get(key)
+    ok = isinstance(vals, list) and vals and (n is None or len(vals) == n)
+    arr = np.asarray(vals if ok else [], dtype=object)
+    if ok:
+        try:
+            arr = np.asarray(vals, dtype=np.float64)
+        except (TypeError, ValueError):
+            ok = False
+    if not ok or not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        need = f"a list of {n} numbers ≥ 0" if n else "a non-empty list of numbers ≥ 0"
+        raise InputError(f"must be {need}", file=path, field=key)
+    return arr
+
+
+def read_bench(path: str | Path, spec: VllmSpec, seed: int = 0) -> MeasuredRun:
+    """A `vllm bench serve --save-result --save-detailed` JSON as a run: its requests (input_lens,
+    output_lens; arrivals at its request_rate, Poisson, or all at once when it is inf) and its metrics
+    (ttfts and itls per request, seconds)."""
+    p = str(path)
+    try:
+        raw = json.loads(Path(path).read_text())
+    except OSError as err:
+        raise InputError(f"cannot read: {err.strerror or err}", file=p) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise InputError(f"not JSON: {err}", file=p) from None
+    if not isinstance(raw, dict):
+        raise InputError("must be a JSON object (vllm bench serve --save-result --save-detailed)", file=p)
+    inputs = _floats(raw, "input_lens", p)
+    n = inputs.size
+    outputs = _floats(raw, "output_lens", p, n)
+    ttfts = _floats(raw, "ttfts", p, n) * 1e3
+    itls = raw.get("itls")
+    if not isinstance(itls, list) or len(itls) != n or not all(isinstance(r, list) for r in itls):
+        raise InputError(f"must be a list of {n} lists of seconds", file=p, field="itls")
+    gaps = [g for r in itls for g in r]
+    if not all(isinstance(g, (int, float)) and math.isfinite(g) and g >= 0 for g in gaps):
+        raise InputError("must hold numbers ≥ 0", file=p, field="itls")
+    e2e = ttfts + np.asarray([sum(r) for r in itls]) * 1e3
+    rate = raw.get("request_rate", "inf")
+    rate = math.inf if rate in ("inf", None) or rate == math.inf else rate
+    if not (isinstance(rate, (int, float)) and rate > 0):
+        raise InputError(f'must be a number > 0 or "inf", got {rate!r}', file=p, field="request_rate")
+    rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
+    arrival = np.zeros(n) if math.isinf(rate) else np.cumsum(rng.exponential(1.0 / rate, size=n))
+    wl = Workload(
+        arrival_s=arrival,
+        input_tokens=np.maximum(inputs, 1).astype(np.int64),
+        output_tokens=np.maximum(outputs, 1).astype(np.int64),
+        domain=np.zeros(n, dtype=np.int64),
+        think_s=None,
+        clipped=0,
+    )
+    actual = {
+        "e2e_mean": float(e2e.mean()),
+        "e2e_p90": float(np.percentile(e2e, 90)),
+        "e2e_p99": float(np.percentile(e2e, 99)),
+        "ttft_mean": float(ttfts.mean()),
+        "ttft_p90": float(np.percentile(ttfts, 90)),
+        "ttft_p99": float(np.percentile(ttfts, 99)),
+        "itl_mean": float(np.mean(gaps) * 1e3) if gaps else 0.0,
+    }
+    model = str(raw.get("model_id") or spec.model)
+    return MeasuredRun(
+        exp_id=Path(p).stem,
+        folder=Path(p).name,
+        model=model,
+        hardware=spec.gpu,
+        spec=spec,
+        profile=None,
+        actual=actual,
+        where=p,
+        workload=wl,
+    )

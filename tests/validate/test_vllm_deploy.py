@@ -1,0 +1,77 @@
+"""KV sizing, the catalogue, inference-perf traffic and a vLLM deployment's run."""
+
+import numpy as np
+import pytest
+
+from sim.inference_perf import Profile, generate
+from sim.metrics import request_table
+from sim.vllm_deploy import Knobs, VllmSpec, cost_table, prepare
+from sim.vllm_kv import size_kv
+from sim.wiring import run_replicas
+from specsched.catalog import GPUS, MODELS, find_model, get_gpu, get_model
+from specsched.errors import InputError
+
+
+def test_catalogue_knows_hf_ids_and_sources():
+    assert find_model("meta-llama/Llama-3.1-70B-Instruct").name == "llama3.1-70b"
+    assert find_model("RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic").bytes_per_param == 1.0
+    assert all(m.source for m in MODELS.values()) and all(g.source for g in GPUS.values())
+    assert {"h100", "a100", "l40s", "h200", "b200"} <= set(GPUS)
+    assert get_gpu("H100").key == "h100"
+    with pytest.raises(InputError, match="unknown model"):
+        get_model("acme/unknown-7b", field="server.model")
+
+
+def test_kv_sizing_follows_memory():
+    m, g = get_model("llama2-7b"), get_gpu("h100")
+    # 0.9 · 79.6 GiB − 12.6 GiB of weights − activations, at 512 KiB a token: about 118k tokens
+    kv = size_kv(m, g, gpu_memory_utilization=0.9, max_num_batched_tokens=2048, max_num_seqs=128)
+    assert 110_000 < kv.kv_tokens < 125_000 and kv.kv_tokens % 16 == 0
+    more = size_kv(m, g, gpu_memory_utilization=0.95, max_num_batched_tokens=2048, max_num_seqs=128)
+    tp2 = size_kv(m, g, tp=2, gpu_memory_utilization=0.9, max_num_batched_tokens=2048, max_num_seqs=128)
+    assert more.kv_tokens > kv.kv_tokens and tp2.kv_tokens > 2 * kv.kv_tokens
+    with pytest.raises(InputError, match="no KV cache"):
+        size_kv(get_model("llama3.1-70b"), g, tp=1)
+
+
+def test_step_cost_is_memory_bound_then_linear():
+    spec = VllmSpec(model="qwen2.5-7b", max_num_seqs=128, max_num_batched_tokens=2048)
+    t = cost_table(spec, Knobs())
+    lat = t.latency(np.array([1, 8, 64, 4096]))
+    assert lat[0] == pytest.approx(lat[1], rel=0.01) and lat[3] > 3 * lat[0]
+    assert t.kv_token_seconds > 0
+
+
+PROFILE = Profile("tiny", ((4.0, 20.0), (8.0, 10.0)), 2, 3, 100, 300, 32, 410.0, (400, 420))
+
+
+def test_inference_perf_traffic():
+    wl, keys = generate(PROFILE, seed=1)
+    assert len(wl) == 160 and np.all(np.diff(wl.arrival_s) >= 0)
+    assert wl.arrival_s[79] <= 20.0 + 1e-9 and wl.arrival_s[-1] == pytest.approx(30.0)
+    assert np.all((wl.input_tokens >= 400) & (wl.input_tokens <= 420))
+    # users cycle: request i and i + 6 are the same user, with the same prompt and blocks
+    assert keys[0] == keys[6] and wl.input_tokens[0] == wl.input_tokens[6]
+    groups = {tuple(k[:6]) for k in keys}  # 100-token system prompts: 6 shared blocks per group
+    assert len(groups) == 2
+
+
+def test_prefix_caching_cuts_ttft_and_reports_hits():
+    wl, keys = generate(PROFILE, seed=0)
+    out = {}
+    for on in (True, False):
+        spec = VllmSpec(model="qwen2.5-7b", max_num_seqs=32, max_num_batched_tokens=512, prefix_caching=on)
+        rec = run_replicas(prepare(spec, Knobs(), wl, keys))
+        out[on] = (np.mean(request_table(rec, wl)["ttft_s"]), rec.prefix_cache_stats)
+    assert out[True][0] < out[False][0]
+    assert out[True][1]["hit_rate"] > 0.8 and out[False][1] is None
+
+
+def test_async_scheduling_adds_a_step_to_ttft():
+    wl, keys = generate(PROFILE, seed=0)
+    ttft = {}
+    for on in (True, False):
+        spec = VllmSpec(model="qwen2.5-7b", max_num_seqs=32, max_num_batched_tokens=512, async_scheduling=on)
+        rec = run_replicas(prepare(spec, Knobs(), wl, keys))
+        ttft[on] = float(np.mean(request_table(rec, wl)["ttft_s"]))
+    assert ttft[True] > ttft[False]
