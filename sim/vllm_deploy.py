@@ -91,14 +91,22 @@ class Knobs:
 
 
 def shipped_knobs(gpu: str) -> Knobs:
-    """The catalogue's knobs for `gpu`: calibrated on measured runs where the knobs file has them, else the
-    datasheet defaults."""
+    """The catalogue's knobs for `gpu`: calibrated on measured runs where the knobs file has them; else the
+    datasheet defaults for the GPU's own efficiencies and overheads, with the host-side knobs (`frontend_s`,
+    the API server; `step_s`, the scheduler's per-pass work), which do not depend on the GPU, taken from
+    the calibrated GPUs (their mean)."""
     try:
         table = json.loads(KNOBS_FILE.read_text())["gpus"]
     except (OSError, KeyError, json.JSONDecodeError):
         return Knobs()
     entry = table.get(get_gpu(gpu).key)
-    return Knobs() if entry is None else Knobs.from_dict(entry["knobs"], file=str(KNOBS_FILE))
+    if entry is not None:
+        return Knobs.from_dict(entry["knobs"], file=str(KNOBS_FILE))
+    known = [Knobs.from_dict(e["knobs"], file=str(KNOBS_FILE)) for e in table.values()]
+    if not known:
+        return Knobs()
+    host = {k: float(np.mean([getattr(x, k) for x in known])) for k in ("frontend_s", "step_s")}
+    return Knobs(**host)
 
 
 @dataclass(frozen=True)

@@ -75,3 +75,12 @@ def test_async_scheduling_adds_a_step_to_ttft():
         rec = run_replicas(prepare(spec, Knobs(), wl, keys))
         ttft[on] = float(np.mean(request_table(rec, wl)["ttft_s"]))
     assert ttft[True] > ttft[False]
+
+
+def test_shipped_knobs_calibrated_for_h100_datasheet_elsewhere_with_the_host_side():
+    from sim.vllm_deploy import shipped_knobs
+
+    h100, a100 = shipped_knobs("h100"), shipped_knobs("A100-80GB")
+    assert h100.frontend_s > 0 and h100 != Knobs()
+    assert (a100.eta_bw, a100.c0, a100.c_moe) == (Knobs().eta_bw, Knobs().c0, Knobs().c_moe)
+    assert a100.frontend_s == pytest.approx(h100.frontend_s)
