@@ -4,13 +4,15 @@ Role: `run_search` turns a space (candidates), an SLO and a price table into ran
 runs every surviving candidate on the first ⌈rungs[k]·N⌉ requests of the traffic (the last rung is the
 whole traffic, judged exactly); after a rung, a candidate is dropped when its SLO margin is below
 −tolerance[k] (0 at the last rung) or its run was stopped early (`analysis.search.early`), and the rest
-are ranked (objective, then SLO margin) and the best max(keep, ⌈n/eta⌉) go on. Every dropped candidate
-keeps the reason.
+are ranked (objective, then SLO margin) and the best max(keep, ⌈n/eta⌉) go on — within each group of the
+`[search] group` keys when given (e.g. GPU kind × series, so each one's best is judged at full length).
+Every dropped candidate keeps the reason.
 
 Cache: each run is a cell of the output folder (`analysis.store`: cells/KEY.json, written whole, keyed by
-the run's config and its early-stop rule), under the folder's writer lock for the search's life; with
-`resume` a later search reuses every finished run. Results do not depend on `jobs` or the backend: a
-rung's decisions read only its runs' summaries, and runs are deterministic in their config (seeded).
+the run's simulator config), under the folder's writer lock for the search's life; with `resume` a later
+search (another space, SLO, prices or halving options too) reuses every run that ran to the end, and
+every run stopped early under the same stop rule. Results do not depend on `jobs` or the
+backend: a rung's decisions read only its runs' summaries, and runs are deterministic in their config.
 `budget_s` stops submitting runs once spent; the candidates are then ranked on the last rung each reached.
 
 May import: the standard library, `specsched`, `analysis` (model, runner, store, sweepfile) and
@@ -93,19 +95,22 @@ def rank_key(c: Candidate, slo, objective: str):
     return (value if math.isfinite(value) else math.inf, -slo.margin(c.summary), c.cell.index)
 
 
-def fingerprint(space: Space, cells: list[Cell], slo, prices, traffic_text: str) -> str:
-    doc = {
-        "cells": [c.key for c in cells],
-        "slo": slo.text(),
-        "prices": {k: v.usd_per_hour for k, v in sorted(prices.rows.items())},
-        "options": repr(space.options),
-        "traffic": traffic_text,
-    }
-    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+def fingerprint() -> str:
+    """A search folder's identity, the same for every search: its cells are runs keyed by their own
+    simulator config, valid for any space, SLO, prices or options, so `--resume` lets any later search
+    reuse them (without it, a folder holding a search is refused; `--force` clears it)."""
+    return hashlib.sha256(SearchModel.name.encode()).hexdigest()[:16]
 
 
 def candidates_of(space: Space, traffic, prices) -> list[Candidate]:
     """Every candidate of the space, resolved, keyed and priced (InputError before any work)."""
+    swept = {key for axis in space.sweep.axes for key in axis.keys}
+    for key in space.options.group:
+        if key != "series" and key not in swept:
+            known = ", ".join(["series", *sorted(swept)])
+            raise InputError(
+                f"{key!r} is not swept (known: {known})", file=space.sweep.file, field="search.group"
+            )
     cells = expand(with_traffic(space.sweep, traffic), SimModel())
     out = []
     for cell in cells:
@@ -158,7 +163,7 @@ def run_search(
         "name": space.sweep.name,
         "model": SearchModel.name,
         "kind": "search",
-        "fingerprint": fingerprint(space, [c.cell for c in cands], slo, prices, repr(traffic)),
+        "fingerprint": fingerprint(),
         "slo": slo.text(),
         "cells": [c.cell.row_head() for c in cands],
     }
@@ -215,9 +220,12 @@ class _Run:
         jobs = {}
         for c in alive:
             job = job_of(c, requests, self.slo, tol, full)
-            jobs[c.cell.index] = Cell(c.cell.index, config_key(job), c.cell.axes, c.cell.series, "", "", job)
-        done = store.finished_keys(self.out)
-        todo = [cell for cell in jobs.values() if cell.key not in done]
+            jobs[c.cell.index] = Cell(
+                c.cell.index, config_key(job["sim"]), c.cell.axes, c.cell.series, "", "", job
+            )
+        todo = [
+            cell for cell in jobs.values() if not _reusable(store.read_cell(self.out, cell.key), cell.config)
+        ]
         label = f"search rung {k + 1}/{len(self.space.options.rungs)} ({requests} requests)"
         bar = Progress(len(jobs), done=len(jobs) - len(todo), label=label, enabled=self.progress)
 
@@ -265,10 +273,31 @@ class _Run:
             dropped += not c.alive
         if full or self.budget_hit:
             return dropped
-        left = sorted([c for c in ran if c.alive], key=lambda c: rank_key(c, self.slo, opts.objective))
-        keep = max(opts.keep, math.ceil(len(left) / opts.eta))
-        for i, c in enumerate(left[keep:]):
-            c.alive = False
-            c.reason = f"rung {k + 1}: halved out (rank {keep + i + 1} of {len(left)}, kept {keep})"
-            dropped += 1
+        groups: dict[tuple, list[Candidate]] = {}
+        for c in ran:
+            if c.alive:
+                groups.setdefault(group_of(c, opts.group), []).append(c)
+        for name, members in groups.items():
+            left = sorted(members, key=lambda c: rank_key(c, self.slo, opts.objective))
+            keep = max(opts.keep, math.ceil(len(left) / opts.eta))
+            where = f" in group {', '.join(map(str, name))}" if name else ""
+            for i, c in enumerate(left[keep:]):
+                c.alive = False
+                c.reason = (
+                    f"rung {k + 1}: halved out (rank {keep + i + 1} of {len(left)}{where}, kept {keep})"
+                )
+                dropped += 1
         return dropped
+
+
+def _reusable(row: dict | None, job: dict) -> bool:
+    """A cached run serves a job when it ran to the end (valid under any SLO) or stopped under the same
+    early-stop rule."""
+    if row is None:
+        return False
+    return row["summary"].get("stopped") is None or row.get("job", {}).get("stop") == job["stop"]
+
+
+def group_of(c: Candidate, keys: tuple[str, ...]) -> tuple:
+    """The halving group of a candidate: its values of the `[search] group` keys ("series": its series)."""
+    return tuple(c.cell.series if key == "series" else c.cell.axes.get(key) for key in keys)

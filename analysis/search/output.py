@@ -47,7 +47,7 @@ def _name(c) -> str:
     axes = ", ".join(
         f"{k.split('.')[-1]}={v}" for k, v in c.cell.axes.items() if not k.startswith(("drafter.", "policy."))
     )
-    return f"{c.cell.series} | {axes}" if axes else c.cell.series
+    return f"{c.cell.series} ({axes})" if axes else c.cell.series
 
 
 def _pct(x) -> str:
@@ -85,14 +85,17 @@ def best_by(outcome, slo) -> str:
         for series in order:
             c = best.get((gpu, series))
             if c is None:
-                rows.append([gpu, series, "none met the SLO", "", "", ""])
+                group = [x for x in outcome.candidates if x.gpu == gpu and x.cell.series == series]
+                halved = any("halved out" in x.reason for x in group)
+                why = "halved out before full length" if halved else "none met the SLO"
+                rows.append([gpu, series, why, "", "", ""])
                 continue
             save = "" if ref is None or c is ref else f"{1 - c.cost / ref.cost:+.0%}"
             rows.append(
                 [
                     gpu,
                     series,
-                    _name(c).split(" | ", 1)[-1],
+                    _name(c).removeprefix(series).strip(" ()"),
                     f"{c.cost:.3f}",
                     _pct(slo.margin(c.summary)),
                     save,

@@ -23,6 +23,8 @@ keyed `analysis.sweepfile.Cell`s) and the search's options. Axes work over ANY k
     keep = 20                               # ... but never fewer than this many
     tolerance = [0.5, 0.25]                 # per rung before the last: SLO slack before a drop
     grace = 0.1                             # screen: drop only below capacity·(1 + grace) < load
+    group = ["server.cost", "series"]       # halve within each group (keep applies per group): the
+                                            # best of every GPU kind × series reaches full length
     model = "meta-llama/Llama-3.3-70B-Instruct"    # the vllm serve line's model (else a placeholder)
     draft_models = { eagle3 = "org/eagle3-head" }   # drafter name -> its draft model for vLLM
     [search.gpus]                           # cost tables that are not built-ins -> GPU kind (prices)
@@ -50,7 +52,18 @@ from specsched import inputs
 from specsched.errors import InputError
 
 OBJECTIVES = ("cost", "goodput_per_gpu")
-SEARCH_KEYS = ("objective", "rungs", "eta", "keep", "tolerance", "grace", "model", "draft_models", "gpus")
+SEARCH_KEYS = (
+    "objective",
+    "rungs",
+    "eta",
+    "keep",
+    "tolerance",
+    "grace",
+    "group",
+    "model",
+    "draft_models",
+    "gpus",
+)
 
 
 @dataclass(frozen=True)
@@ -61,6 +74,7 @@ class Options:
     keep: int = 20
     tolerance: tuple[float, ...] = (0.5, 0.25)
     grace: float = 0.1
+    group: tuple[str, ...] = ()
     model: str | None = None
     draft_models: dict[str, str] = field(default_factory=dict)
     gpus: dict[str, str] = field(default_factory=dict)
@@ -114,6 +128,9 @@ def _options(table, text: str, file: str) -> Options:
     if isinstance(keep, bool) or not isinstance(keep, int) or not 1 <= keep <= 1_000_000:
         raise fail(f"expected an integer ≥ 1, got {keep!r}", "keep")
     grace = _number(table.get("grace", opts.grace), fail, "grace", lo=-1e-300, hi=10.0)
+    group = table.get("group", [])
+    if not isinstance(group, list) or not all(isinstance(g, str) and g for g in group):
+        raise fail('expected a list of swept keys or "series"', "group")
     model = table.get("model")
     if model is not None and (not isinstance(model, str) or not model.strip()):
         raise fail("expected a model name (a Hugging Face id or path)", "model")
@@ -123,7 +140,9 @@ def _options(table, text: str, file: str) -> Options:
         if not isinstance(value, dict) or not all(isinstance(v, str) and v for v in value.values()):
             raise fail('expected a table of name = "string"', key)
         maps[key] = {str(k): v for k, v in value.items()}
-    return Options(objective, rungs, eta, keep, tolerance, grace, model, maps["draft_models"], maps["gpus"])
+    return Options(
+        objective, rungs, eta, keep, tolerance, grace, tuple(group), model, maps["draft_models"], maps["gpus"]
+    )
 
 
 def _number(value, fail, key: str, *, lo: float, hi: float) -> float:

@@ -160,3 +160,34 @@ def test_shipped_search_spaces_parse_and_price():
     for path in files:
         cands = candidates_of(load_space(path), traffic_overrides("azure2023-conv", 2.0), load_prices())
         assert cands and all(c.usd_per_hour > 0 for c in cands), path
+
+
+def test_group_halving_keeps_the_best_of_every_group(tmp_path, capsys):
+    space = SPACE.replace("keep = 3", 'keep = 1\neta = 100\ngroup = ["server.cost", "series"]')
+    assert _search(tmp_path, "g", "--jobs", "1", space=space) == 0
+    ranked = (tmp_path / "g" / "ranked.csv").read_text().splitlines()[1:]
+    seen = {(row.split(",")[2], row.split(",")[6]) for row in ranked}  # (series, server.cost)
+    assert len(seen) == len(ranked) and len(ranked) >= 3  # one per group reached full length
+    bad = SPACE.replace("keep = 3", 'group = ["server.bogus"]')
+    assert _search(tmp_path, "h", space=bad) == 2
+    assert "search.group" in capsys.readouterr().err
+
+
+def test_a_resumed_search_under_another_slo_reuses_finished_runs(tmp_path, capsys):
+    assert _search(tmp_path, "r", "--jobs", "1") == 0
+    sp, tr = _files(tmp_path)
+    argv = ["search", str(sp), "--traffic", str(tr), "--out", str(tmp_path / "r"), "--quiet", "--resume"]
+    capsys.readouterr()
+    assert main([*argv, "--slo", "ttft_p90<=1.5s,itl_p50<=40ms"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    stages = [row for row in rows if len(row) == 6 and row[0].isdigit()]
+    assert stages and sum(int(row[4]) for row in stages) > 0  # cached runs served the new SLO
+
+
+def test_ray_backend_gives_the_same_result_as_jobs_1(tmp_path):
+    pytest.importorskip("ray")
+    small = SPACE.replace('"server.replicas" = [1, 2, 4]', '"server.replicas" = [2]')
+    assert _search(tmp_path, "local", "--jobs", "1", space=small) == 0
+    assert _search(tmp_path, "ray", "--jobs", "2", "--backend", "ray", space=small) == 0
+    for name in ("ranked.csv", "dropped.csv", "vllm_serve.sh"):
+        assert (tmp_path / "local" / name).read_text() == (tmp_path / "ray" / name).read_text(), name
