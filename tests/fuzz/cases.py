@@ -589,7 +589,7 @@ def validate_cases() -> list[Case]:
                "{W}/k.json")  # fmt: skip
         cases.append(Case("calibrate", f"runs {name}", cal, files, expect))
     profiles = {
-        "not json": (b"{", ("p.json", "not JSON")),
+        "not json": (b"{", ("p.json", "JSON")),
         "no workloads": (b"{}", ("p.json", "workloads")),
         "negative rate": (json.dumps(bad_rate).encode(), ("p.json", "workloads.general.stages[0].rate")),
         "no question_len": (json.dumps(no_len).encode(), ("p.json", "question_len")),
@@ -698,6 +698,7 @@ def all_cases() -> list[Case]:
         *outputs_flags.nonsense_cases(),
         *newcmds.search_cases(),
         *newcmds.disagg_cases(),
+        *newcmds.validate_gen_cases(),
     ]
     ids = [c.id for c in cases]
     assert len(ids) == len(set(ids)), "duplicate case ids"
