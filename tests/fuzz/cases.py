@@ -652,6 +652,9 @@ def disagg_cases() -> list[Case]:
         "handoff model": ("handoff.model=gpt-9", "handoff.model"),
         "handoff unknown key": ("handoff.colour=red", "handoff.colour"),
         "handoff contention": ("handoff.contention=maybe", "handoff.contention"),
+        "pool prefix_share": ("pool.prefill.prefix_share=2", "pool.prefill.prefix_share"),
+        "pool cache_routing": ("pool.prefill.cache_routing=nearest", "pool.prefill.cache_routing"),
+        "pool prefix_cache on decode": ("pool.decode.prefix_cache=true", "pool.decode.prefix_cache"),
         "pool draft_prefix_cached": ("pool.prefill.draft_prefix_cached=2", "draft_prefix_cached"),
     }
     cases = [
