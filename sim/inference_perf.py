@@ -25,7 +25,6 @@ May import: numpy, the standard library, `sim.workload`, `sim.prefix_cache`, `sp
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +33,7 @@ import numpy as np
 
 from sim.prefix_cache import PrefixCache
 from sim.workload import Workload
+from specsched import inputs
 from specsched.errors import InputError
 
 
@@ -130,12 +130,7 @@ def _observed(obs, path: str, where: str) -> tuple[float | None, tuple[int, int]
 def load_profiles(path: str | Path) -> dict[str, Profile]:
     """Every profile of a PROFILES.json (InputError naming the file and field if one is bad)."""
     p = str(path)
-    try:
-        raw = json.loads(Path(path).read_text())
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror or err}", file=p) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise InputError(f"not JSON: {err}", file=p) from None
+    raw = inputs.load_json(path, what="profiles file", nonfinite=True)  # regular, capped, bounded digits
     wls = raw.get("workloads") if isinstance(raw, dict) else None
     if not isinstance(wls, dict) or not wls:
         raise InputError('needs a non-empty "workloads" object', file=p, field="workloads")

@@ -28,7 +28,7 @@ from sim.inference_perf import load_profiles
 from sim.vllm_deploy import Knobs, VllmSpec, shipped_knobs
 from specbed import validate as v
 from specbed.validate_runs import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_NUM_SEQS, read_bench, read_runs
-from specsched import safeio
+from specsched import inputs, safeio
 from specsched.catalog import find_model, get_gpu
 from specsched.errors import InputError
 from specsched.progress import Progress
@@ -59,12 +59,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def load_knobs_file(path: str) -> tuple[str, Knobs]:
     """(gpu key, knobs) of a `specbed cost calibrate` file: {"gpu": ..., "knobs": {...}, ...}."""
-    try:
-        raw = json.loads(Path(path).read_text())
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror or err}", file=path, field="--knobs") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise InputError(f"not JSON: {err}", file=path, field="--knobs") from None
+    raw = inputs.load_json(path, what="knobs file", field="--knobs")  # regular, capped, bounded digits
     if (
         not isinstance(raw, dict)
         or not isinstance(raw.get("knobs"), dict)
@@ -122,8 +117,8 @@ def read_inputs(args) -> tuple[list, dict]:
 
 def _model_id(path: str) -> str:
     try:
-        raw = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
+        raw = inputs.load_json(path, what="vllm bench result", nonfinite=True)
+    except InputError:
         return ""  # read_bench reports the file's problem
     return str(raw.get("model_id") or "") if isinstance(raw, dict) else ""
 
@@ -131,9 +126,10 @@ def _model_id(path: str) -> str:
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.out:
-        safeio.check_dir(args.out)
+        safeio.check_run_dir(args.out)  # never among a sweep's files
     if args.json_out:
-        safeio.check_file(args.json_out, field="--json")
+        given = [*args.runs, *(f for f in (args.workloads, args.knobs) if f)]
+        safeio.check_file(args.json_out, field="--json", inputs=given)
     runs, profiles = read_inputs(args)
     choose = knobs_chooser(args.knobs)
     bar = Progress(len(runs), label="validate", unit="runs", every=10.0)

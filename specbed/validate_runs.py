@@ -13,7 +13,6 @@ May import: numpy, the standard library, `sim`, `specsched`.
 from __future__ import annotations
 
 import csv
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ import numpy as np
 
 from sim.vllm_deploy import VllmSpec
 from sim.workload import Workload
+from specsched import inputs as inp
 from specsched.catalog import find_model, get_gpu, precision_bytes
 from specsched.errors import InputError
 
@@ -141,12 +141,7 @@ def read_runs(
 ) -> list[MeasuredRun]:
     """Every row of a RUNS.csv (InputError naming file, row and field for a malformed one)."""
     p = str(path)
-    try:
-        text = Path(path).read_text()
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror or err}", file=p) from None
-    except UnicodeDecodeError:
-        raise InputError("not a text CSV", file=p) from None
+    text = inp.read_text(path, what="runs table", limit=inp.LIMITS["table"])  # regular file, capped
     reader = csv.DictReader(text.splitlines())
     header = reader.fieldnames or []
     for key in (*REQUIRED, *(f"actual_{m}" for m in METRICS)):
@@ -163,6 +158,8 @@ def read_runs(
 def _floats(raw: dict, key: str, path: str, n: int | None = None) -> np.ndarray:
     vals = raw.get(key)
     ok = isinstance(vals, list) and vals and (n is None or len(vals) == n)
+    # numbers only: numpy would read "1" and false as 1.0 and 0.0
+    ok = ok and all(isinstance(v, int | float) and not isinstance(v, bool) for v in vals)
     arr = np.asarray(vals if ok else [], dtype=object)
     if ok:
         try:
@@ -180,12 +177,7 @@ def read_bench(path: str | Path, spec: VllmSpec, seed: int = 0) -> MeasuredRun:
     output_lens; arrivals at its request_rate, Poisson, or all at once when it is inf) and its metrics
     (ttfts and itls per request, seconds)."""
     p = str(path)
-    try:
-        raw = json.loads(Path(path).read_text())
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror or err}", file=p) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise InputError(f"not JSON: {err}", file=p) from None
+    raw = inp.load_json(path, what="vllm bench result", nonfinite=True)  # regular, capped, bounded digits
     if not isinstance(raw, dict):
         raise InputError("must be a JSON object (vllm bench serve --save-result --save-detailed)", file=p)
     inputs = _floats(raw, "input_lens", p)

@@ -1,5 +1,6 @@
 """The line budget (tinygrad keeps one): every module ≤ 400 lines and every function ≤ 60, printed when over;
-the suite fails above 450 and 80. Data modules (`DATA`: tables of cases, not logic) are exempt."""
+the suite fails above 450 and 80. Data is exempt: the modules in `DATA` and the fuzz catalogue's case-table
+functions (`tests/fuzz/*`, named `*_cases`: lists of cases, not logic), which are printed but never fail."""
 
 import ast
 from pathlib import Path
@@ -49,12 +50,18 @@ def sizes():
     return sorted(modules, key=lambda x: -x[1]), sorted(functions, key=lambda x: -x[1])
 
 
+def _case_table(where: str) -> bool:
+    """Whether `where` ("module:line name") is a fuzz case-table function (data, see the module doc)."""
+    module, name = where.split(":")[0], where.rsplit(" ", 1)[-1]
+    return module.startswith("tests/fuzz/") and name.endswith("_cases")
+
+
 def test_line_budget():
     modules, functions = sizes()
     for where, n in modules + functions:
         print(f"over budget: {where}: {n} lines")
     hard = [f"{m}: {n}" for m, n in modules if n > HARD_MODULE]
-    hard += [f"{f}: {n}" for f, n in functions if n > HARD_FUNCTION]
+    hard += [f"{f}: {n}" for f, n in functions if n > HARD_FUNCTION and not _case_table(f)]
     assert not hard, f"over the hard line budget ({HARD_MODULE} a module, {HARD_FUNCTION} a function): {hard}"
 
 

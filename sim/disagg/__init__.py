@@ -1,7 +1,8 @@
 """Prefill/decode disaggregation: pools, the KV hand-off between them, DP-attention + EP decode groups.
 
 Role: `load_disagg` (sim.disagg.config: `[[pool]]` and `[handoff]` tables beside the colocated sections)
-and `simulate_disagg` (sim.disagg.run: prefill pool → hand-off → decode pool on one set of requests).
+and `simulate_disagg` (sim.disagg.run: prefill pool → hand-off → decode pool on one set of requests;
+sim.disagg.prefix: per-replica prefix caches and cache-aware routing; sim.disagg.shard: Ray).
 Colocated runs never touch this package. Documented in docs/disaggregation.md.
 
 May import: numpy, simpy, the standard library, specsched, and the other sim modules.

@@ -50,6 +50,7 @@ from specsched.hardware import GPUS, MODELS
 ROLES = ("prefill", "decode")
 DRAFT_KV = ("transfer", "rebuild")
 BUDGETS = ("group", "rank")
+CACHE_ROUTING = ("affinity", "least_outstanding")
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,14 @@ class PoolConfig:
         the whole group for a decode EP group with budget "group", one attention rank for a prefill EP
         group or budget "rank". router: as server.router.
     prefix_hit: the share of each prompt's tokens a prefix cache serves, not recomputed (prefill pool
-        only; stated, not simulated: see docs/disaggregation.md, "Prefix caching").
+        only; stated: see docs/disaggregation.md, "Prefix caching").
+    prefix_cache: simulate a prefix cache per prefill replica (`sim.prefix_cache`, vLLM v1's automatic
+        prefix caching; `sim.disagg.prefix`) instead of a stated `prefix_hit`, over a stated shared-prefix
+        model: prefix_groups groups of requests, each prompt's first prefix_share of tokens its group's.
+    prefix_groups: shared-prefix groups (requests drawn uniformly among them).
+    prefix_share: the share of each prompt that is its group's shared prefix, in [0, 1].
+    cache_routing: "affinity" — a request goes to the prefill replica whose cache holds its longest
+        leading run of blocks (ties: fewest outstanding); "least_outstanding" — blind to the caches.
     draft_prefix_cached: the drafter's KV of a cached prefix is cached alongside the target's (true);
         false — only the target's is, so the prefill pool recomputes the drafter over the cached prefix
         (the "hits drop with a drafter on" engines, vLLM #54360), priced as its share of target tokens.
@@ -142,6 +150,10 @@ class PoolConfig:
     kv_tokens: int | None = None
     router: str | None = None
     prefix_hit: float = 0.0
+    prefix_cache: bool = False
+    prefix_groups: int = 1
+    prefix_share: float = 0.0
+    cache_routing: str = "affinity"
     draft_prefix_cached: bool = True
     ep_gpus: int | None = None
     attention_ranks: int | None = None
@@ -172,6 +184,13 @@ class PoolConfig:
         check_range(s, "prefix_hit", self.prefix_hit, 0, 1, hi_open=True)
         if self.role == "decode" and self.prefix_hit:
             raise fail(s, "prefix_hit", "applies to the prefill pool (the decode pool receives whole KV)")
+        check_range(s, "prefix_groups", self.prefix_groups, 1)
+        check_range(s, "prefix_share", self.prefix_share, 0, 1)
+        check_choice(s, "cache_routing", self.cache_routing, CACHE_ROUTING)
+        if self.prefix_cache and self.role == "decode":
+            raise fail(s, "prefix_cache", "applies to the prefill pool (the decode pool receives whole KV)")
+        if self.prefix_cache and self.prefix_hit:
+            raise fail(s, "prefix_hit", "a simulated prefix_cache replaces the stated prefix_hit: set one")
         self._check_ep(s)
 
     def _check_ep(self, s: str) -> None:

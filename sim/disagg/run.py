@@ -34,6 +34,7 @@ import numpy as np
 import simpy
 
 from sim.disagg.config import DisaggConfig, PoolConfig
+from sim.disagg.prefix import prefix_keys, run_prefill_cached
 from sim.disagg.replica import DecodeReplica
 from sim.metrics import request_table, summarize
 from sim.recorder import Recorder
@@ -218,14 +219,20 @@ def simulate_disagg(cfg: DisaggConfig) -> DisaggResult:
     """Run the three stages of the module docstring and summarize them."""
     t0 = time.perf_counter()
     pprep, cached, prompt = prefill_prep(cfg)
-    prec = run_replicas(pprep)
+    stats = None
+    if cfg.prefill.prefix_cache:
+        pool = cfg.prefill
+        keys = prefix_keys(prompt, pool.prefix_groups, pool.prefix_share, cfg.base.seed)
+        prec, stats = run_prefill_cached(pprep, keys, pool.cache_routing == "affinity")
+    else:
+        prec = run_replicas(pprep)
     hand, exposed = handoff(cfg, prec, prompt)
     ready = prec.first_token_s + exposed
     dprep = decode_prep(cfg)
     send = np.flatnonzero(dprep.workload.output_tokens > 1)
     drec = run_decode(dprep, ready, send, rebuild_tokens(cfg, prompt))
     t1 = time.perf_counter()
-    return results(cfg, (pprep, prec), (dprep, drec), (hand, exposed, prompt, cached), (t0, t1))
+    return results(cfg, (pprep, prec), (dprep, drec), (hand, exposed, prompt, cached), (t0, t1), stats)
 
 
 def _ep_parts(cfg: DisaggConfig, dsum: dict) -> dict:
@@ -250,7 +257,7 @@ def _window(arrival: np.ndarray, warmup: float, drain: float) -> tuple[float, fl
     )
 
 
-def results(cfg: DisaggConfig, pre, dec, hand_off, marks) -> DisaggResult:
+def results(cfg: DisaggConfig, pre, dec, hand_off, marks, cache_stats: dict | None = None) -> DisaggResult:
     """The DisaggResult of finished stages: pre = (prepared, recorder) of the prefill pool, dec = the
     decode pool's, hand_off = (KVHandoff, exposed s, prompt tokens, cached tokens), marks = wall-clock
     (start, end of the loops)."""
@@ -272,13 +279,14 @@ def results(cfg: DisaggConfig, pre, dec, hand_off, marks) -> DisaggResult:
     dreq = request_table(drec, dwl)
     dsum = summarize(drec, dwl, dreq, dprep.config, gpus=dgpus, confidence=dprep.model.report)
     speed = 1.0 / tpot[measured & np.isfinite(tpot) & (tpot > 0)]
+    hit = 0.0 if cache_stats is None else float(cache_stats["hit_rate"])  # the caches' own (whole run)
     s = {
         "requests": int(len(wl)),
         "prefill_gpus": int(pgpus),
         "decode_gpus": int(dgpus),
         "prefill_input_tok_s_per_gpu": float(prompt[pf_done].sum() / span / pgpus),
-        "prefill_computed_tok_s_per_gpu": float(wl.input_tokens[pf_done].sum() / span / pgpus),
-        "prefix_hit_rate": float(cached.sum() / max(prompt.sum(), 1)),
+        "prefill_computed_tok_s_per_gpu": float(wl.input_tokens[pf_done].sum() / span / pgpus * (1 - hit)),
+        "prefix_hit_rate": float(cached.sum() / max(prompt.sum(), 1)) if cache_stats is None else hit,
         "decode_output_tok_s_per_gpu": float(dsum["throughput_tok_s_per_gpu"]),
         "output_tok_s_per_gpu_fleet": float(dsum["throughput_tok_s"] / (pgpus + dgpus)),
         "per_user_tok_s_mean": float(speed.mean()) if speed.size else math.nan,

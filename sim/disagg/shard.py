@@ -41,6 +41,8 @@ def disagg_shard_reason(cfg: DisaggConfig) -> str | None:
     """Why `cfg`'s disaggregated run has to stay in one process, or None when it shards by replica."""
     if cfg.base.workload.kind == "closed":
         return "closed loop: not a disaggregated workload"
+    if cfg.prefill.prefix_cache:
+        return "pool.prefill.prefix_cache: cache-aware routing reads every prefill replica's cache"
     for pool in (cfg.prefill, cfg.decode):
         router = cfg.pool_config(pool).server.router
         if router not in STATE_FREE:

@@ -589,7 +589,7 @@ def validate_cases() -> list[Case]:
                "{W}/k.json")  # fmt: skip
         cases.append(Case("calibrate", f"runs {name}", cal, files, expect))
     profiles = {
-        "not json": (b"{", ("p.json", "not JSON")),
+        "not json": (b"{", ("p.json", "JSON")),
         "no workloads": (b"{}", ("p.json", "workloads")),
         "negative rate": (json.dumps(bad_rate).encode(), ("p.json", "workloads.general.stages[0].rate")),
         "no question_len": (json.dumps(no_len).encode(), ("p.json", "question_len")),
@@ -652,6 +652,9 @@ def disagg_cases() -> list[Case]:
         "handoff model": ("handoff.model=gpt-9", "handoff.model"),
         "handoff unknown key": ("handoff.colour=red", "handoff.colour"),
         "handoff contention": ("handoff.contention=maybe", "handoff.contention"),
+        "pool prefix_share": ("pool.prefill.prefix_share=2", "pool.prefill.prefix_share"),
+        "pool cache_routing": ("pool.prefill.cache_routing=nearest", "pool.prefill.cache_routing"),
+        "pool prefix_cache on decode": ("pool.decode.prefix_cache=true", "pool.decode.prefix_cache"),
         "pool draft_prefix_cached": ("pool.prefill.draft_prefix_cached=2", "draft_prefix_cached"),
     }
     cases = [
@@ -695,6 +698,7 @@ def all_cases() -> list[Case]:
         *outputs_flags.nonsense_cases(),
         *newcmds.search_cases(),
         *newcmds.disagg_cases(),
+        *newcmds.validate_gen_cases(),
     ]
     ids = [c.id for c in cases]
     assert len(ids) == len(set(ids)), "duplicate case ids"

@@ -4,6 +4,8 @@ special files, numbers and types, deep nesting, long names, bad flags, outputs o
 
 from __future__ import annotations
 
+import json
+
 from specbed.cli import SUBCOMMANDS as KNOWN
 from tests.fuzz.base import Case
 from tests.fuzz.generated import LONG, SPECIAL
@@ -152,4 +154,124 @@ def disagg_cases() -> list[Case]:
         "set unknown": ((*argv, "--set", "workload.bogus=1"), "workload.bogus"),
     }
     out += [Case("disagg-gen", name, a, files, (w,)) for name, (a, w) in flags.items()]
+    return out
+
+
+BENCH_OK = {
+    "input_lens": [10, 10],
+    "output_lens": [4, 4],
+    "ttfts": [0.01, 0.01],
+    "itls": [[0.01] * 3] * 2,
+    "request_rate": 1.0,
+    "model_id": "Qwen/Qwen2.5-7B-Instruct",
+}
+KNOBS_BAD = {
+    "null": b"null",
+    "knobs-list": b'{"gpu": "h100", "knobs": [1]}',
+    "gpu-number": b'{"gpu": 7, "knobs": {}}',
+}
+
+
+def validate_gen_cases() -> list[Case]:
+    """`specbed validate` / `specbed cost calibrate`, generated: special files at each input, numbers and
+    types in the bench JSON and the profiles, depth, outputs onto inputs or a sweep, long names, flags."""
+    if "validate" not in KNOWN:
+        return []
+    from tests.fuzz import cases as C  # at call time: cases.py is loaded by then
+    from tests.fuzz.generated import LITERALS, TYPES, _at, _raw
+
+    files = {
+        "runs.csv": C._row(),
+        "p.json": json.dumps(C._PROFILES).encode(),
+        "afile": b"x\n",
+        "b.json": json.dumps(BENCH_OK).encode(),
+    }
+    val = ("validate", "{W}/runs.csv", "--workloads", "{W}/p.json")
+    cal = (
+        "cost",
+        "calibrate",
+        "{W}/runs.csv",
+        "--workloads",
+        "{W}/p.json",
+        "--gpu",
+        "h100",
+        "--out",
+        "{W}/k.json",
+    )
+    slots = {
+        "validate runs": (val, "runs.csv"),
+        "validate workloads": (val, "p.json"),
+        "validate bench": (("validate", "{W}/b.json"), "b.json"),
+        "validate knobs": ((*val, "--knobs", "{W}/kn.json"), "kn.json"),
+        "calibrate runs": (cal, "runs.csv"),
+        "calibrate workloads": (cal, "p.json"),
+    }
+    out = []
+    for slot, (argv, name) in slots.items():
+        out += [
+            Case("validate-gen", f"{slot} {k}", argv, {**files, name: m}, (name,)) for k, m in SPECIAL.items()
+        ]
+        out.append(Case("validate-gen", f"{slot} deep", argv, {**files, name: b"[" * 3000}, (name,)))
+    bench = ("validate", "{W}/b.json")
+    for leaf in (("input_lens", 0), ("ttfts", 1), ("request_rate",)):
+        at = ".".join(map(str, leaf))
+        for k, lit in LITERALS.items():
+            if not (leaf == ("request_rate",) and k in ("d40", "i2^64", "e999", "2e308")):  # inf: all at once
+                out.append(
+                    Case(
+                        "validate-gen",
+                        f"bench {at}={k}",
+                        bench,
+                        {**files, "b.json": _raw(BENCH_OK, leaf, lit)},
+                        ("b.json",),
+                    )
+                )
+        for k, v in TYPES.items():
+            if leaf == ("request_rate",) and v is None:
+                continue  # vllm bench writes null for "all at once"
+            out.append(
+                Case(
+                    "validate-gen",
+                    f"bench {at}={k}",
+                    bench,
+                    {**files, "b.json": json.dumps(_at(BENCH_OK, leaf, v)).encode()},
+                    ("b.json",),
+                )
+            )
+    rate = ("workloads", "general", "stages", 0, "rate")
+    for k, lit in LITERALS.items():
+        out.append(
+            Case(
+                "validate-gen",
+                f"profiles rate={k}",
+                val,
+                {**files, "p.json": _raw(C._PROFILES, rate, lit)},
+                ("p.json",),
+            )
+        )
+    for k, text in KNOBS_BAD.items():
+        out.append(
+            Case(
+                "validate-gen",
+                f"knobs {k}",
+                (*val, "--knobs", "{W}/kn.json"),
+                {**files, "kn.json": text},
+                ("kn.json",),
+            )
+        )
+    flags = {
+        "calibrate --out onto runs": ((*cal[:-1], "{W}/runs.csv"), "runs.csv"),
+        "calibrate --out onto profiles": ((*cal[:-1], "{W}/p.json"), "p.json"),
+        "calibrate --out long": ((*cal[:-1], "{W}/" + LONG + ".json"), LONG[:16]),
+        "calibrate --out under a file": ((*cal[:-1], "{W}/afile/k.json"), "afile"),
+        "validate --json onto runs": ((*val, "--json", "{W}/runs.csv"), "runs.csv"),
+        "validate --json onto profiles": ((*val, "--json", "{W}/p.json"), "p.json"),
+        "validate --out a sweep": ((*val, "--out", "{W}/done"), "done"),
+        "validate --out long": ((*val, "--out", "{W}/" + LONG), LONG[:16]),
+        "validate --tp 0": ((*bench, "--tp", "0"), "--tp"),
+        "calibrate --scale 0": ((*cal, "--scale", "0"), "--scale"),
+        "calibrate --scale 2": ((*cal, "--scale", "2"), "--scale"),
+        "calibrate --scale nan": ((*cal, "--scale", "nan"), "--scale"),
+    }
+    out += [Case("validate-gen", n, a, files, (w,)) for n, (a, w) in flags.items()]
     return out

@@ -191,3 +191,35 @@ def test_a_drafter_whose_prefix_kv_is_not_cached_recomputes_it():
     assert lost.summary["prefill_computed_tok_s_per_gpu"] > kept.summary["prefill_computed_tok_s_per_gpu"]
     assert lost.summary["prefix_hit_rate"] == kept.summary["prefix_hit_rate"]
     assert np.array_equal(lost.requests["input_tokens"], kept.requests["input_tokens"])
+
+
+CACHED = [*FEW, "pool.prefill.prefix_hit=0", "pool.prefill.prefix_cache=true", "pool.prefill.prefix_groups=8",
+          "pool.prefill.prefix_share=0.6", "pool.prefill.replicas=4"]  # fmt: skip
+
+
+def test_prefix_caches_per_prefill_replica_and_affinity_routing():
+    from sim.disagg.shard import disagg_shard_reason
+
+    affinity = simulate_disagg(load_disagg(SMALL, CACHED))
+    blind = simulate_disagg(load_disagg(SMALL, [*CACHED, "pool.prefill.cache_routing=least_outstanding"]))
+    none = simulate_disagg(load_disagg(SMALL, [*CACHED, "pool.prefill.prefix_share=0"]))
+    assert 0.3 < blind.summary["prefix_hit_rate"] < affinity.summary["prefix_hit_rate"] < 0.6
+    assert none.summary["prefix_hit_rate"] == 0.0
+    assert affinity.decode["output_tokens"] == blind.decode["output_tokens"]  # the same requests decode
+    assert "prefix_cache" in disagg_shard_reason(load_disagg(SMALL, [*CACHED, "server.router=round_robin"]))
+
+
+@pytest.mark.parametrize(
+    "override, field",
+    [
+        ("pool.prefill.prefix_cache=true", "pool.prefill.prefix_hit"),  # the config states prefix_hit = 0.5
+        ("pool.decode.prefix_cache=true", "pool.decode.prefix_cache"),
+        ("pool.prefill.prefix_share=1.5", "pool.prefill.prefix_share"),
+        ("pool.prefill.prefix_groups=0", "pool.prefill.prefix_groups"),
+        ("pool.prefill.cache_routing=nearest", "pool.prefill.cache_routing"),
+    ],
+)
+def test_bad_prefix_cache_keys_name_their_field(override, field):
+    with pytest.raises(InputError) as err:
+        load_disagg(SMALL, [*FEW, override])
+    assert err.value.field == field
