@@ -75,8 +75,15 @@ LONG_OUT = {
 
 def output_probes() -> list[Probe]:
     out = [Probe(f"onto {n}", argv, names=(w,)) for n, argv, w in ONTO]
-    out.append(Probe("run into locked folder", [*RUN, "--out", "{W}/busy"], {"busy/": "dir"}, names=("busy",),
-                     lock="busy"))  # fmt: skip
+    out.append(
+        Probe(
+            "run into locked folder",
+            [*RUN, "--out", "{W}/busy"],
+            {"busy/": "dir"},
+            names=("busy",),
+            lock="busy",
+        )
+    )
     out += [Probe(f"long {k}", v, names=(LONG[:20],)) for k, v in LONG_OUT.items()]
     for slot, (argv, _) in SLOTS.items():
         long_in = [a.replace("{F}", f"{{W}}/{LONG}.x") for a in argv]
@@ -161,7 +168,65 @@ def warn_probes() -> list[Probe]:
 
 def all_probes() -> list[Probe]:
     probes = [*special_probes(), *json_probes(), *toml_csv_probes(), *summary_probes()]
-    probes += [*output_probes(), *flag_probes(), *nonsense_probes()]
+    probes += [*output_probes(), *flag_probes(), *nonsense_probes(), *new_command_probes()]
     ids = [p.id for p in probes]
     assert len(ids) == len(set(ids)), [i for i in ids if ids.count(i) > 1][:5]
     return probes
+
+
+#: the commands other issues added (search, disagg, validate, cost calibrate): their input slots
+NEW_SLOTS = {
+    "search space": [
+        "search",
+        "{F}",
+        "--traffic",
+        "azure2023-code",
+        "--slo",
+        "ttft_p90<=3s",
+        "--out",
+        "{W}/sr",
+    ],
+    "search traffic": [
+        "search",
+        "{W}/s.toml",
+        "--traffic",
+        "{F}",
+        "--slo",
+        "ttft_p90<=3s",
+        "--out",
+        "{W}/sr",
+    ],
+    "disagg config": ["disagg", "{F}"],
+    "validate workloads": ["validate", "{W}/cost.csv", "--workloads", "{F}"],
+    "validate bench": ["validate", "{F}"],
+    "calibrate workloads": [
+        "cost",
+        "calibrate",
+        "{W}/cost.csv",
+        "--workloads",
+        "{F}",
+        "--gpu",
+        "h100",
+        "--out",
+        "{W}/kn.json",
+    ],
+}
+
+
+def new_command_probes() -> list[Probe]:
+    from bench.probe_cases import BIG, SPECIAL
+
+    out = []
+    for slot, argv in NEW_SLOTS.items():
+        ext = ".toml" if slot.startswith(("search", "disagg")) else ".json"
+        out += [_p(f"newcmd {slot} {k}", argv, f"nc-{k}{ext}", spec) for k, spec in SPECIAL.items()]
+        body = (
+            (b"x = " if ext == ".toml" else b'{"x": ')
+            + BIG["int400"].encode()
+            + (b"" if ext == ".toml" else b"}")
+        )
+        out.append(_p(f"newcmd {slot} int400", argv, f"nc{ext}", body))
+        out.append(
+            _p(f"newcmd {slot} deep", argv, f"nc{ext}", (b"x = " if ext == ".toml" else b"") + b"[" * 4000)
+        )
+    return out

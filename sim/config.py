@@ -28,7 +28,7 @@ from sim.bounds import check_bounds, check_not_empty
 from sim.bounds import check_choice as _check_choice
 from sim.bounds import check_range as _check_range
 from sim.bounds import fail as _fail
-from sim.config_vllm import VllmServerKeys
+from sim.config_vllm import VllmServerKeys, check_preset
 from sim.curves import DOMAINS, DRAFTERS
 from specsched import DRAFT_MODES, POLICIES, policy_params
 from specsched.graphs import check_capture_sizes
@@ -149,6 +149,7 @@ class DrafterConfig:
         among the running requests (prompt + generated). Specbed's engine drafts over every drafting row's
         context padded to the longest (`specbed engine profile --context 0` measures it, with draft
         seconds at no context); 0 (default) = the draft cost holds the context (or its kv column does).
+    model: a `specsched.draft_shape` preset priced from its own shape (needs server.model, validation.md).
     """
 
     _section: ClassVar[str] = "drafter"
@@ -163,10 +164,12 @@ class DrafterConfig:
     intake_seconds: float = 0.0
     intake_tokens: float = 0.0
     padded_context_seconds: float = 0.0
+    model: str | None = None
 
     def __post_init__(self) -> None:
         s = self._section
         check_bounds(s, self)
+        check_preset(s, self.model)
         if not isinstance(self.name, str) or not self.name:
             raise _fail(s, "name", f"must be a drafter name; got {self.name!r}")
         if self.name not in DRAFTERS and self.curves is None:
@@ -184,9 +187,8 @@ class DrafterConfig:
             _check_range(s, "layers", self.layers, 1)
         _check_range(s, "layer_cost", self.layer_cost, 0)
         _check_range(s, "markov_overhead", self.markov_overhead, 0, 1)
-        _check_range(s, "intake_seconds", self.intake_seconds, 0.0)
-        _check_range(s, "intake_tokens", self.intake_tokens, 0.0)
-        _check_range(s, "padded_context_seconds", self.padded_context_seconds, 0.0)
+        for key in ("intake_seconds", "intake_tokens", "padded_context_seconds"):
+            _check_range(s, key, getattr(self, key), 0.0)
         check_not_empty(s, "curves", self.curves)
 
     @property

@@ -8,7 +8,7 @@ name or Hugging Face id) the step cost comes from the catalogue with the GPU's s
 v1, and `server.replicas` is vLLM's data parallelism. Without `model`, `server.kv_tokens` defaults to
 2,000,000 and none of these keys changes a run.
 
-May import: the standard library, `sim.bounds`, `specsched.catalog`.
+May import: the standard library, `sim.bounds`, `specsched.catalog`, `specsched.draft_shape`.
 """
 
 from __future__ import annotations
@@ -17,6 +17,17 @@ from dataclasses import dataclass
 
 from sim.bounds import check_choice, check_range
 from specsched.catalog import PRECISIONS, get_gpu, get_model, precision_bytes
+from specsched.errors import InputError
+
+
+def check_preset(section: str, preset: str | None) -> None:
+    """`drafter.model`: None or a `specsched.draft_shape` preset (one-line InputError naming the key)."""
+    from specsched.draft_shape import PRESETS
+
+    if preset is not None and (not isinstance(preset, str) or preset.lower() not in PRESETS):
+        choices = ", ".join(PRESETS)
+        raise InputError(f"must be a drafter preset ({choices}); got {preset!r}", field=f"{section}.model")
+
 
 #: server.kv_tokens when neither it nor server.model is given
 DEFAULT_KV_TOKENS = 2_000_000

@@ -95,13 +95,16 @@ def draft_cost(cfg: DrafterConfig, *, tp: int = 1) -> DraftCost:
     return DraftCost(kind, layers, overhead)
 
 
-def draft_seconds_table(cfg: DrafterConfig, cost: CostTable, max_requests: int, *, tp: int = 1) -> np.ndarray:
+def draft_seconds_table(
+    cfg: DrafterConfig, cost: CostTable, max_requests: int, *, tp: int = 1, drafter: DraftCost | None = None
+) -> np.ndarray:
     """float64[max_requests + 1]: draft seconds of one full-drafting step with R = 0..max_requests
-    decoding requests (every one drafts γ)."""
+    decoding requests (every one drafts γ); `drafter`: the pricing rule (None: `draft_cost(cfg)`)."""
     gamma = cfg.effective_gamma
     out = np.zeros(max_requests + 1, dtype=np.float64)
     if gamma == 0 or max_requests == 0:
         return out
     r = np.arange(1, max_requests + 1, dtype=np.int64)
-    out[1:] = draft_cost(cfg, tp=tp).price(r * gamma, r, np.full(r.size, gamma), cost)
+    rule = draft_cost(cfg, tp=tp) if drafter is None else drafter
+    out[1:] = rule.price(r * gamma, r, np.full(r.size, gamma), cost)
     return out

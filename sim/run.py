@@ -196,6 +196,10 @@ def prepare(cfg: SimConfig) -> Prepared:
         from sim.vllm_deploy import server_deployment
 
         cfg, cost = server_deployment(cfg)
+    elif cfg.drafter.model is not None:
+        from sim.vllm_draft import check_drafter_model
+
+        check_drafter_model(cfg)
     else:
         cost = _load_table(cfg, cfg.server.cost, "server.cost")
     if cfg.drafter.cost is not None and cfg.drafter.effective_gamma > 0:

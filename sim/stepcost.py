@@ -6,7 +6,7 @@ cost): one `StepCost` per table a run times (the hardware's) or plans with (serv
 terms are off without drafting (γ = 0). `term_values(cfg)` reads the same keys back by term name and
 `term_settings(terms)` writes them (the twin's measured terms into its config).
 
-May import: numpy, the standard library, `sim.config`, `sim.drafter`, `specsched`.
+May import: numpy, the standard library, `sim.config`, `sim.drafter`, `sim.vllm_draft`, `specsched`.
 """
 
 from __future__ import annotations
@@ -44,13 +44,17 @@ def term_settings(terms: dict[str, float]) -> dict[str, dict[str, float]]:
 
 def step_cost(cfg: SimConfig, cost: CostTable) -> StepCost:
     """The `StepCost` of `cfg`'s steps timed (or planned) with the target table `cost`."""
+    from sim.vllm_draft import own_drafter
+
     tp = cfg.server.tp or 1
     budget = cfg.server.max_num_batched_tokens
+    own = own_drafter(cfg)  # drafter.model: priced from its own shape
+    drafter = own[0] if own is not None else draft_cost(cfg.drafter, tp=tp)
     return StepCost(
         cost=cost,
-        draft_s=draft_seconds_table(cfg.drafter, cost, cfg.server.max_num_seqs, tp=tp),
+        draft_s=draft_seconds_table(cfg.drafter, cost, cfg.server.max_num_seqs, tp=tp, drafter=drafter),
         latency=np.asarray(cost.latency(np.arange(budget + 1)), dtype=np.float64),
-        drafter=draft_cost(cfg.drafter, tp=tp),
-        draft_kv_s=draft_kv_seconds(cfg.drafter, tp=tp),
+        drafter=drafter,
+        draft_kv_s=own[1] if own is not None else draft_kv_seconds(cfg.drafter, tp=tp),
         **term_values(cfg),
     )

@@ -263,8 +263,15 @@ def prepare(
 def server_deployment(cfg: SimConfig) -> tuple[SimConfig, specsched.CostTable]:
     """(cfg with KV sized and tp set, the catalogue step cost) for a config with `server.model`: the knobs
     are the GPU's shipped ones (`shipped_knobs`); `server.kv_tokens`, when set, overrides vLLM's sizing."""
-    srv = cfg.server
-    spec = VllmSpec(
+    spec = config_spec(cfg.server)
+    kv = spec.kv_capacity()
+    new = replace(cfg, server=replace(cfg.server, kv_tokens=kv, tp=spec.tp))
+    return new, cost_table(spec, shipped_knobs(spec.gpu))
+
+
+def config_spec(srv: ServerConfig) -> VllmSpec:
+    """The `VllmSpec` of a `[server]` section with `model` set."""
+    return VllmSpec(
         model=srv.model,
         gpu=srv.gpu or "h100",
         precision=srv.precision,
@@ -279,9 +286,6 @@ def server_deployment(cfg: SimConfig) -> tuple[SimConfig, specsched.CostTable]:
         async_scheduling=srv.async_scheduling,
         kv_tokens=srv.kv_tokens,
     )
-    kv = spec.kv_capacity()
-    new = replace(cfg, server=replace(srv, kv_tokens=kv, tp=spec.tp))
-    return new, cost_table(spec, shipped_knobs(spec.gpu))
 
 
 def offload_blocks(spec: VllmSpec) -> int:

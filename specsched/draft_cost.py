@@ -36,6 +36,9 @@ class DraftCost:
     measured: optional measured draft cost replacing the layer pricing (not for "free"): a table whose
         `latency` is the whole draft pass, indexed by `index` — "tokens" (drafted positions Σ d_r),
         "requests" (drafting requests) or "fit" (`step_seconds(Σ d_r, drafting requests)`).
+    own: optional table of ONE pass of a drafter priced from its own shape (`specsched.draft_shape`),
+        replacing the layer pricing: parallel → own(Σ d_r); autoregressive → max d_r · own(drafting);
+        plus position_s per drafted position (rejection sampling) and step_s per drafting step.
     """
 
     kind: str = "parallel"
@@ -43,11 +46,14 @@ class DraftCost:
     overhead: float = 0.0
     measured: CostTable | None = None
     index: str = "tokens"
+    own: CostTable | None = None
+    position_s: float = 0.0
+    step_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.kind not in DRAFT_KINDS:
             raise ValueError(f"draft cost: kind must be one of {', '.join(DRAFT_KINDS)}; got {self.kind!r}")
-        for key in ("layers", "overhead"):
+        for key in ("layers", "overhead", "position_s", "step_s"):
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v >= 0):
                 raise ValueError(f"draft cost: {key} must be a finite number ≥ 0; got {v!r}")
@@ -62,6 +68,8 @@ class DraftCost:
             return out
         if self.measured is not None:
             return self._measured(positions, drafting, out)
+        if self.own is not None:
+            return self._own(positions, drafting, deepest, out)
         # Operation order as layers · layer_seconds(B), so full depths reproduce the full pass to the ulp.
         if self.kind == "parallel" and self.layers:
             out += self.layers * (_latency(cost, positions) / cost.layers)
@@ -69,6 +77,16 @@ class DraftCost:
             out += (np.asarray(deepest) * self.layers) * (_latency(cost, drafting) / cost.layers)
         if self.overhead:
             out += self.overhead * _latency(cost, drafting)
+        out[np.asarray(drafting) == 0] = 0.0
+        return out
+
+    def _own(self, positions, drafting, deepest, out: np.ndarray) -> np.ndarray:
+        positions = np.asarray(positions, dtype=np.int64)
+        if self.kind == "parallel":
+            out += _latency(self.own, positions)
+        else:
+            out += np.asarray(deepest) * _latency(self.own, drafting)
+        out += self.position_s * positions + self.step_s
         out[np.asarray(drafting) == 0] = 0.0
         return out
 
@@ -91,7 +109,7 @@ class DraftCost:
         if positions == 0 or self.kind == "free":
             return 0.0
         drafting = int(np.count_nonzero(d))
-        if self.measured is not None:
+        if self.measured is not None or self.own is not None:
             return float(self.price([positions], [drafting], [int(d.max())], cost)[0])
         # `price` on one plan in Python floats (the same IEEE operations in the same order): the simulator
         # prices every adaptive step, and a dozen tiny numpy calls cost more than the arithmetic.
@@ -159,7 +177,13 @@ def _draft_parts(cost: CostTable, draft: DraftCost, R: int, top: int):
     per_req = per_deep = None
     if draft.kind == "free":
         return per_pos, per_req, per_deep
-    if draft.measured is not None:
+    if draft.own is not None:
+        if draft.kind == "parallel":
+            per_pos = draft.own.latency_range(0, top).copy()
+        else:  # (deepest · 1.0) · own(drafting)
+            per_deep = draft.own.latency_range(0, R).copy()
+        per_pos += draft.position_s * np.arange(top + 1) + draft.step_s
+    elif draft.measured is not None:
         if draft.index == "tokens":
             per_pos = draft.measured.latency(np.arange(top + 1, dtype=np.int64))
         else:

@@ -71,6 +71,11 @@ def config_cases() -> list[Case]:
                     expect=(key,),
                 )
             )
+    # a drafter priced from its own shape needs a vLLM deployment (server.model) to price it against
+    vllm = ("--set", "server.model=llama3.1-8b")
+    for argv in (("--set", "drafter.model=eagle3"), (*vllm, "--set", "drafter.model=eagle9")):
+        name = f"drafter.model {' '.join(argv)!r}"
+        cases.append(Case("config-set", name, (*_RUN, *argv), expect=("drafter.model",)))
     # malformed --set items
     for item in ("nokey", "=3", "workload.=3", "bogus.key=1", "workload.bogus=1", ".=", "seed"):
         cases.append(Case("config-set", f"item {item!r}", (*_RUN, "--set", item), expect=("--set",)))

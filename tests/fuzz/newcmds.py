@@ -178,7 +178,6 @@ def validate_gen_cases() -> list[Case]:
     if "validate" not in KNOWN:
         return []
     from tests.fuzz import cases as C  # at call time: cases.py is loaded by then
-    from tests.fuzz.generated import LITERALS, TYPES, _at, _raw
 
     files = {
         "runs.csv": C._row(),
@@ -212,6 +211,14 @@ def validate_gen_cases() -> list[Case]:
             Case("validate-gen", f"{slot} {k}", argv, {**files, name: m}, (name,)) for k, m in SPECIAL.items()
         ]
         out.append(Case("validate-gen", f"{slot} deep", argv, {**files, name: b"[" * 3000}, (name,)))
+    return out + _validate_values(files, val) + _validate_flags(files, val, cal)
+
+
+def _validate_values(files: dict, val: tuple) -> list[Case]:
+    from tests.fuzz import cases as C
+    from tests.fuzz.generated import LITERALS, TYPES, _at, _raw
+
+    out = []
     bench = ("validate", "{W}/b.json")
     for leaf in (("input_lens", 0), ("ttfts", 1), ("request_rate",)):
         at = ".".join(map(str, leaf))
@@ -259,6 +266,11 @@ def validate_gen_cases() -> list[Case]:
                 ("kn.json",),
             )
         )
+    return out
+
+
+def _validate_flags(files: dict, val: tuple, cal: tuple) -> list[Case]:
+    bench = ("validate", "{W}/b.json")
     flags = {
         "calibrate --out onto runs": ((*cal[:-1], "{W}/runs.csv"), "runs.csv"),
         "calibrate --out onto profiles": ((*cal[:-1], "{W}/p.json"), "p.json"),
@@ -273,5 +285,4 @@ def validate_gen_cases() -> list[Case]:
         "calibrate --scale 2": ((*cal, "--scale", "2"), "--scale"),
         "calibrate --scale nan": ((*cal, "--scale", "nan"), "--scale"),
     }
-    out += [Case("validate-gen", n, a, files, (w,)) for n, (a, w) in flags.items()]
-    return out
+    return [Case("validate-gen", n, a, files, (w,)) for n, (a, w) in flags.items()]
