@@ -1,7 +1,9 @@
 """The winner as something to deploy: a `vllm serve` command line and its `specbed run` TOML.
 
 Role: map a resolved simulator config onto vLLM's serving flags — tensor parallelism (GPUs per replica),
-data parallelism (replicas), `--max-num-seqs`, `--max-num-batched-tokens`, CUDA-graph capture sizes
+data parallelism (replicas), vLLM's own knobs when the config names them (`server.model`, precision,
+`gpu_memory_utilization`, `max_model_len`, `cpu_offload_gb`, prefix caching),
+`--max-num-seqs`, `--max-num-batched-tokens`, CUDA-graph capture sizes
 (`--compilation-config`), and `--speculative-config` JSON with vLLM's keys: `method`, `model` (the draft
 model, where the method needs one) and `num_speculative_tokens`. Confidence-scheduled policies (dspark,
 dspark_global, goodput) set `enable_adaptive_verification` (vLLM's DSpark scheduling, PR #47808); a
@@ -83,11 +85,31 @@ def draft_schedule(config: dict) -> list[dict] | None:
     return schedule(prep.cost, curves, draft, sizes)
 
 
+def _vllm_knobs(server: dict) -> list[str]:
+    """The flags of a config that names its deployment in vLLM's own knobs (`server.model`, ...)."""
+    if server.get("model") is None:
+        return []
+    out = ["--gpu-memory-utilization", f"{server.get('gpu_memory_utilization', 0.9):g}"]
+    if server.get("max_model_len") is not None:
+        out += ["--max-model-len", str(server["max_model_len"])]
+    if server.get("cpu_offload_gb"):
+        out += ["--cpu-offload-gb", f"{server['cpu_offload_gb']:g}"]
+    precision = str(server.get("precision") or "").lower()
+    if precision == "fp8":
+        out += ["--quantization", "fp8"]
+    elif precision in ("fp16", "bf16"):
+        out += ["--dtype", {"fp16": "float16", "bf16": "bfloat16"}[precision]]
+    if server.get("prefix_caching") is False:
+        out.append("--no-enable-prefix-caching")
+    return out
+
+
 def vllm_command(config: dict, model: str | None, draft_models: dict[str, str], schedule=None) -> str:
     """A ready `vllm serve …` line for the config (module docstring)."""
     server = config["server"]
-    args = ["vllm", "serve", model or "<MODEL>"]
+    args = ["vllm", "serve", model or server.get("model") or "<MODEL>"]
     args += ["--tensor-parallel-size", str(gpus_per_replica(config))]
+    args += _vllm_knobs(server)
     if int(server.get("replicas", 1)) > 1:
         args += ["--data-parallel-size", str(server["replicas"])]
     args += ["--max-num-seqs", str(server["max_num_seqs"])]

@@ -9,7 +9,8 @@ so `specbed search` can price it. A table is TOML:
     source = "provider / page / URL"      # required: where the price comes from
     date = "2026-05-22"                   # required: the date the source gives (or says it gives none)
 
-A config's GPU kind is, in order: its `server.gpu` key (when the config has one), the space's
+A config's GPU kind is, in order: its `server.gpu` key (a vLLM deployment with `server.model` and no
+`server.gpu` runs on H100s, as `sim.config_vllm` says), the space's
 `[search.gpus]` mapping from a cost table name to a kind, or the GPU of a built-in cost table.
 
 May import: the standard library, `specsched` (built-in cost tables, inputs, errors).
@@ -106,6 +107,8 @@ def gpu_kind(config: dict, gpus: dict[str, str] | None = None) -> str:
     server = config.get("server", {})
     if isinstance(server.get("gpu"), str):
         return server["gpu"].lower()
+    if server.get("model") is not None:  # a vLLM deployment names its GPU; none given is an H100
+        return "h100"
     cost = str(server.get("cost"))
     if gpus and cost in gpus:
         return gpus[cost].lower()

@@ -191,3 +191,17 @@ def test_ray_backend_gives_the_same_result_as_jobs_1(tmp_path):
     assert _search(tmp_path, "ray", "--jobs", "2", "--backend", "ray", space=small) == 0
     for name in ("ranked.csv", "dropped.csv", "vllm_serve.sh"):
         assert (tmp_path / "local" / name).read_text() == (tmp_path / "ray" / name).read_text(), name
+
+
+def test_a_vllm_knob_deployment_is_priced_by_its_gpu_and_launched_with_its_knobs():
+    from analysis.model import SimModel
+    from analysis.search.launch import vllm_command
+    from analysis.search.prices import gpu_kind
+
+    knobs = {"model": "llama3.1-8b", "gpu": "h200", "gpu_memory_utilization": 0.8, "prefix_caching": False}
+    sets = [(f"server.{k}", v, (None, None)) for k, v in knobs.items()]
+    config = SimModel().resolve(None, tomllib.loads(TRAFFIC), sets)
+    assert gpu_kind(config) == "h200"
+    cmd = vllm_command(config, None, {})
+    assert "vllm serve llama3.1-8b" in cmd and "--gpu-memory-utilization 0.8" in cmd
+    assert "--no-enable-prefix-caching" in cmd
