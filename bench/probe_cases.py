@@ -58,7 +58,7 @@ FIT = {
         "eta_f": 0.5,
         "link_bw": 1e11,
         "hop_latency": 2e-6,
-        "request_s": 1e-4,
+        "request_s": 1e-5,
     },
 }
 PROM = (

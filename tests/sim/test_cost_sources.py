@@ -12,7 +12,7 @@ from specbed.cli import main as specbed
 from specsched.fit import Fit
 from tests.sim.simutil import run
 
-KNOBS = {"c0": 90e-6, "eta_bw": 0.8, "eta_f": 0.6, "link_bw": 80e9, "hop_latency": 10e-6, "request_s": 2e-4}
+KNOBS = {"c0": 90e-6, "eta_bw": 0.8, "eta_f": 0.6, "link_bw": 80e9, "hop_latency": 10e-6, "request_s": 1e-5}
 BASE = (
     "workload.kind=closed",
     "workload.concurrency=4",
