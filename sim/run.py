@@ -180,6 +180,10 @@ def check_inputs(cfg: SimConfig) -> None:
     Sweeps call it for every cell before their results folder is touched; InputError if one is bad.
     """
     _load_table(cfg, cfg.server.cost, "server.cost")
+    if cfg.drafter.model is not None:
+        from sim.vllm_draft import check_drafter_model
+
+        check_drafter_model(cfg)
     if cfg.server.policy_cost is not None:
         _load_table(cfg, cfg.server.policy_cost, "server.policy_cost")
     if cfg.drafter.cost is not None and cfg.drafter.effective_gamma > 0:
