@@ -4,8 +4,8 @@ Role: resolve a `SimConfig` into its parts (cost table, trace, curves, acceptanc
 workload), check them all before anything runs, wire the simpy model (`sim.server`) and collect results
 (`sim.metrics`).
 
-Random streams: `numpy.random.SeedSequence(config.seed).spawn(len(STREAMS))`, one Generator per name in
-`STREAMS` (fixed order; a new stream is appended, never inserted, so existing ones keep their draws):
+Random streams: `sim.streams.stream_rngs(config.seed)`, one Generator per name in `sim.streams.STREAMS`
+(fixed order; a new stream is appended, never inserted, so existing ones keep their draws):
 arrivals, lengths, domains, think (closed-loop think times), latent (per-request difficulty),
 acceptance (true per-step probabilities), confidence (estimate noise), model (held-out samples the
 acceptance model fits σ_η and STS on), verify (accept/reject uniforms; split from "acceptance" so that a
@@ -34,23 +34,11 @@ from sim.drafter import load_draft_cost
 from sim.empirical import EmpiricalModel
 from sim.metrics import request_table, summarize, time_series
 from sim.recorder import Recorder
+from sim.streams import stream_rngs
 from sim.wiring import Prepared, run_replicas
 from sim.workload import build_workload
 from specsched import inputs
 from specsched.errors import InputError
-
-STREAMS = (
-    "arrivals",
-    "lengths",
-    "domains",
-    "think",
-    "latent",
-    "acceptance",
-    "confidence",
-    "model",
-    "verify",
-    "router",
-)
 
 
 @dataclass(frozen=True)
@@ -194,8 +182,7 @@ def check_inputs(cfg: SimConfig) -> None:
 
 def prepare(cfg: SimConfig) -> Prepared:
     """Read and check every input of `cfg` (cost table, trace, curves, policy, KV fit); InputError if bad."""
-    seeds = np.random.SeedSequence(cfg.seed).spawn(len(STREAMS))
-    rngs = {name: np.random.default_rng(s) for name, s in zip(STREAMS, seeds)}
+    rngs = stream_rngs(cfg.seed)
     if cfg.server.model is not None:  # a deployment from vLLM's knobs: catalogue cost, vLLM's KV sizing
         from sim.vllm_deploy import server_deployment
 

@@ -2,8 +2,8 @@
 
 Role: `VllmSpec` (model, GPU, precision, tp, dp, gpu_memory_utilization, max_model_len, max_num_seqs,
 max_num_batched_tokens, cpu_offload_gb, prefix caching, CUDA graphs, async scheduling) and `Knobs` (the
-roofline's physical knobs for one GPU) become a `specsched.CostTable` and a `sim.wiring.Prepared` run of
-plain autoregressive serving (no speculation) on any `sim.workload.Workload`.
+roofline's physical knobs for one GPU) become a `specsched.CostTable` (`sim.vllm_prepare` makes them a
+`sim.wiring.Prepared` run of plain autoregressive serving on any `sim.workload.Workload`).
 
 The step price, one term each (seconds; B = tokens in the step, C = KV tokens the running requests hold):
 
@@ -22,7 +22,8 @@ The step price, one term each (seconds; B = tokens in the step, C = KV tokens th
 and per request `frontend_s` (the API server: HTTP, tokenizing, detokenizing, streaming) is added to its
 TTFT and end-to-end latency by the callers that report them (`specbed.validate`).
 
-May import: numpy, the standard library, `specsched`, the other sim modules.
+May import: numpy, the standard library, `specsched`, the sim modules below `sim.wiring` (config, curves,
+acceptance, vllm_kv, workload): `sim.stepcost` prices a drafter from it.
 """
 
 from __future__ import annotations
@@ -34,13 +35,8 @@ from pathlib import Path
 import numpy as np
 
 import specsched
-from sim.acceptance import AcceptanceModel
-from sim.config import DrafterConfig, MetricsConfig, PolicyConfig, ServerConfig, SimConfig
-from sim.curves import curve_matrix
-from sim.run import STREAMS
+from sim.config import ServerConfig, SimConfig
 from sim.vllm_kv import BLOCK_SIZE, KVSizing, size_kv
-from sim.wiring import Prepared
-from sim.workload import Workload
 from specsched import hardware
 from specsched.catalog import CatalogGPU, CatalogModel, get_gpu, get_model, precision_bytes
 from specsched.errors import InputError
@@ -201,63 +197,6 @@ def cost_table(spec: VllmSpec, knobs: Knobs) -> specsched.CostTable:
             table, max_capture_size=spec.max_capture, eager_factor=1.0, name=name
         )
     return table
-
-
-def prepare(
-    spec: VllmSpec, knobs: Knobs, workload: Workload, block_keys: list | None, seed: int = 0
-) -> Prepared:
-    """A `Prepared` run of `workload` on `spec` (autoregressive: policy "ar", no drafter); dp replicas
-    behind a least-outstanding router. InputError if a request cannot fit in the KV cache."""
-    kv = spec.kv_capacity()
-    longest = int(np.max(workload.input_tokens + workload.output_tokens)) if len(workload) else 0
-    if spec.max_model_len is not None and longest > spec.max_model_len:
-        raise InputError(
-            f"a request needs {longest} tokens, more than max_model_len {spec.max_model_len}",
-            field="server.max_model_len",
-        )
-    if longest > kv:
-        raise InputError(
-            f"a request needs {longest} KV tokens, more than the {kv} a replica holds",
-            field="server.kv_tokens",
-        )
-    budget = max(spec.max_num_batched_tokens, spec.max_num_seqs)
-    server = ServerConfig(
-        cost="h100-dense8b",
-        replicas=spec.dp,
-        tp=spec.tp,
-        max_num_seqs=spec.max_num_seqs,
-        max_num_batched_tokens=budget,
-        kv_tokens=kv,
-    )
-    cfg = SimConfig(
-        seed=seed,
-        drafter=DrafterConfig(name="none", gamma=0),
-        policy=PolicyConfig(name="ar"),
-        server=server,
-        metrics=MetricsConfig(),
-    )
-    seeds = np.random.SeedSequence(seed).spawn(len(STREAMS))
-    rngs = {name: np.random.default_rng(s) for name, s in zip(STREAMS, seeds)}
-    matrix = curve_matrix(None, "none", 0, ("chat",))
-    model = AcceptanceModel(matrix, cfg.acceptance, rngs["model"])
-    latent = model.request_latent(len(workload), rngs["latent"], workload.domain)
-    policy = specsched.make_policy("ar")
-    cost = cost_table(spec, knobs)
-    return Prepared(
-        cfg,
-        cost,
-        spec.tp * spec.dp,
-        policy,
-        model,
-        workload,
-        latent,
-        rngs,
-        block_keys=block_keys,
-        block_size=BLOCK_SIZE,
-        prefix_caching=spec.prefix_caching and block_keys is not None,
-        prefix_offload_blocks=offload_blocks(spec),
-        async_scheduling=spec.async_scheduling,
-    )
 
 
 def server_deployment(cfg: SimConfig) -> tuple[SimConfig, specsched.CostTable]:

@@ -20,7 +20,8 @@ import numpy as np
 
 from sim.inference_perf import Profile, generate
 from sim.metrics import request_table
-from sim.vllm_deploy import Knobs, prepare
+from sim.vllm_deploy import Knobs
+from sim.vllm_prepare import prepare
 from sim.wiring import run_replicas
 from specbed.validate_runs import METRICS, MeasuredRun
 from specsched.errors import InputError

@@ -16,7 +16,7 @@ Role: sources that give the mean acceptance length τ but no per-position counts
   step verifying one draft per running request) — an estimate, marked so. Intervals with accept len < 1
   (speculation off) are skipped. `python -m sglang.bench_serving`'s `Accept length:` line is read alike.
 
-May import: numpy, the standard library, `specsched.errors`, `sim.vllm.textutil`, `sim.vllm.acceptance`,
+May import: numpy, the standard library, `specsched.errors`, `sim.vllm.textutil`, `sim.vllm.counts`,
 `sim.vllm.read_logs` (its field parser).
 """
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 import statistics
 
-from sim.vllm.acceptance import TauOnly
+from sim.vllm.counts import TauOnly
 from sim.vllm.read_logs import log_fields
 from sim.vllm.textutil import field_number, lines, number
 from specsched.errors import InputError

@@ -15,7 +15,7 @@ Refused, naming file and line: a count missing or not a number, rates that rise,
 drafted tokens above K × drafts, rates that cannot sum to accepted / drafts within their rounding (and a
 small slack): a position missing or the figures from different runs.
 
-May import: numpy, the standard library, `specsched.errors`, `sim.vllm.textutil`, `sim.vllm.acceptance`.
+May import: numpy, the standard library, `specsched.errors`, `sim.vllm.textutil`, `sim.vllm.counts`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import re
 
 import numpy as np
 
-from sim.vllm.acceptance import Acceptance, TauOnly, check_counts
+from sim.vllm.counts import Acceptance, TauOnly, check_counts
 from sim.vllm.textutil import lines, number, reconcile
 from specsched.errors import InputError
 

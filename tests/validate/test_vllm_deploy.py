@@ -5,8 +5,9 @@ import pytest
 
 from sim.inference_perf import Profile, generate
 from sim.metrics import request_table
-from sim.vllm_deploy import Knobs, VllmSpec, cost_table, prepare
+from sim.vllm_deploy import Knobs, VllmSpec, cost_table
 from sim.vllm_kv import size_kv
+from sim.vllm_prepare import prepare
 from sim.wiring import run_replicas
 from specsched.catalog import GPUS, MODELS, find_model, get_gpu, get_model
 from specsched.errors import InputError

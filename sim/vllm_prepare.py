@@ -1,0 +1,80 @@
+"""A vLLM deployment as a runnable simulation: `prepare(spec, knobs, workload, block_keys)` -> `Prepared`.
+
+Role: the top of the vLLM-deployment path (`specbed validate`, `specbed cost calibrate`): the spec and
+knobs of `sim.vllm_deploy` (which stays below `sim.wiring`, so the step cost can price a drafter from them
+without an import circle) become a plain autoregressive run on any workload, its random streams those of
+`sim.run` (`sim.streams`).
+
+May import: numpy, the standard library, `specsched`, the other sim modules.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import specsched
+from sim.acceptance import AcceptanceModel
+from sim.config import DrafterConfig, MetricsConfig, PolicyConfig, ServerConfig, SimConfig
+from sim.curves import curve_matrix
+from sim.streams import stream_rngs
+from sim.vllm_deploy import Knobs, VllmSpec, cost_table, offload_blocks
+from sim.vllm_kv import BLOCK_SIZE
+from sim.wiring import Prepared
+from sim.workload import Workload
+from specsched.errors import InputError
+
+
+def prepare(
+    spec: VllmSpec, knobs: Knobs, workload: Workload, block_keys: list | None, seed: int = 0
+) -> Prepared:
+    """A `Prepared` run of `workload` on `spec` (autoregressive: policy "ar", no drafter); dp replicas
+    behind a least-outstanding router. InputError if a request cannot fit in the KV cache."""
+    kv = spec.kv_capacity()
+    longest = int(np.max(workload.input_tokens + workload.output_tokens)) if len(workload) else 0
+    if spec.max_model_len is not None and longest > spec.max_model_len:
+        raise InputError(
+            f"a request needs {longest} tokens, more than max_model_len {spec.max_model_len}",
+            field="server.max_model_len",
+        )
+    if longest > kv:
+        raise InputError(
+            f"a request needs {longest} KV tokens, more than the {kv} a replica holds",
+            field="server.kv_tokens",
+        )
+    budget = max(spec.max_num_batched_tokens, spec.max_num_seqs)
+    server = ServerConfig(
+        cost="h100-dense8b",
+        replicas=spec.dp,
+        tp=spec.tp,
+        max_num_seqs=spec.max_num_seqs,
+        max_num_batched_tokens=budget,
+        kv_tokens=kv,
+    )
+    cfg = SimConfig(
+        seed=seed,
+        drafter=DrafterConfig(name="none", gamma=0),
+        policy=PolicyConfig(name="ar"),
+        server=server,
+        metrics=MetricsConfig(),
+    )
+    rngs = stream_rngs(seed)
+    matrix = curve_matrix(None, "none", 0, ("chat",))
+    model = AcceptanceModel(matrix, cfg.acceptance, rngs["model"])
+    latent = model.request_latent(len(workload), rngs["latent"], workload.domain)
+    policy = specsched.make_policy("ar")
+    cost = cost_table(spec, knobs)
+    return Prepared(
+        cfg,
+        cost,
+        spec.tp * spec.dp,
+        policy,
+        model,
+        workload,
+        latent,
+        rngs,
+        block_keys=block_keys,
+        block_size=BLOCK_SIZE,
+        prefix_caching=spec.prefix_caching and block_keys is not None,
+        prefix_offload_blocks=offload_blocks(spec),
+        async_scheduling=spec.async_scheduling,
+    )
