@@ -4,7 +4,7 @@ Each scenario is a batch of requests with confidence curves (float64[R, γ]) and
 shows, per policy, the mean verify length ℓ, the batch's verify tokens B = Σ(1 + ℓ), the expected tokens
 τ = Σ(1 + Σ_{j≤ℓ} a_j), and Θ = τ · sps(B) in tokens per second. Seeded: the same every run.
 
-May import: numpy, the standard library, specsched, specbed.draft_schedule (for --draft-schedule).
+May import: numpy, the standard library, specsched, analysis.draft_schedule (for --draft-schedule).
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def main(argv: list[str]) -> int:
         raise InputError(f"must be ≥ 0, got {args.seed}", field="--seed")
     _check_bounds(args)
     if args.draft_schedule:
-        from specbed import draft_schedule
+        from analysis import draft_schedule
 
         if args.batch_sizes is None:
             args.batch_sizes = draft_schedule.BATCH_SIZES

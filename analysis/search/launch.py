@@ -8,7 +8,7 @@ data parallelism (replicas), vLLM's own knobs when the config names them (`serve
 model, where the method needs one) and `num_speculative_tokens`. Confidence-scheduled policies (dspark,
 dspark_global, goodput) set `enable_adaptive_verification` (vLLM's DSpark scheduling, PR #47808); a
 fixed-k policy verifies k; `policy.draft = "adaptive"` adds the per-batch-size draft schedule of
-`specbed plan --draft-schedule` (`specbed.draft_schedule.schedule`) beside it, with the deepest K as
+`specbed plan --draft-schedule` (`analysis.draft_schedule.schedule`) beside it, with the deepest K as
 num_speculative_tokens. Names the space does not give (`[search] model`, `draft_models`) are left as
 <PLACEHOLDERS> to fill in.
 
@@ -71,9 +71,9 @@ def draft_schedule(config: dict) -> list[dict] | None:
     """The per-batch-size depth schedule of an adaptive-drafting config (else None)."""
     if config["policy"].get("draft") != "adaptive" or config["drafter"]["name"] == "none":
         return None
+    from analysis.draft_schedule import BATCH_SIZES, schedule
     from sim.drafter import draft_cost
     from sim.run import prepare
-    from specbed.draft_schedule import BATCH_SIZES, schedule
 
     prep = prepare(_sim_config({**config, "workload": {**config["workload"], "num_requests": 200}}))
     curves = getattr(prep.model, "curves", None)
