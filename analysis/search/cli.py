@@ -85,6 +85,7 @@ def _print(outcome, slo, files: dict[str, str], out: Path) -> None:
         return
     print("\n" + output.ranked_table(outcome, slo, top=10))
     print("\ncheapest by GPU and series:\n" + output.best_by(outcome, slo))
-    print("\nwinner: " + files["vllm_serve.sh"].splitlines()[-1])
+    commands = [line for line in files["vllm_serve.sh"].splitlines() if not line.startswith("#")]
+    print("\nwinner: " + "\n        ".join(commands))
     done = f"{len(outcome.candidates)} candidates in {outcome.seconds:.1f} s"
     print(f"\n{done} -> {out}/summary.md, ranked.csv, dropped.csv, pareto.png, winner.toml, vllm_serve.sh")

@@ -115,6 +115,10 @@ class SearchModel:
     name = "sim-search"
 
     def run(self, job: dict) -> dict:
+        if "pool" in job["sim"]:  # a disaggregated candidate: sim.disagg, run to the end
+            from analysis.search.pools import run_job
+
+            return run_job(job)
         from sim.config_io import load_config
         from sim.run import prepare, results
         from sim.wiring import run_replicas

@@ -32,6 +32,7 @@ from pathlib import Path
 from analysis import store
 from analysis.model import SimModel
 from analysis.runner import BACKENDS, default_jobs, execute, ray_session
+from analysis.search import pools
 from analysis.search.early import SearchModel
 from analysis.search.prices import gpu_count, gpu_kind
 from analysis.search.screen import Screen, traffic_of
@@ -111,16 +112,20 @@ def candidates_of(space: Space, traffic, prices) -> list[Candidate]:
             raise InputError(
                 f"{key!r} is not swept (known: {known})", file=space.sweep.file, field="search.group"
             )
-    cells = expand(with_traffic(space.sweep, traffic), SimModel())
+    pooled = pools.is_pool_space(space.sweep.base_path)
+    cells = expand(with_traffic(space.sweep, traffic), pools.PoolModel() if pooled else SimModel())
     out = []
     for cell in cells:
         try:
-            gpu = gpu_kind(cell.config, space.options.gpus)
-            price = prices.per_hour(gpu)
+            if pooled:
+                gpu, gpus, price = pools.price(cell.config, prices, space.options.gpus)
+            else:
+                gpu, gpus = gpu_kind(cell.config, space.options.gpus), gpu_count(cell.config)
+                price = prices.per_hour(gpu)
         except InputError as err:
             file = err.file or space.sweep.file
             raise InputError(f"{err.message} (candidate {cell.axes})", file=file, field=err.field) from None
-        out.append(Candidate(cell, gpu, gpu_count(cell.config), price))
+        out.append(Candidate(cell, gpu, gpus, price))
     return out
 
 
@@ -157,7 +162,7 @@ def run_search(
     if budget_s is not None and not (budget_s > 0):
         raise InputError(f"must be > 0 seconds, got {budget_s:g}", field="--budget-s")
     cands = candidates_of(space, traffic, prices)
-    stats = traffic_of(cands[0].cell.config)
+    stats = traffic_of(pools.colocated(cands[0].cell.config))
     manifest = {
         "format": store.FORMAT,
         "name": space.sweep.name,
@@ -200,6 +205,9 @@ class _Run:
                 c.alive, c.reason = False, verdict.reason
         report = [{"rung": "screen", "requests": 0, "candidates": len(cands),
                    "dropped": sum(not c.alive for c in cands), "ran": 0, "cached": 0}]  # fmt: skip
+        skipped = sum(pools.is_pooled(c.cell.config) for c in cands)
+        if skipped:
+            report[0]["note"] = f"{skipped} disaggregated: not screened"
         opts = self.space.options
         for k, frac in enumerate(opts.rungs):
             alive = [c for c in cands if c.alive]

@@ -45,9 +45,14 @@ HEAD = [
 
 def _name(c) -> str:
     axes = ", ".join(
-        f"{k.split('.')[-1]}={v}" for k, v in c.cell.axes.items() if not k.startswith(("drafter.", "policy."))
+        f"{_short(k)}={v}" for k, v in c.cell.axes.items() if not k.startswith(("drafter.", "policy."))
     )
     return f"{c.cell.series} ({axes})" if axes else c.cell.series
+
+
+def _short(key: str) -> str:
+    """An axis key as a column: its last part (`pool.prefill.replicas`: `prefill.replicas`)."""
+    return key.removeprefix("pool.") if key.startswith("pool.") else key.split(".")[-1]
 
 
 def _pct(x) -> str:
@@ -181,6 +186,10 @@ def launch_files(outcome, options) -> dict[str, str]:
     if not outcome.ranked:
         return {}
     w = outcome.ranked[0]
+    if "pool" in w.cell.config:
+        from analysis.search.pools import launch_files as pooled_files
+
+        return pooled_files(w, _name(w), options)
     schedule = launch.draft_schedule(w.cell.config)
     cmd = launch.vllm_command(w.cell.config, options.model, options.draft_models, schedule)
     files = {"vllm_serve.sh": "#!/bin/sh\n# specbed search winner: " + _name(w) + "\n" + cmd + "\n"}
@@ -196,6 +205,10 @@ def rungs_table(outcome) -> str:
     head = ["stage", "requests", "candidates", "ran", "cached", "dropped"]
     rows = [[str(r["rung"]), str(r["requests"]), str(r["candidates"]), str(r["ran"]), str(r["cached"]),
              str(r["dropped"])] for r in outcome.rungs]  # fmt: skip
+    if any("note" in r for r in outcome.rungs):  # e.g. disaggregated candidates the screen cannot bound
+        head.append("note")
+        for row, r in zip(rows, outcome.rungs):
+            row.append(r.get("note", ""))
     return text_table(head, rows)
 
 

@@ -88,6 +88,8 @@ class Screen:
         return self._preps[sig]
 
     def __call__(self, config: dict) -> Verdict:
+        if "pool" in config:  # disaggregated (analysis.search.pools): no bound for two pools and a link
+            return Verdict(True, "not screened", math.nan, math.nan)
         prep = self._prep(config)
         server = config["server"]
         floor = float(prep.cost.latency(1)) + prep.cost.request_seconds

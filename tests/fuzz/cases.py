@@ -480,6 +480,10 @@ def search_cases() -> list[Case]:
     for name, data in traffic.items():
         argv = (*_SEARCH, "--traffic", "{W}/t.toml", *_SLO)
         cases.append(_search_case(name, argv, {"t.toml": data}, ("t.toml",)))
+    pooled = {"space.toml": b'base = "d.toml"\n[axes]\n"pool.decode.replicas" = [0, 1]\n',
+              "d.toml": GOOD_TOML + b'[[pool]]\nrole = "prefill"\n[[pool]]\nrole = "decode"\n'}  # fmt: skip
+    expect = ("space.toml", "pool.decode.replicas")
+    cases.append(_search_case("space-bad-pool-axis", (*run, *_SLO), pooled, expect))
     trace = (*_SEARCH, "--traffic", "{W}/t.csv", *_SLO)
     cases.append(_search_case("traffic-bad-trace", trace, {"t.csv": b"a,b\n\xff,1\n"}, ("t.csv",)))
     cases.append(
