@@ -35,6 +35,7 @@ UPPER_BOUNDS: dict[str, float] = {
     "workload.max_output_tokens": 10_000_000,
     "workload.mix": 1e6,
     "workload.speedup": 1e6,
+    "workload.hash_block_tokens": 1_048_576,  # tokens per trace hash_ids block
     "drafter.gamma": 64,
     "drafter.layers": 1024,
     "drafter.layer_cost": 1000.0,

@@ -63,6 +63,7 @@ class WorkloadConfig:
         (chat, math, code; normalized), or takes it from the trace when the trace labels domains.
     trace: a trace file or built-in trace name (`traces.load`); speedup: replay k× faster (arrival
         times divided by k).
+    hash_block_tokens: tokens per trace `hash_ids` block (Mooncake's 512), for prefix caching of a replay.
     """
 
     _section: ClassVar[str] = "workload"
@@ -85,6 +86,7 @@ class WorkloadConfig:
     mix: tuple[float, ...] = (1.0, 1.0, 1.0)
     trace: str | None = None
     speedup: float = 1.0
+    hash_block_tokens: int = 512
 
     def __post_init__(self) -> None:
         s = self._section
@@ -112,6 +114,8 @@ class WorkloadConfig:
         if not sum(self.mix) > 0:
             raise _fail(s, "mix", "shares must not all be 0")
         _check_range(s, "speedup", self.speedup, 0, lo_open=True)
+        if self.hash_block_tokens < 16 or self.hash_block_tokens % 16:
+            raise _fail(s, "hash_block_tokens", f"must be a multiple of 16 (got {self.hash_block_tokens})")
         check_not_empty(s, "trace", self.trace)
         uses_trace = self.kind == "trace" or "trace" in (self.input_dist, self.output_dist)
         if uses_trace and not self.trace:
@@ -336,21 +340,17 @@ class ServerConfig(VllmServerKeys):
             raise _fail(s, "policy_cost", "must name a built-in cost table or a CSV file")
         _check_choice(s, "cost_mode", self.cost_mode, ("step", "linear"))
         _check_range(s, "replicas", self.replicas, 1)
-        if self.tp is not None:
-            _check_range(s, "tp", self.tp, 1)
-        if self.ep is not None:
-            _check_range(s, "ep", self.ep, 1)
-        if self.layers is not None:
-            _check_range(s, "layers", self.layers, 1)
+        for key in ("tp", "ep", "layers"):
+            if getattr(self, key) is not None:
+                _check_range(s, key, getattr(self, key), 1)
         _check_choice(s, "router", self.router, ROUTERS)
         _check_range(s, "max_num_seqs", self.max_num_seqs, 1)
         _check_range(s, "max_num_batched_tokens", self.max_num_batched_tokens, 1)
         if self.max_num_batched_tokens < self.max_num_seqs:
             msg = f"must be ≥ server.max_num_seqs ({self.max_num_seqs}) so every running request can verify"
             raise _fail(s, "max_num_batched_tokens", msg + " its anchor token")
-        _check_range(s, "prefill_request_seconds", self.prefill_request_seconds, 0.0)
-        _check_range(s, "pad_token_seconds", self.pad_token_seconds, 0.0)
-        _check_range(s, "padded_context_seconds", self.padded_context_seconds, 0.0)
+        for key in ("prefill_request_seconds", "pad_token_seconds", "padded_context_seconds"):
+            _check_range(s, key, getattr(self, key), 0.0)
 
     def _check_graphs(self) -> None:
         s = self._section

@@ -233,8 +233,19 @@ def prepare(cfg: SimConfig) -> Prepared:
         )
     latent = model.request_latent(len(workload), rngs["latent"], workload.domain)
     vllm = cfg.server.model is not None
+    keys = _trace_keys(cfg, table, workload) if vllm and cfg.server.prefix_caching else None
     return Prepared(cfg, cost, tp * cfg.server.replicas, policy, model, workload, latent, rngs, policy_cost,
+                    block_keys=keys, prefix_caching=keys is not None,
                     async_scheduling=vllm and cfg.server.async_scheduling)  # fmt: skip
+
+
+def _trace_keys(cfg: SimConfig, table, workload) -> list | None:
+    """Prefix-cache block keys of a trace replay (`sim.trace_prefix`; None: not a replay, or no keys)."""
+    if cfg.workload.kind != "trace":
+        return None
+    from sim.trace_prefix import trace_block_keys
+
+    return trace_block_keys(table, workload, cfg.workload.hash_block_tokens)
 
 
 def _acceptance_model(cfg: SimConfig, curves, matrix: np.ndarray, rng: np.random.Generator):

@@ -76,6 +76,11 @@ def config_cases() -> list[Case]:
     for argv in (("--set", "drafter.model=eagle3"), (*vllm, "--set", "drafter.model=eagle9")):
         name = f"drafter.model {' '.join(argv)!r}"
         cases.append(Case("config-set", name, (*_RUN, *argv), expect=("drafter.model",)))
+    # a trace's hash_ids block must be whole 16-token prefix-cache blocks
+    for value in ("500", "8", "0"):
+        argv = (*_RUN, "--set", f"workload.hash_block_tokens={value}")
+        expect = ("workload.hash_block_tokens",)
+        cases.append(Case("config-set", f"hash_block_tokens={value}", argv, expect=expect))
     # malformed --set items
     for item in ("nokey", "=3", "workload.=3", "bogus.key=1", "workload.bogus=1", ".=", "seed"):
         cases.append(Case("config-set", f"item {item!r}", (*_RUN, "--set", item), expect=("--set",)))
