@@ -2,18 +2,24 @@
 
 The space (`SPACE`): 3 GPU kinds (H100 / H200 / B200, a Llama-3-70B-like model at TP 4) × 4 replica
 counts × 5 speculation arms (none, MTP-1, EAGLE-3 fixed k = 3, DSpark, DSpark with adaptive drafting) ×
-3 `max_num_seqs` × 3 `max_num_batched_tokens` (512, 1024, 2048), under `SLO`. Printed: the search's wall
-time, its stages (screen, rungs: requests, ran, dropped), the winner and the top 5.
+3 `max_num_seqs` × 3 `max_num_batched_tokens` (512, 1024, 2048), under `SLO`, with `SEARCH` (price tiers
+and the top-5 bound, no rank halving, SLO tolerances 25 % / 10 % at 10 % / 30 % of the trace). Printed:
+the search's wall time and the load average around it, its stages (screen, rungs: requests, ran,
+shared, dropped; the price bound), the winner and the top 5.
 
-Opt-in, `SPECBED_BENCH_SEARCH_FULL=1`: the exhaustive full-length sweep of the same space
-(`analysis.runner.run_sweep`, the plain simulator, no screen, no early stop), ranked the same way, with its
-wall time beside the search's and whether the winner and the top 5 (as a set) agree.
-`SPECBED_BENCH_SEARCH_GRID=small` shrinks the space for both (1 × `max_num_seqs`, 1 ×
-`max_num_batched_tokens`, 256 and 1024: 60 candidates) when the full sweep is too slow for the machine;
-`SPECBED_BENCH_SEARCH_N=N` replays only the trace's first N requests (both sides);
-`SPECBED_BENCH_JOBS` (default: every CPU) sets the workers of both.
+Opt-in, `SPECBED_BENCH_SEARCH_FULL=1`: the exhaustive full-length sweep of the same space (the plain
+simulator, no screen, no early stop, no sharing), cheapest deployments first, ranked the same way, with
+its wall time beside the search's and whether the winner and the top 5 (as a set) agree. It is
+resumable: `SPECBED_BENCH_SEARCH_SWEEP=DIR` keeps its cells (each with its measured seconds) in DIR
+across runs; `SPECBED_BENCH_SEARCH_FULL=cached` runs nothing more and compares on the cells DIR holds,
+printing the measured part and the projected total (measured seconds per cell by replica count and
+arm, times the cells missing) — labelled as projected — and whether the cells missing can still matter
+(their price over the exhaustive #5's). `SPECBED_BENCH_SEARCH_GRID=small` shrinks the space for both (1
+× `max_num_seqs`, 1 × `max_num_batched_tokens`: 60 candidates); `SPECBED_BENCH_SEARCH_N=N` replays only
+the trace's first N requests (both sides); `SPECBED_BENCH_JOBS` (default: every CPU) sets the workers
+of both.
 
-May import: the standard library, `analysis`.
+May import: the standard library, `analysis`, `specsched.progress`.
 """
 
 from __future__ import annotations
@@ -23,11 +29,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from analysis.runner import default_jobs, run_sweep
+from analysis import store
+from analysis.model import load_model
+from analysis.runner import default_jobs, execute, manifest_of
+from analysis.search.bound import price_of
 from analysis.search.halving import candidates_of, rank_key, run_search
 from analysis.search.prices import load_prices
 from analysis.search.slo import parse_slo
 from analysis.search.space import parse_space, traffic_overrides, with_traffic
+from analysis.sweepfile import expand
+from specsched.progress import Progress
 
 SLO = "ttft_p90<=2s,itl_p50<=25ms,itl_p99<=60ms"
 ARMS = """[[zip]]
@@ -50,9 +61,16 @@ SPACE = (
 )
 
 
+SEARCH = """[search]
+keep = 1000
+tolerance = [0.25, 0.1]
+top = 5
+"""
+
+
 def space_text(small: bool) -> str:
     seqs, tokens = ("[256]", "[1024]") if small else ("[64, 128, 256]", "[512, 1024, 2048]")
-    return SPACE.replace("SEQS", seqs).replace("TOKENS", tokens)
+    return SPACE.replace("SEQS", seqs).replace("TOKENS", tokens) + SEARCH
 
 
 def _top(cands, slo, objective: str) -> list:
@@ -68,15 +86,92 @@ def _name(c) -> str:
     )
 
 
-def _exhaustive(space, traffic, slo, prices, out: Path, jobs: int):
+def _kind(c) -> tuple:
+    return (c.cell.axes["server.replicas"], c.cell.series)
+
+
+def _exhaustive(space, traffic, prices, out: Path, jobs: int, run: bool) -> dict:
+    """The exhaustive sweep, cheapest deployments first (resumable in `out`); with run False only what
+    `out` already holds. Returns the candidates (summaries of the finished cells), wall seconds of this
+    call, measured and projected cell seconds."""
+    sweep = with_traffic(space.sweep, traffic)
+    model = load_model(None)
+    cells = expand(sweep, model)
+    cands = {c.cell.key: c for c in candidates_of(space, traffic, prices)}
+    manifest = manifest_of(sweep, cells, model)
     start = time.perf_counter()
-    run = run_sweep(with_traffic(space.sweep, traffic), out, jobs=jobs, progress=True)
+    with store.locked(out):
+        store.prepare(out, manifest, resume=True, force=False)
+        done = store.finished_keys(out)
+        cached = len(done)
+        todo = sorted(
+            (c for c in cells if c.key not in done), key=lambda c: (price_of(cands[c.key]), c.index)
+        )
+        if run and todo:
+            bar = Progress(len(cells), done=len(cells) - len(todo), label="exhaustive sweep")
+
+            def on_done(cell, summary: dict, wall: float) -> None:
+                store.write_cell(out, {**cell.row_head(), "summary": summary, "wall_s": round(wall, 4)})
+                bar.advance()
+
+            def on_error(cell, text: str) -> None:
+                store.write_error(out, cell.key, text)
+                bar.advance()
+
+            try:
+                execute(todo, model, jobs, "local", on_done, on_error)
+            finally:
+                bar.close()
+        rows = [store.read_cell(out, c.key) for c in cells]
     seconds = time.perf_counter() - start
-    by_key = {row["key"]: row["summary"] for row in run.rows}
-    cands = candidates_of(space, traffic, prices)
-    for c in cands:
-        c.summary = by_key.get(c.cell.key, {})
-    return _top(cands, slo, space.options.objective), seconds, len(run.failed)
+    walls: dict[tuple, list[float]] = {}
+    for cell, row in zip(cells, rows):
+        if row is not None:
+            cands[cell.key].summary = row["summary"]
+            walls.setdefault(_kind(cands[cell.key]), []).append(float(row.get("wall_s") or 0.0))
+    measured = sum(sum(v) for v in walls.values())
+    missing = [cands[c.key] for c, row in zip(cells, rows) if row is None]
+    every = [w for v in walls.values() for w in v]
+    mean = sum(every) / max(len(every), 1)
+    projected = measured + sum(
+        sum(walls[_kind(c)]) / len(walls[_kind(c)]) if _kind(c) in walls else mean for c in missing
+    )
+    return {"cands": list(cands.values()), "seconds": seconds, "measured": measured, "projected": projected,
+            "missing": missing, "done": len(cells) - len(missing), "cached": cached}  # fmt: skip
+
+
+def _compare(outcome, slo, objective: str, full: dict, jobs: int) -> None:
+    ranked = _top(full["cands"], slo, objective)
+    for i, c in enumerate(ranked[:5]):
+        print(f"  sweep  #{i + 1}: {_name(c)}")
+    n, done = len(full["cands"]), full["done"]
+    cpu = f"Σ per-cell {full['measured']:.0f} s"
+    if full["missing"]:
+        cheapest = min(price_of(c) for c in full["missing"])
+        fifth = price_of(ranked[min(4, len(ranked) - 1)]) if ranked else float("nan")
+        proj = full["projected"]
+        print(f"exhaustive sweep: {done} of {n} cells measured ({cpu}); PROJECTED for all {n}: "
+              f"Σ {proj:.0f} s, ≈ {proj / jobs:.0f} s on {jobs} workers")  # fmt: skip
+        print(f"  the {len(full['missing'])} cells not measured cost ≥ ${cheapest:.2f}/h, "
+              f"{cheapest / fifth:.2f}× the exhaustive #5's ${fifth:.2f}/h")  # fmt: skip
+        total = full["projected"] / jobs
+    else:
+        print(f"exhaustive sweep: {n} cells, {full['seconds']:.1f} s wall this run ({cpu})")
+        total = (
+            full["seconds"] if full["seconds"] > 0.5 * full["measured"] / jobs else full["measured"] / jobs
+        )
+    print(
+        f"search {outcome.seconds:.1f} s vs exhaustive ≈ {total:.0f} s: {total / outcome.seconds:.1f}× faster"
+    )
+    top = outcome.ranked[:5]
+    same_winner = bool(top and ranked) and top[0].cell.key == ranked[0].cell.key
+    same_top5 = {c.cell.key for c in top} == {c.cell.key for c in ranked[:5]}
+    print(f"same winner: {same_winner}; same top 5 (as a set): {same_top5}")
+    met = [c for c in full["cands"] if slo.met(c.summary)]
+    speeds = [c.summary["throughput_tok_s"] for c in met]
+    if speeds:
+        print(f"throughput of the {len(met)} SLO-meeting cells: {min(speeds):.1f}–{max(speeds):.1f} tok/s "
+              f"(spread {max(speeds) / min(speeds) - 1:.2%}; the price bound assumes ≤ 10 %)")  # fmt: skip
 
 
 def main() -> None:
@@ -88,6 +183,7 @@ def main() -> None:
         traffic.append(("workload.num_requests", int(os.environ["SPECBED_BENCH_SEARCH_N"]), ("bench", None)))
     slo, prices = parse_slo(SLO), load_prices()
     with tempfile.TemporaryDirectory() as tmp:
+        load = os.getloadavg()[0]
         outcome = run_search(space, traffic, slo, prices, Path(tmp) / "search", jobs=jobs, progress=True)
         n = len(outcome.candidates)
         rate = outcome.traffic.rate
@@ -96,24 +192,20 @@ def main() -> None:
         print(f"SLO: {SLO}")
         for r in outcome.rungs:
             print(f"  {r['rung']!s:>6}: {r['requests']:>6} requests, {r['candidates']:>4} candidates, "
-                  f"ran {r['ran']:>4}, dropped {r['dropped']:>4}")  # fmt: skip
-        print(f"search wall time: {outcome.seconds:.1f} s (goal ≤ 600 s for 500 candidates on 2 cores)")
+                  f"ran {r['ran']:>4}, shared {r.get('shared', 0):>4}, dropped {r['dropped']:>4}"
+                  + (f"  ({r['note']})" if r.get("note") else ""))  # fmt: skip
+        print(f"search wall time: {outcome.seconds:.1f} s (goal ≤ 600 s for 500 candidates on 2 cores); "
+              f"load average {load:.1f} → {os.getloadavg()[0]:.1f}")  # fmt: skip
         top = outcome.ranked[:5]
         for i, c in enumerate(top):
             print(f"  search #{i + 1}: {_name(c)}")
-        if not os.environ.get("SPECBED_BENCH_SEARCH_FULL"):
-            print(
-                "exhaustive full-length sweep: skipped (set SPECBED_BENCH_SEARCH_FULL=1; ~6 s per candidate)"
-            )
+        mode = os.environ.get("SPECBED_BENCH_SEARCH_FULL")
+        if not mode:
+            print("exhaustive full-length sweep: skipped (set SPECBED_BENCH_SEARCH_FULL=1; hours on 2 cores)")
             return
-        ranked, seconds, failed = _exhaustive(space, traffic, slo, prices, Path(tmp) / "sweep", jobs)
-        for i, c in enumerate(ranked[:5]):
-            print(f"  sweep  #{i + 1}: {_name(c)}")
-        same_winner = bool(top and ranked) and top[0].cell.key == ranked[0].cell.key
-        same_top5 = {c.cell.key for c in top} == {c.cell.key for c in ranked[:5]}
-        took = f"exhaustive sweep: {n} candidates in {seconds:.1f} s ({failed} failed); "
-        print(took + f"search {outcome.seconds:.1f} s = {seconds / outcome.seconds:.1f}× faster")
-        print(f"same winner: {same_winner}; same top 5 (as a set): {same_top5}")
+        out = Path(os.environ.get("SPECBED_BENCH_SEARCH_SWEEP") or Path(tmp) / "sweep")
+        full = _exhaustive(space, traffic, prices, out, jobs, run=mode != "cached")
+        _compare(outcome, slo, space.options.objective, full, jobs)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,17 @@ exceed the bound·(1 + tol): a finished value over it, or a request still waitin
 When those alone put the run's quantile over the bound (np.percentile's order statistic, counted against
 the most requests the window can hold), no later step can bring it back: the run stops and says so. A
 queue that diverges is stopped this way, by the requests it leaves waiting. tol is 0 at full length.
+An ITL quantile term (every inter-token gap of the run, `sim.metrics`) is lost once the gaps already
+counted above bound·(1 + tol) outnumber (1 − q) × the most gaps the run can still reach (those counted
+plus one per output token still to come); watched only where no preemption can happen (its KV fits
+max_num_seqs of the longest requests), since a preemption adds a gap.
+Every colocated run also reports `peak_running` (`peak_running`: the most requests a replica held at
+once, up to where it stopped), which tells the search when `server.max_num_seqs` never bound
+(`analysis.search.siblings`).
+A disaggregated run (`analysis.search.pools.run_job`) is watched the same way during its prefill stage,
+over its arrival window (known up front) and on TTFT and E2E only: a request's first token after the
+hand-off comes no earlier than its prefill's, so the prefill pool's waits are lower bounds of both; it
+is watched once more when the prefill stage ends, so a lost TTFT skips the whole decode stage.
 
 May import: numpy, the standard library, `analysis.model`, `analysis.search.slo`, `sim` (lazily).
 """
@@ -27,7 +38,7 @@ import numpy as np
 from analysis.model import flatten, scalar_summary, set_text
 from analysis.search.slo import parse_slo
 
-WATCHED = ("ttft", "tpot", "e2e", "queue")
+WATCHED = ("ttft", "tpot", "e2e", "queue", "itl")
 QUANTILE = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 
 
@@ -42,7 +53,9 @@ class StopRun(Exception):
 class Watch:
     """watch(recorder, now): raise StopRun once a watched SLO term is provably lost (module docstring)."""
 
-    def __init__(self, prep, slo, tol: float) -> None:
+    def __init__(self, prep, slo, tol: float, window=None, heads: tuple[str, ...] = WATCHED) -> None:
+        """`window`: (t0, t1) known up front (the arrival window of a disaggregated run) instead of the
+        colocated one; `heads`: the latencies watched."""
         cfg, wl = prep.config, prep.workload
         n = len(wl)
         self.arrival = np.asarray(wl.arrival_s, dtype=np.float64)
@@ -50,15 +63,24 @@ class Watch:
         self.k0 = math.ceil(cfg.metrics.warmup * n)
         self.t1 = float(order[min(max(math.ceil((1.0 - cfg.metrics.drain) * n), 1), n) - 1])
         self.out = np.asarray(wl.output_tokens, dtype=np.float64)
-        self.terms = []
+        self.terms, self.gaps = [], []
         for term in slo.terms:
             head, _, stat = term.name.rpartition("_")
-            if head in WATCHED and stat in QUANTILE:
-                self.terms.append((term.name, head, QUANTILE[stat], term.bound * (1.0 + tol)))
+            if head in heads and stat in QUANTILE:
+                bound = term.bound * (1.0 + tol)
+                (self.gaps if head == "itl" else self.terms).append((term.name, head, QUANTILE[stat], bound))
+        if self.gaps and not _never_preempts(prep):
+            self.gaps = []  # a preemption adds a gap the bound below does not count
         self.prev = 0.0
+        self.peak = -1  # peak_running when it stopped the run
         self.window = None  # (upper-bound mask of measured requests, mask of certainly measured ones)
+        if window is not None:
+            inside = (self.arrival >= window[0]) & (self.arrival <= window[1])
+            self.window = (inside, inside)
 
     def __call__(self, rec, now: float) -> None:
+        for name, _, q, bound in self.gaps:
+            self._check_gaps(rec, now, name, q, bound)
         if not self.terms:
             return
         if self.window is None:
@@ -86,11 +108,29 @@ class Watch:
         over = int(np.count_nonzero(sure & (low > bound)))
         need = m - math.floor(q * (m - 1))  # values over the bound that put the q-quantile over it
         if over >= need:
+            self.peak = peak_running(rec, now)
             waiting = int(np.count_nonzero(sure & np.isnan(rec.first_token_s) & (low > bound)))
             why = f"; {waiting} still without a first token (queue diverging)" if waiting else ""
             raise StopRun(
                 f"{name} lost: {over} of at most {m} measured requests already over {bound * 1e3:.0f} ms "
                 f"at t = {now:.0f} s{why}",
+                now,
+            )
+
+    def _check_gaps(self, rec, now: float, name: str, q: float, bound: float) -> None:
+        """An ITL quantile (`sim.timebins.LogHistogram.quantile` over every gap of the run) is lost once
+        the gaps already in buckets wholly above the bound outnumber (1 − q) × the most gaps the run can
+        have: those counted plus one per token still to come (a decode step emits ≥ 1 token a request)."""
+        parts = [part.itl for part in rec.parts]
+        first = math.floor((math.log(bound) - parts[0]._log_lo) * parts[0]._scale) + 1
+        over = sum(float(h.counts[first:].sum()) for h in parts)
+        left = float(np.maximum(self.out - np.maximum(rec.generated, 1), 0).sum())
+        most = sum(h.weight for h in parts) + left
+        if over > (1.0 - q) * most:
+            self.peak = peak_running(rec, now)
+            raise StopRun(
+                f"{name} lost: {over:.0f} of at most {most:.0f} inter-token gaps already over "
+                f"{bound * 1e3:.0f} ms at t = {now:.0f} s",
                 now,
             )
 
@@ -107,6 +147,33 @@ class Watch:
                 mark = {"ttft": rec.first_token_s, "e2e": rec.finish_s, "queue": rec.admit_s}[head]
                 low = np.where(np.isnan(mark), now, mark) - arr
         return np.where(started, low, -np.inf)
+
+
+def _never_preempts(prep) -> bool:
+    """True when no replica can ever run out of KV: max_num_seqs requests of the longest prompt and
+    output, each with its γ + 1 decode reservation, fit in server.kv_tokens (`sim.server` preempts only
+    when the KV held plus the reservations would not)."""
+    cfg, wl = prep.config, prep.workload
+    longest = int(np.max(wl.input_tokens)) + int(np.max(wl.output_tokens)) + cfg.drafter.effective_gamma + 1
+    return cfg.server.max_num_seqs * longest <= cfg.server.kv_tokens
+
+
+def peak_running(rec, now: float = math.inf) -> int:
+    """The most requests one replica held at once (admitted, not finished) up to `now` — a request
+    admitted at the instant another finishes counts as overlapping it, so this is never below the
+    engine's own count — or −1 when a preemption makes it unknown (a preempted request leaves and
+    re-enters; only its first admission is recorded)."""
+    if rec.preemptions.any():
+        return -1
+    peak = 0
+    admit, finish = rec.admit_s, np.where(np.isnan(rec.finish_s), math.inf, rec.finish_s)
+    for r in np.unique(rec.replica[rec.replica >= 0]).tolist():
+        mine = (rec.replica == r) & ~np.isnan(admit) & (admit <= now)
+        times = np.concatenate([admit[mine], finish[mine]])
+        steps = np.concatenate([np.ones(int(mine.sum())), -np.ones(int(mine.sum()))])
+        order = np.lexsort((-steps, times))  # at equal times, admissions first: an upper bound
+        peak = max(peak, int(np.cumsum(steps[order]).max(initial=0)))
+    return peak
 
 
 class SearchModel:
@@ -134,7 +201,9 @@ class SearchModel:
         try:
             rec = run_replicas(prep, watch=watch)
         except StopRun as why:
-            return {"stopped": why.reason, "stopped_at_s": why.now, "requests_total": len(prep.workload)}
+            return {"stopped": why.reason, "stopped_at_s": why.now, "requests_total": len(prep.workload),
+                    "peak_running": watch.peak}  # fmt: skip
         summary = scalar_summary(results(prep, rec, start, loop).summary)
         summary["stopped"] = None
+        summary["peak_running"] = peak_running(rec)
         return summary

@@ -1,12 +1,16 @@
 """The search: screen every candidate, then successive halving over fidelities, with a resumable cache.
 
-Role: `run_search` turns a space (candidates), an SLO and a price table into ranked candidates. Rung k
-runs every surviving candidate on the first ⌈rungs[k]·N⌉ requests of the traffic (the last rung is the
-whole traffic, judged exactly); after a rung, a candidate is dropped when its SLO margin is below
-−tolerance[k] (0 at the last rung) or its run was stopped early (`analysis.search.early`), and the rest
-are ranked (objective, then SLO margin) and the best max(keep, ⌈n/eta⌉) go on — within each group of the
-`[search] group` keys when given (e.g. GPU kind × series, so each one's best is judged at full length).
-Every dropped candidate keeps the reason.
+Role: `run_search` turns a space (candidates), an SLO and a price table into ranked candidates. After
+the screen, candidates are judged cheapest first in price tiers (`analysis.search.bound`; with
+`[search] top = 0`, one tier of all), and after each tier every candidate left that cannot rank in the
+top `top` is dropped. Within a tier, rung k runs every surviving candidate on the first ⌈rungs[k]·N⌉
+requests of the traffic (the last rung is the whole traffic, judged exactly), a family of candidates
+differing only in `max_num_seqs` sharing one run while the cap never binds (`analysis.search.siblings`);
+after a rung, a candidate is dropped when its SLO margin is below −tolerance[k] (0 at the last rung) or
+its run was stopped early (`analysis.search.early`), and the rest are ranked (objective, then SLO
+margin) and the best max(keep, ⌈n/eta⌉) go on — within each group of the `[search] group` keys when
+given (e.g. GPU kind × series, so each one's best is judged at full length). Every dropped candidate
+keeps the reason. Runs go to one pool of workers kept for the whole search (`analysis.search.workers`).
 
 Cache: each run is a cell of the output folder (`analysis.store`: cells/KEY.json, written whole, keyed by
 the run's simulator config), under the folder's writer lock for the search's life; with `resume` a later
@@ -31,12 +35,13 @@ from pathlib import Path
 
 from analysis import store
 from analysis.model import SimModel
-from analysis.runner import BACKENDS, default_jobs, execute, ray_session
-from analysis.search import pools
+from analysis.runner import BACKENDS, default_jobs, ray_session
+from analysis.search import bound, pools, siblings
 from analysis.search.early import SearchModel
 from analysis.search.prices import gpu_count, gpu_kind
 from analysis.search.screen import Screen, traffic_of
 from analysis.search.space import Space, with_traffic
+from analysis.search.workers import Workers
 from analysis.sweepfile import Cell, config_key, expand
 from specsched.errors import InputError
 from specsched.progress import Progress
@@ -198,45 +203,105 @@ class _Run:
 
     def run(self, cands: list[Candidate], stats) -> list[dict]:
         screen = Screen(stats, self.slo, self.space.options.grace)
+        skipped = 0
         for c in cands:
             verdict = screen(c.cell.config)
             c.capacity = verdict.capacity
+            skipped += verdict.reason == "not screened"
             if not verdict.ok:
                 c.alive, c.reason = False, verdict.reason
         report = [{"rung": "screen", "requests": 0, "candidates": len(cands),
                    "dropped": sum(not c.alive for c in cands), "ran": 0, "cached": 0}]  # fmt: skip
-        skipped = sum(pools.is_pooled(c.cell.config) for c in cands)
         if skipped:
-            report[0]["note"] = f"{skipped} disaggregated: not screened"
+            report[0]["note"] = f"{skipped} disaggregated (EP pools): not screened"
+        opts = self.space.options
+        rows = {}
+        last, tiers, pruned = len(opts.rungs) - 1, 0, 0
+        with Workers(self.model, self.jobs, self.backend) as self.workers:
+            while not self.budget_hit:
+                pruned += bound.prune(cands, self.slo, opts, last)
+                pending = [c for c in cands if c.alive and c.rung < last]
+                if not pending:
+                    break
+                members = pending
+                if opts.top:
+                    members = bound.tier(pending, opts.objective, opts.throughput_slack, opts.top)
+                tiers += 1
+                self._tier(members, stats, rows)
+        report += [rows[k] for k in sorted(rows)]
+        if opts.top:
+            note = f"{tiers} price tiers; cannot rank in the top {opts.top}"
+            report.append({"rung": "bound", "requests": 0, "candidates": pruned, "dropped": pruned, "ran": 0,
+                           "cached": 0, "note": note})  # fmt: skip
+        return report
+
+    def _tier(self, members: list[Candidate], stats, rows: dict) -> None:
+        """Every rung over the candidates of one price tier (all of them when the bound is off)."""
         opts = self.space.options
         for k, frac in enumerate(opts.rungs):
-            alive = [c for c in cands if c.alive]
+            alive = [c for c in members if c.alive]
             if not alive or self.budget_hit:
                 break
             full = k == len(opts.rungs) - 1
             requests = stats.requests if full else max(MIN_REQUESTS, math.ceil(frac * stats.requests))
             if not full and requests >= stats.requests:
                 continue  # the traffic is too short for this fidelity: go on to the next
-            ran, cached = self._rung(alive, k, requests, full)
+            ran, cached, shared = self._rung(alive, k, requests, full)
             dropped = self._judge(alive, k, full)
-            report.append({"rung": k + 1, "requests": requests, "candidates": len(alive),
-                           "dropped": dropped, "ran": ran, "cached": cached})  # fmt: skip
-        return report
+            row = rows.setdefault(k, {"rung": k + 1, "requests": requests, "candidates": 0, "dropped": 0,
+                                      "ran": 0, "cached": 0, "shared": 0})  # fmt: skip
+            counts = {"candidates": len(alive), "dropped": dropped, "ran": ran, "cached": cached,
+                      "shared": shared}  # fmt: skip
+            for key, n in counts.items():
+                row[key] += n
 
-    def _rung(self, alive: list[Candidate], k: int, requests: int, full: bool) -> tuple[int, int]:
+    def _rung(self, alive: list[Candidate], k: int, requests: int, full: bool) -> tuple[int, int, int]:
+        """Run rung k for `alive`: each family of siblings (`analysis.search.siblings`) smallest cap
+        first, a larger cap taking the run of one whose cap never bound; returns (ran, cached, shared)."""
         tol = self.space.options.tol(k)
-        jobs = {}
-        for c in alive:
+        jobs, families = {}, {}
+        for c in sorted(alive, key=lambda c: (siblings.cap(c.cell.config), c.cell.index)):
             job = job_of(c, requests, self.slo, tol, full)
             jobs[c.cell.index] = Cell(
                 c.cell.index, config_key(job["sim"]), c.cell.axes, c.cell.series, "", "", job
             )
-        todo = [
-            cell for cell in jobs.values() if not _reusable(store.read_cell(self.out, cell.key), cell.config)
-        ]
+            families.setdefault(siblings.family(job), []).append(c)
         label = f"search rung {k + 1}/{len(self.space.options.rungs)} ({requests} requests)"
-        bar = Progress(len(jobs), done=len(jobs) - len(todo), label=label, enabled=self.progress)
+        bar = Progress(len(jobs), label=label, enabled=self.progress)
+        ran = cached = shared = 0
+        try:
+            while families and not self.budget_hit:
+                heads = [members[0] for members in families.values()]
+                todo = [jobs[c.cell.index] for c in heads]
+                todo = [c for c in todo if not _reusable(store.read_cell(self.out, c.key), c.config)]
+                ran, cached = ran + len(todo), cached + len(heads) - len(todo)
+                bar.advance(len(heads) - len(todo))
+                self._execute(todo, bar)
+                for name, members in list(families.items()):
+                    head, rest = members[0], members[1:]
+                    row = store.read_cell(self.out, jobs[head.cell.index].key)
+                    self._take(head, row, k, jobs[head.cell.index].key)
+                    if row is not None and siblings.covers(row["summary"], siblings.cap(head.cell.config)):
+                        for c in rest:
+                            c.summary, c.rung = {**row["summary"], "same_run_as": head.cell.key}, k
+                        shared += len(rest)
+                        bar.advance(len(rest))
+                        rest = []
+                    if rest:
+                        families[name] = rest
+                    else:
+                        del families[name]
+        finally:
+            bar.close()
+        return ran, cached, shared
 
+    def _take(self, c: Candidate, row: dict | None, k: int, key: str) -> None:
+        if row is not None:
+            c.summary, c.rung = row["summary"], k
+        elif (self.out / "errors" / f"{key}.txt").exists():
+            c.alive, c.reason = False, f"rung {k + 1}: the run failed (errors/{key}.txt)"
+
+    def _execute(self, todo: list[Cell], bar) -> None:
         def on_done(cell: Cell, summary: dict, wall: float) -> None:
             store.write_cell(
                 self.out, {"key": cell.key, "job": cell.config, "summary": summary, "wall_s": wall}
@@ -247,25 +312,12 @@ class _Run:
             store.write_error(self.out, cell.key, text)
             bar.advance()
 
-        try:
-            step = max(2 * self.jobs, 1)
-            for i in range(0, len(todo), step):
-                if self.budget_s is not None and time.perf_counter() - self.start > self.budget_s:
-                    self.budget_hit = True
-                    break
-                execute(todo[i : i + step], self.model, self.jobs, self.backend, on_done, on_error)
-        finally:
-            bar.close()
-        for c in alive:
-            row = store.read_cell(self.out, jobs[c.cell.index].key)
-            if row is not None:
-                c.summary, c.rung = row["summary"], k
-            elif (self.out / "errors" / f"{jobs[c.cell.index].key}.txt").exists():
-                c.alive, c.reason = (
-                    False,
-                    f"rung {k + 1}: the run failed (errors/{jobs[c.cell.index].key}.txt)",
-                )
-        return len(todo), len(jobs) - len(todo)
+        def spent() -> bool:
+            if self.budget_s is not None and time.perf_counter() - self.start > self.budget_s:
+                self.budget_hit = True
+            return self.budget_hit
+
+        self.workers.run(sorted(todo, key=_work, reverse=True), on_done, on_error, spent)
 
     def _judge(self, alive: list[Candidate], k: int, full: bool) -> int:
         """Drop the SLO-lost, then halve the rest (not after the last rung); returns how many dropped."""
@@ -296,6 +348,14 @@ class _Run:
                 )
                 dropped += 1
         return dropped
+
+
+def _work(cell: Cell) -> tuple:
+    """A run's expected length within a rung, for submitting the longest first (fewer idle workers at
+    the rung's end): replicas, drafting first."""
+    sim = cell.config["sim"]
+    gamma = sim.get("drafter", {}).get("gamma") or 0
+    return (sim.get("server", {}).get("replicas", 1), gamma > 0, -cell.index)
 
 
 def _reusable(row: dict | None, job: dict) -> bool:

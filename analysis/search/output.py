@@ -205,6 +205,10 @@ def rungs_table(outcome) -> str:
     head = ["stage", "requests", "candidates", "ran", "cached", "dropped"]
     rows = [[str(r["rung"]), str(r["requests"]), str(r["candidates"]), str(r["ran"]), str(r["cached"]),
              str(r["dropped"])] for r in outcome.rungs]  # fmt: skip
+    if any(r.get("shared") for r in outcome.rungs):  # runs taken from a sibling (analysis.search.siblings)
+        head.insert(5, "shared")
+        for row, r in zip(rows, outcome.rungs):
+            row.insert(5, str(r.get("shared", 0)))
     if any("note" in r for r in outcome.rungs):  # e.g. disaggregated candidates the screen cannot bound
         head.append("note")
         for row, r in zip(rows, outcome.rungs):

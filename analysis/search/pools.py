@@ -10,11 +10,12 @@ output read (fleet TTFT / TPOT / E2E from the per-request columns; ITL, busy and
 decode pool; queue from the prefill pool; `gpus` = prefill + decode); `price` prices both pools;
 `launch_files` writes the winner's two `vllm serve` lines as a stated template, and its TOML.
 
-Not done for these candidates (said where it shows): the analytical screen (no bound for two pools and a
-link: "not screened"), and the early stop (they run to the end of each rung).
+The analytical screen bounds both pools (`analysis.search.screen`; EP pools are not screened), and the
+early stop watches the prefill stage (`_simulate`: TTFT and E2E over the arrival window; a prefill pool
+with a prefix cache is not watched).
 
 May import: the standard library, numpy, `specsched.errors`, `analysis.model`, `analysis.search.prices`,
-`analysis.search.launch`, `sim` (lazily).
+`analysis.search.launch`, `analysis.search.early`, `analysis.search.slo`, `sim` (lazily).
 """
 
 from __future__ import annotations
@@ -97,12 +98,47 @@ def _stats(name: str, values: np.ndarray, out: dict) -> None:
         out[f"{name}_{tag}"] = float(np.quantile(v, q)) if v.size else math.nan
 
 
+def _simulate(cfg, stop: dict | None):
+    """`sim.disagg.run.simulate_disagg`'s three stages, with the prefill stage watched by the search's
+    early stop (`analysis.search.early.Watch` over the run's arrival window, TTFT and E2E: every 1,024
+    steps and once when it ends, before the decode stage) when `stop` is given and the prefill pool has
+    no prefix cache (that stage runs its own loop: not watched)."""
+    import time
+
+    from analysis.search.early import Watch
+    from analysis.search.slo import parse_slo
+    from sim.disagg import run as dr
+    from sim.wiring import run_replicas
+
+    if not stop or cfg.prefill.prefix_cache:
+        return dr.simulate_disagg(cfg)
+    t0 = time.perf_counter()
+    pprep, cached, prompt = dr.prefill_prep(cfg)
+    m = cfg.base.metrics
+    window = dr._window(np.asarray(pprep.workload.arrival_s, dtype=np.float64), m.warmup, m.drain)
+    watch = Watch(pprep, parse_slo(stop["slo"]), float(stop["tol"]), window=window, heads=("ttft", "e2e"))
+    prec = run_replicas(pprep, watch=watch)
+    watch(prec, float(np.nanmax(prec.finish_s)))  # every prefill is done: the decode stage may be moot
+    hand, exposed = dr.handoff(cfg, prec, prompt)
+    ready = prec.first_token_s + exposed
+    dprep = dr.decode_prep(cfg)
+    send = np.flatnonzero(dprep.workload.output_tokens > 1)
+    drec = dr.run_decode(dprep, ready, send, dr.rebuild_tokens(cfg, prompt))
+    marks = (t0, time.perf_counter())
+    return dr.results(cfg, (pprep, prec), (dprep, drec), (hand, exposed, prompt, cached), marks, None)
+
+
 def run_job(job: dict) -> dict:
-    """A search job's summary for a pooled config (module docstring); never stopped early."""
-    from sim.disagg.run import simulate_disagg
+    """A search job's summary for a pooled config (module docstring), or {"stopped": why, ...} when its
+    prefill stage already lost a TTFT/E2E term (`_simulate`)."""
+    from analysis.search.early import StopRun
 
     cfg = disagg_config(job["sim"])
-    r = simulate_disagg(cfg)
+    try:
+        r = _simulate(cfg, job.get("stop"))
+    except StopRun as why:
+        total = cfg.base.workload.num_requests
+        return {"stopped": why.reason, "stopped_at_s": why.now, "requests_total": total}
     req, s, dec = r.requests, dict(r.summary), r.decode
     arrival = req["arrival_s"]
     t0, t1 = s["window_start_s"], s["window_end_s"]

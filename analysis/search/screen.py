@@ -9,6 +9,11 @@ B + Σ survival tokens, carries the prefill that keeps pace with them (input/out
 within max_num_batched_tokens, and costs draft + verify + per-request + KV time at the traffic's mean
 context. Capacity = replicas × the best B's output rate ÷ mean output tokens (requests/s).
 
+A disaggregated candidate (`[[pool]]`): the decode pool is screened as above without prompt tokens in
+its steps, the prefill pool by its best prompt tokens per second (its token budget per step) over the
+prompt tokens a request computes (its `prefix_hit` share cached); its capacity is the smaller of the
+two (EP pools, `ep_gpus`, are not screened).
+
 Drops (each says why):
 - capacity·(1 + grace) < the traffic's mean arrival rate (open-loop traffic only);
 - an SLO bound on ITL or TPOT below the floor no load can beat: one step of one request without drafts
@@ -88,29 +93,59 @@ class Screen:
         return self._preps[sig]
 
     def __call__(self, config: dict) -> Verdict:
-        if "pool" in config:  # disaggregated (analysis.search.pools): no bound for two pools and a link
-            return Verdict(True, "not screened", math.nan, math.nan)
+        if "pool" in config:  # disaggregated (analysis.search.pools)
+            return self._pooled(config)
         prep = self._prep(config)
         server = config["server"]
+        floor, lost = self._floor(prep)
+        if lost:
+            return Verdict(False, lost, math.nan, floor)
+        if not math.isfinite(self.traffic.rate):
+            return Verdict(True, "", math.nan, floor)
+        capacity = _replica_rate(prep, server, self.traffic) * int(server.get("replicas", 1))
+        return self._carry(capacity, floor, "")
+
+    def _floor(self, prep) -> tuple[float, str]:
+        """(the fastest possible step's seconds, why it already breaks an ITL/TPOT bound or "")."""
         floor = float(prep.cost.latency(1)) + prep.cost.request_seconds
         gamma = prep.config.drafter.effective_gamma
         for term in self.slo.terms:
             head = term.name.rpartition("_")[0]
             limit = floor if head == "itl" else floor / (1 + gamma) if head == "tpot" else None
             if limit is not None and limit > term.bound * (1 + self.grace):
-                why = f"screen: its fastest step ({limit * 1e3:.1f} ms) already breaks {term.text()}"
-                return Verdict(False, why, math.nan, floor)
-        if not math.isfinite(self.traffic.rate):
-            return Verdict(True, "", math.nan, floor)
-        per_replica = _replica_rate(prep, server, self.traffic)
-        capacity = per_replica * int(server.get("replicas", 1))
+                return floor, f"screen: its fastest step ({limit * 1e3:.1f} ms) already breaks {term.text()}"
+        return floor, ""
+
+    def _carry(self, capacity: float, floor: float, what: str) -> Verdict:
         if capacity * (1 + self.grace) < self.traffic.rate:
             why = (
-                f"screen: carries ≈ {capacity:.2f} req/s at most, below the traffic's mean "
+                f"screen: {what}carries ≈ {capacity:.2f} req/s at most, below the traffic's mean "
                 f"{self.traffic.rate:.2f} req/s"
             )
             return Verdict(False, why, capacity, floor)
         return Verdict(True, "", capacity, floor)
+
+    def _pooled(self, config: dict) -> Verdict:
+        """A disaggregated candidate: the decode pool's ITL/TPOT floor, and capacity = the smaller of the
+        prefill pool's (its full token budget of uncached prompt tokens per step) and the decode pool's
+        (the colocated estimate without prefill); an EP pool (`ep_gpus`) is not screened."""
+        from analysis.search.pools import pool_dict
+
+        if any(config["pool"][role].get("ep_gpus") for role in ("prefill", "decode")):
+            return Verdict(True, "not screened", math.nan, math.nan)
+        pre, dec = pool_dict(config, "prefill"), pool_dict(config, "decode")
+        dprep = self._prep(dec)
+        floor, lost = self._floor(dprep)
+        if lost:
+            return Verdict(False, lost.replace("screen: ", "screen: the decode pool: "), math.nan, floor)
+        if not math.isfinite(self.traffic.rate):
+            return Verdict(True, "", math.nan, floor)
+        decode = _replica_rate(dprep, dec["server"], self.traffic, prefill=False) * dec["server"]["replicas"]
+        computed = self.traffic.input_tokens * (1.0 - float(config["pool"]["prefill"].get("prefix_hit", 0.0)))
+        prefill = _prefill_rate(self._prep(pre), pre["server"], computed) * pre["server"]["replicas"]
+        if prefill < decode:
+            return self._carry(prefill, floor, "the prefill pool ")
+        return self._carry(decode, floor, "the decode pool ")
 
 
 def _nest(flat: dict) -> dict:
@@ -134,8 +169,18 @@ def _curve(prep) -> np.ndarray | None:
     return np.average(np.asarray(curves, dtype=np.float64), axis=0, weights=present)
 
 
-def _replica_rate(prep, server: dict, traffic: Traffic) -> float:
-    """Requests/s one replica carries at its best batch size (module docstring)."""
+def _prefill_rate(prep, server: dict, computed_tokens: float) -> float:
+    """Requests/s one prefill-only replica carries at most: its best tokens per second over step sizes
+    up to its token budget, over the prompt tokens each request computes."""
+    budget = int(server["max_num_batched_tokens"])
+    sizes = sorted({*(g for g in (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384) if g < budget), budget})
+    best = max(n / float(prep.cost.latency(n)) for n in sizes)
+    return best / max(computed_tokens, 1.0)
+
+
+def _replica_rate(prep, server: dict, traffic: Traffic, prefill: bool = True) -> float:
+    """Requests/s one replica carries at its best batch size (module docstring); `prefill` False: a
+    decode-only replica (disaggregated), its steps carry no prompt tokens."""
     from sim.drafter import draft_seconds_table
 
     cost, cfg = prep.cost, prep.config
@@ -143,7 +188,7 @@ def _replica_rate(prep, server: dict, traffic: Traffic) -> float:
     gamma = cfg.drafter.effective_gamma
     curve = _curve(prep) if gamma else None
     draft = draft_seconds_table(cfg.drafter, cost, seqs, tp=cfg.server.tp or 1)
-    ratio = traffic.input_tokens / max(traffic.output_tokens, 1.0)
+    ratio = traffic.input_tokens / max(traffic.output_tokens, 1.0) if prefill else 0.0
     context = traffic.input_tokens + traffic.output_tokens / 2
     best = 0.0
     for b in sorted({*(g for g in GRID if g < seqs), seqs}):
@@ -157,7 +202,7 @@ def _replica_rate(prep, server: dict, traffic: Traffic) -> float:
         verify = b + int(lengths.sum())
         if verify >= budget:
             continue
-        prefill = tokens * ratio
+        prefill = tokens * ratio  # 0 for a decode-only replica
         if verify + prefill > budget:  # prefill-bound: the budget left caps the tokens a step can add
             tokens *= (budget - verify) / prefill
             prefill = budget - verify

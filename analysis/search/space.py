@@ -25,6 +25,9 @@ keyed `analysis.sweepfile.Cell`s) and the search's options. Axes work over ANY k
     grace = 0.1                             # screen: drop only below capacity·(1 + grace) < load
     group = ["server.cost", "series"]       # halve within each group (keep applies per group): the
                                             # best of every GPU kind × series reaches full length
+    top = 5                                 # price bound: judge cheapest first, in price tiers, and drop
+                                            # what cannot rank in the top 5 (per group; 0: off)
+    throughput_slack = 0.1                  # ... assuming no SLO-meeting throughput is 10 % over the best
     model = "meta-llama/Llama-3.3-70B-Instruct"    # the vllm serve line's model (else a placeholder)
     draft_models = { eagle3 = "org/eagle3-head" }   # drafter name -> its draft model for vLLM
     [search.gpus]                           # cost tables that are not built-ins -> GPU kind (prices)
@@ -63,6 +66,8 @@ SEARCH_KEYS = (
     "model",
     "draft_models",
     "gpus",
+    "top",
+    "throughput_slack",
 )
 
 
@@ -78,6 +83,8 @@ class Options:
     model: str | None = None
     draft_models: dict[str, str] = field(default_factory=dict)
     gpus: dict[str, str] = field(default_factory=dict)
+    top: int = 5
+    throughput_slack: float = 0.1
 
     def tol(self, rung: int) -> float:
         """SLO slack at rung `rung` (0 at the last: full length is judged exactly)."""
@@ -128,6 +135,11 @@ def _options(table, text: str, file: str) -> Options:
     if isinstance(keep, bool) or not isinstance(keep, int) or not 1 <= keep <= 1_000_000:
         raise fail(f"expected an integer ≥ 1, got {keep!r}", "keep")
     grace = _number(table.get("grace", opts.grace), fail, "grace", lo=-1e-300, hi=10.0)
+    top = table.get("top", opts.top)
+    if isinstance(top, bool) or not isinstance(top, int) or not 0 <= top <= 1_000_000:
+        raise fail(f"expected an integer ≥ 0 (0: no price bound), got {top!r}", "top")
+    slack = table.get("throughput_slack", opts.throughput_slack)
+    slack = _number(slack, fail, "throughput_slack", lo=-1e-300, hi=10.0)
     group = table.get("group", [])
     if not isinstance(group, list) or not all(isinstance(g, str) and g for g in group):
         raise fail('expected a list of swept keys or "series"', "group")
@@ -141,8 +153,9 @@ def _options(table, text: str, file: str) -> Options:
             raise fail('expected a table of name = "string"', key)
         maps[key] = {str(k): v for k, v in value.items()}
     return Options(
-        objective, rungs, eta, keep, tolerance, grace, tuple(group), model, maps["draft_models"], maps["gpus"]
-    )
+        objective, rungs, eta, keep, tolerance, grace, tuple(group), model, maps["draft_models"],
+        maps["gpus"], top, slack,
+    )  # fmt: skip
 
 
 def _number(value, fail, key: str, *, lo: float, hi: float) -> float:

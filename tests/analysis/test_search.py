@@ -124,7 +124,9 @@ def test_same_result_for_jobs_1_and_2_and_resume_reuses_the_cache(tmp_path, caps
     text = capsys.readouterr().out
     assert (tmp_path / "a" / "ranked.csv").read_text() == a
     stages = [
-        line.split() for line in text.splitlines() if line.strip()[:1].isdigit() and len(line.split()) == 6
+        line.split()
+        for line in text.splitlines()
+        if line.strip()[:1].isdigit() and len(line.split()) in (6, 7)
     ]
     assert stages and all(int(row[3]) == 0 for row in stages)  # ran 0: every run came from the cache
 
@@ -163,7 +165,7 @@ def test_shipped_search_spaces_parse_and_price():
 
 
 def test_group_halving_keeps_the_best_of_every_group(tmp_path, capsys):
-    space = SPACE.replace("keep = 3", 'keep = 1\neta = 100\ngroup = ["server.cost", "series"]')
+    space = SPACE.replace("keep = 3", 'keep = 1\neta = 100\ntop = 0\ngroup = ["server.cost", "series"]')
     assert _search(tmp_path, "g", "--jobs", "1", space=space) == 0
     ranked = (tmp_path / "g" / "ranked.csv").read_text().splitlines()[1:]
     seen = {(row.split(",")[2], row.split(",")[6]) for row in ranked}  # (series, server.cost)
@@ -180,7 +182,7 @@ def test_a_resumed_search_under_another_slo_reuses_finished_runs(tmp_path, capsy
     capsys.readouterr()
     assert main([*argv, "--slo", "ttft_p90<=1.5s,itl_p50<=40ms"]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()]
-    stages = [row for row in rows if len(row) == 6 and row[0].isdigit()]
+    stages = [row for row in rows if len(row) in (6, 7) and row[0].isdigit()]
     assert stages and sum(int(row[4]) for row in stages) > 0  # cached runs served the new SLO
 
 
@@ -205,3 +207,66 @@ def test_a_vllm_knob_deployment_is_priced_by_its_gpu_and_launched_with_its_knobs
     cmd = vllm_command(config, None, {})
     assert "vllm serve llama3.1-8b" in cmd and "--gpu-memory-utilization 0.8" in cmd
     assert "--no-enable-prefix-caching" in cmd
+
+
+def test_siblings_whose_cap_never_binds_share_one_run_and_it_is_their_own(tmp_path, capsys):
+    from analysis.model import SimModel
+    from analysis.search.early import SearchModel
+    from analysis.search.siblings import covers
+
+    space = SPACE.replace(
+        '"server.replicas" = [1, 2, 4]', '"server.replicas" = [2]\n"server.max_num_seqs" = [64, 128, 256]'
+    )
+    assert _search(tmp_path, "s", "--jobs", "1", space=space) == 0
+    text = capsys.readouterr().out
+    head = next(line.split() for line in text.splitlines() if line.startswith("stage"))
+    stages = [line.split() for line in text.splitlines() if line[:6].strip().isdigit()]
+    assert "shared" in head and sum(int(row[head.index("shared")]) for row in stages) > 0
+    sets = [("server.cost", "h100-dense8b", (None, None)), ("server.replicas", 2, (None, None))]
+    own = {}
+    for seqs in (64, 256):
+        config = SimModel().resolve(
+            None, tomllib.loads(TRAFFIC), [*sets, ("server.max_num_seqs", seqs, (None, None))]
+        )
+        own[seqs] = SearchModel().run({"sim": config, "stop": None})
+    assert covers(own[64], 64)  # the cap of 64 never bound ...
+    for key in ("ttft_s_p90", "itl_s_p99", "throughput_tok_s", "steps", "tpot_s_mean"):
+        assert own[64][key] == own[256][key], key  # ... so a cap of 256 runs the same, step for step
+
+
+def csv_rows(path: Path):
+    import csv
+
+    return csv.DictReader(path.open())
+
+
+def test_the_price_bound_keeps_the_top_and_says_why(tmp_path, capsys):
+    wide = SPACE.replace("keep = 3", "keep = 3\ntop = 2")
+    assert _search(tmp_path, "b", "--jobs", "1", space=wide) == 0
+    assert _search(tmp_path, "n", "--jobs", "1", space=SPACE.replace("keep = 3", "keep = 100\ntop = 0")) == 0
+    printed = capsys.readouterr().out
+    assert "price tiers" in printed
+    bounded = [r["key"] for r in csv_rows(tmp_path / "b" / "ranked.csv")]
+    exhaustive = [r["key"] for r in csv_rows(tmp_path / "n" / "ranked.csv")]
+    assert bounded[:2] == exhaustive[:2]  # the bound's top equals the unbounded search's
+    why = [r["why"] for r in csv_rows(tmp_path / "b" / "dropped.csv")]
+    assert any(w.startswith("price bound: cannot rank in the top 2") for w in why)
+
+
+def test_a_lost_itl_quantile_stops_the_run_early_and_rightly():
+    from analysis.model import SimModel
+    from analysis.search.early import SearchModel
+
+    cfg_text = TRAFFIC.replace("num_requests = 600", "num_requests = 3000")
+    sets = [("server.cost", "h100-dense8b", (None, None)), ("server.max_num_seqs", 16, (None, None))]
+    config = SimModel().resolve(None, tomllib.loads(cfg_text), sets)  # ~12,000 steps: watched 11 times
+    full = SearchModel().run({"sim": config, "stop": None})
+    bound = full["itl_s_p50"]  # half the gaps are over it: lost long before the end
+    stop = {"slo": f"itl_p99<={bound * 1e3:.3f}ms", "tol": 0.0}
+    summary = SearchModel().run({"sim": config, "stop": stop})
+    assert summary["stopped"] and "itl_p99 lost" in summary["stopped"]
+    assert summary["stopped_at_s"] < full["sim_time_s"]
+    kept = SearchModel().run(
+        {"sim": config, "stop": {**stop, "slo": f"itl_p99<={full['itl_s_p99'] * 1.01e3:.3f}ms"}}
+    )
+    assert kept["stopped"] is None  # a met bound is never stopped

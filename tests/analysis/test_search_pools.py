@@ -55,7 +55,7 @@ def _search(tmp_path: Path, space: str = SPACE, slo: str = SLO) -> int:
 def test_a_tiny_disaggregated_search_end_to_end(tmp_path, capsys):
     assert _search(tmp_path) == 0
     printed = capsys.readouterr().out
-    assert "not screened" in printed
+    assert "not screened" not in printed  # both pools are screened now
     out = tmp_path / "out"
     rows = list(csv.DictReader((out / "ranked.csv").open()))
     assert rows
@@ -85,3 +85,40 @@ def test_a_bad_pool_axis_names_the_space_file_and_field(tmp_path, capsys):
     assert _search(tmp_path, space=space) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "space.toml:5" in err and "pool.decode.replicas" in err
+
+
+def _cands(tmp_path: Path, base: str = BASE):
+    from analysis.search.halving import candidates_of
+    from analysis.search.prices import load_prices
+    from analysis.search.space import load_space, traffic_overrides
+
+    (tmp_path / "base.toml").write_text(base)
+    (tmp_path / "space.toml").write_text(SPACE)
+    space = load_space(tmp_path / "space.toml")
+    return candidates_of(space, traffic_overrides(str(tmp_path / "base.toml")), load_prices())
+
+
+def test_the_screen_bounds_both_pools(tmp_path):
+    from analysis.search import pools
+    from analysis.search.screen import Screen, traffic_of
+    from analysis.search.slo import parse_slo
+
+    cands = _cands(tmp_path, BASE.replace("input_tokens = 1024", "input_tokens = 16384"))
+    screen = Screen(traffic_of(pools.colocated(cands[0].cell.config)), parse_slo(SLO), 0.1)
+    verdicts = {tuple(c.cell.axes.values()): screen(c.cell.config) for c in cands}
+    small, big = verdicts[(1, 1)], verdicts[(2, 1)]
+    assert not small.ok and "the prefill pool carries" in small.reason  # 16k-token prompts at 12 req/s
+    assert big.capacity == __import__("pytest").approx(2 * small.capacity)  # prefill-bound: ∝ replicas
+    fast = Screen(traffic_of(pools.colocated(cands[0].cell.config)), parse_slo("itl_p99<=1ms"), 0.1)
+    assert "the decode pool: its fastest step" in fast(cands[0].cell.config).reason
+
+
+def test_a_lost_ttft_stops_a_disaggregated_run_early_and_rightly(tmp_path):
+    from analysis.search.early import SearchModel
+
+    base = BASE.replace("rate = 12.0", "rate = 40.0").replace("num_requests = 240", "num_requests = 800")
+    (one,) = [c for c in _cands(tmp_path, base) if tuple(c.cell.axes.values()) == (1, 1)]
+    stopped = SearchModel().run({"sim": one.cell.config, "stop": {"slo": "ttft_p90<=300ms", "tol": 0.0}})
+    assert stopped["stopped"] and "ttft_p90 lost" in stopped["stopped"]
+    full = SearchModel().run({"sim": one.cell.config, "stop": None})
+    assert full["stopped"] is None and full["ttft_s_p90"] > 0.3  # the stop was right
