@@ -12,9 +12,9 @@ simulator, no screen, no early stop, no sharing), cheapest deployments first, ra
 its wall time beside the search's and whether the winner and the top 5 (as a set) agree. It is
 resumable: `SPECBED_BENCH_SEARCH_SWEEP=DIR` keeps its cells (each with its measured seconds) in DIR
 across runs; `SPECBED_BENCH_SEARCH_FULL=cached` runs nothing more and compares on the cells DIR holds,
-printing the measured part and the projected total (measured seconds per cell by replica count and
-arm, times the cells missing) — labelled as projected — and whether the cells missing can still matter
-(their price over the exhaustive #5's). `SPECBED_BENCH_SEARCH_GRID=small` shrinks the space for both (1
+printing the measured part and the projected total (measured seconds per replica of each arm, times
+the replicas of each cell missing) — labelled as projected — and whether the cells missing can still
+matter (their price over the exhaustive #5's). `SPECBED_BENCH_SEARCH_GRID=small` shrinks the space for both (1
 × `max_num_seqs`, 1 × `max_num_batched_tokens`: 60 candidates); `SPECBED_BENCH_SEARCH_N=N` replays only
 the trace's first N requests (both sides); `SPECBED_BENCH_JOBS` (default: every CPU) sets the workers
 of both.
@@ -86,8 +86,12 @@ def _name(c) -> str:
     )
 
 
-def _kind(c) -> tuple:
-    return (c.cell.axes["server.replicas"], c.cell.series)
+def _kind(c) -> str:
+    return c.cell.series
+
+
+def _replicas(c) -> int:
+    return int(c.cell.axes["server.replicas"])
 
 
 def _exhaustive(space, traffic, prices, out: Path, jobs: int, run: bool) -> dict:
@@ -124,18 +128,20 @@ def _exhaustive(space, traffic, prices, out: Path, jobs: int, run: bool) -> dict
                 bar.close()
         rows = [store.read_cell(out, c.key) for c in cells]
     seconds = time.perf_counter() - start
-    walls: dict[tuple, list[float]] = {}
+    per_replica: dict[str, list[float]] = {}  # measured cell seconds ÷ replicas, by arm
+    measured = 0.0
     for cell, row in zip(cells, rows):
         if row is not None:
-            cands[cell.key].summary = row["summary"]
-            walls.setdefault(_kind(cands[cell.key]), []).append(float(row.get("wall_s") or 0.0))
-    measured = sum(sum(v) for v in walls.values())
+            c = cands[cell.key]
+            c.summary = row["summary"]
+            wall = float(row.get("wall_s") or 0.0)
+            measured += wall
+            per_replica.setdefault(_kind(c), []).append(wall / _replicas(c))
     missing = [cands[c.key] for c, row in zip(cells, rows) if row is None]
-    every = [w for v in walls.values() for w in v]
-    mean = sum(every) / max(len(every), 1)
-    projected = measured + sum(
-        sum(walls[_kind(c)]) / len(walls[_kind(c)]) if _kind(c) in walls else mean for c in missing
-    )
+    every = [w for v in per_replica.values() for w in v]
+    mean = {k: sum(v) / len(v) for k, v in per_replica.items()}
+    overall = sum(every) / max(len(every), 1)
+    projected = measured + sum(_replicas(c) * mean.get(_kind(c), overall) for c in missing)
     return {"cands": list(cands.values()), "seconds": seconds, "measured": measured, "projected": projected,
             "missing": missing, "done": len(cells) - len(missing), "cached": cached}  # fmt: skip
 
