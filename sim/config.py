@@ -39,6 +39,8 @@ THINK_DISTS = ("fixed", "exponential")
 ROUTERS = ("round_robin", "least_outstanding", "random", "session")
 #: how a drafter's pass is priced (see sim.drafter): drafter.kind, or the built-in name's own kind
 DRAFTER_KINDS = ("parallel", "autoregressive", "free")
+#: `drafter.engine`: the serving engines whose speculative step is priced (`specsched.spec_engine.ENGINES`)
+SPEC_ENGINES = ("vllm", "sglang")
 BUILTIN_KINDS = {"none": "free", "mtp": "autoregressive", "eagle3": "autoregressive", "dflash": "parallel",
                  "dspark": "parallel"}  # fmt: skip
 PARALLEL_DRAFTERS = tuple(name for name, kind in BUILTIN_KINDS.items() if kind == "parallel")
@@ -133,6 +135,9 @@ class DrafterConfig:
         DFlash), "autoregressive" (γ passes over R tokens, like EAGLE-3) or "free" (no draft cost, like
         n-gram lookup). Default (None): the built-in name's kind (dflash/dspark parallel, eagle3/mtp
         autoregressive); required for any other name.
+    engine: how the serving engine runs that drafter's step (`specsched.spec_engine`): "vllm" (vLLM v1:
+        CUDA graphs, async scheduling) or "sglang" (SGLang's v0.4.x EAGLE worker: overlap schedule off,
+        eager draft extend); used with `model` (below).
     layers: draft layers; default (None) 5 for parallel drafters (the paper's offline drafters), 1 for
         the others. layer_cost: price of one draft layer relative to one target layer.
     markov_overhead: DSpark's Markov head, as a fraction of an AR step over the same requests
@@ -169,11 +174,13 @@ class DrafterConfig:
     intake_tokens: float = 0.0
     padded_context_seconds: float = 0.0
     model: str | None = None
+    engine: str = "vllm"
 
     def __post_init__(self) -> None:
         s = self._section
         check_bounds(s, self)
         check_preset(s, self.model)
+        _check_choice(s, "engine", self.engine, SPEC_ENGINES)
         if not isinstance(self.name, str) or not self.name:
             raise _fail(s, "name", f"must be a drafter name; got {self.name!r}")
         if self.name not in DRAFTERS and self.curves is None:
