@@ -39,8 +39,6 @@ THINK_DISTS = ("fixed", "exponential")
 ROUTERS = ("round_robin", "least_outstanding", "random", "session")
 #: how a drafter's pass is priced (see sim.drafter): drafter.kind, or the built-in name's own kind
 DRAFTER_KINDS = ("parallel", "autoregressive", "free")
-#: `drafter.engine`: the serving engines whose speculative step is priced (`specsched.spec_engine.ENGINES`)
-SPEC_ENGINES = ("vllm", "sglang")
 BUILTIN_KINDS = {"none": "free", "mtp": "autoregressive", "eagle3": "autoregressive", "dflash": "parallel",
                  "dspark": "parallel"}  # fmt: skip
 PARALLEL_DRAFTERS = tuple(name for name, kind in BUILTIN_KINDS.items() if kind == "parallel")
@@ -134,10 +132,7 @@ class DrafterConfig:
     kind: how its draft pass is priced (`sim.drafter`): "parallel" (one pass over R·γ positions, like
         DFlash), "autoregressive" (γ passes over R tokens, like EAGLE-3) or "free" (no draft cost, like
         n-gram lookup). Default (None): the built-in name's kind (dflash/dspark parallel, eagle3/mtp
-        autoregressive); required for any other name.
-    engine: how the serving engine runs that drafter's step (`specsched.spec_engine`): "vllm" (vLLM v1:
-        CUDA graphs, async scheduling) or "sglang" (SGLang's v0.4.x EAGLE worker: overlap schedule off,
-        eager draft extend); used with `model` (below).
+        autoregressive); required for any other name. engine: "vllm" | "sglang", a `model` drafter's server.
     layers: draft layers; default (None) 5 for parallel drafters (the paper's offline drafters), 1 for
         the others. layer_cost: price of one draft layer relative to one target layer.
     markov_overhead: DSpark's Markov head, as a fraction of an AR step over the same requests
@@ -179,8 +174,7 @@ class DrafterConfig:
     def __post_init__(self) -> None:
         s = self._section
         check_bounds(s, self)
-        check_preset(s, self.model)
-        _check_choice(s, "engine", self.engine, SPEC_ENGINES)
+        check_preset(s, self.model, self.engine)
         if not isinstance(self.name, str) or not self.name:
             raise _fail(s, "name", f"must be a drafter name; got {self.name!r}")
         if self.name not in DRAFTERS and self.curves is None:
@@ -194,8 +188,7 @@ class DrafterConfig:
         if self.cost is not None and (not isinstance(self.cost, str) or not self.cost):
             raise _fail(s, "cost", "must name a CSV (tokens,seconds or requests,seconds) or a fit .json")
         _check_range(s, "gamma", self.gamma, 0)
-        if self.layers is not None:
-            _check_range(s, "layers", self.layers, 1)
+        _check_range(s, "layers", 1 if self.layers is None else self.layers, 1)
         _check_range(s, "layer_cost", self.layer_cost, 0)
         _check_range(s, "markov_overhead", self.markov_overhead, 0, 1)
         for key in ("intake_seconds", "intake_tokens", "padded_context_seconds"):

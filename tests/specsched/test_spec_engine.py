@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.config import SPEC_ENGINES, DrafterConfig
+from sim.config import DrafterConfig
+from sim.config_vllm import SPEC_ENGINES
 from sim.vllm_deploy import VllmSpec, cost_table, shipped_knobs
 from specsched import DraftCost, InputError
 from specsched.catalog import get_gpu, get_model
