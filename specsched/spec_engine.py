@@ -28,7 +28,8 @@ and v0.4.5 snapshot read; `server_args.py`; `managers/scheduler.py`, `scheduler_
       measured on a model of those loops (`python -m bench.bench_spec_price --host`, this session's
       2-core VM, fastest of 40 trials; the bench prints ×0.5 and ×2 rows). The per-step part is the one
       published no-speculation overlap measurement (sgl-project/sglang#5608: Llama-3.1-8B decode at 16
-      requests, 3053.86 tok/s without the overlap schedule, 3458.31 with it: 0.613 ms a step) less the
+      requests on a TP-4 PD decode server, 3053.86 tok/s logged without the overlap schedule, 3458.31
+      with it: 0.613 ms a step; no second batch size was found for SGLang v0.4.x) less the
       16 requests' no-speculation loops (`SGLANG_NOSPEC_REQ_S`, measured alike): 0.613 − 16 · 6.5 µs.
       The loop model skips real objects' extra fields, the zmq send and the detokenizer: a lower bound.
     - draft: γ − 1 passes in the draft CUDA graph ("we get 1 token from draft prefill and (#spec steps
