@@ -86,7 +86,8 @@ def test_sglang_exposes_host_work_per_request_and_per_emitted_token():
         extra = mean.seconds(d, TABLE) - _cost("sglang", emitted=2.605, host_scale=0.0).seconds(d, TABLE)
         assert extra == pytest.approx(r * mean.request_s, rel=1e-9)
         planned = plan_prices(TABLE, mean, r, 3)(np.array([3 * r]), np.array([r]), np.array([3]))[0] / 256
-        assert planned == pytest.approx(mean.seconds(d, TABLE) + float(TABLE.latency_range(4 * r, 4 * r)[0]))
+        verify = float(TABLE.latency_range(4 * r, 4 * r)[0]) + r * TABLE.request_seconds
+        assert planned == pytest.approx(mean.seconds(d, TABLE) + verify)
     with pytest.raises(ValueError):
         DraftCost("autoregressive", own=TABLE, request_s=-1.0)
 
