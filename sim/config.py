@@ -132,7 +132,7 @@ class DrafterConfig:
     kind: how its draft pass is priced (`sim.drafter`): "parallel" (one pass over R·γ positions, like
         DFlash), "autoregressive" (γ passes over R tokens, like EAGLE-3) or "free" (no draft cost, like
         n-gram lookup). Default (None): the built-in name's kind (dflash/dspark parallel, eagle3/mtp
-        autoregressive); required for any other name.
+        autoregressive); required for any other name. engine: "vllm" | "sglang", a `model` drafter's server.
     layers: draft layers; default (None) 5 for parallel drafters (the paper's offline drafters), 1 for
         the others. layer_cost: price of one draft layer relative to one target layer.
     markov_overhead: DSpark's Markov head, as a fraction of an AR step over the same requests
@@ -169,11 +169,12 @@ class DrafterConfig:
     intake_tokens: float = 0.0
     padded_context_seconds: float = 0.0
     model: str | None = None
+    engine: str = "vllm"
 
     def __post_init__(self) -> None:
         s = self._section
         check_bounds(s, self)
-        check_preset(s, self.model)
+        check_preset(s, self.model, self.engine)
         if not isinstance(self.name, str) or not self.name:
             raise _fail(s, "name", f"must be a drafter name; got {self.name!r}")
         if self.name not in DRAFTERS and self.curves is None:
@@ -187,8 +188,7 @@ class DrafterConfig:
         if self.cost is not None and (not isinstance(self.cost, str) or not self.cost):
             raise _fail(s, "cost", "must name a CSV (tokens,seconds or requests,seconds) or a fit .json")
         _check_range(s, "gamma", self.gamma, 0)
-        if self.layers is not None:
-            _check_range(s, "layers", self.layers, 1)
+        _check_range(s, "layers", 1 if self.layers is None else self.layers, 1)
         _check_range(s, "layer_cost", self.layer_cost, 0)
         _check_range(s, "markov_overhead", self.markov_overhead, 0, 1)
         for key in ("intake_seconds", "intake_tokens", "padded_context_seconds"):

@@ -19,14 +19,21 @@ from sim.bounds import check_choice, check_range
 from specsched.catalog import PRECISIONS, get_gpu, get_model, precision_bytes
 from specsched.errors import InputError
 
+#: `drafter.engine`: the serving engines whose speculative step is priced (`specsched.spec_engine.ENGINES`)
+SPEC_ENGINES = ("vllm", "sglang")
 
-def check_preset(section: str, preset: str | None) -> None:
-    """`drafter.model`: None or a `specsched.draft_shape` preset (one-line InputError naming the key)."""
+
+def check_preset(section: str, preset: str | None, engine: str = "vllm") -> None:
+    """`drafter.model`: None or a `specsched.draft_shape` preset; `drafter.engine`: one of SPEC_ENGINES
+    (one-line InputError naming the key)."""
     from specsched.draft_shape import PRESETS
 
     if preset is not None and (not isinstance(preset, str) or preset.lower() not in PRESETS):
         choices = ", ".join(PRESETS)
         raise InputError(f"must be a drafter preset ({choices}); got {preset!r}", field=f"{section}.model")
+    if engine not in SPEC_ENGINES:
+        msg = f"must be one of {', '.join(SPEC_ENGINES)}; got {engine!r}"
+        raise InputError(msg, field=f"{section}.engine")
 
 
 #: server.kv_tokens when neither it nor server.model is given

@@ -12,10 +12,16 @@ The step price, one term each (seconds; B = tokens in the step, C = KV tokens th
                   + layers · c0                              per-layer fixed work on the GPU
                   + moe_layers · c_moe                       per-MoE-layer routing work (top-k, permute,
                                                              grouped-GEMM set-up)
-                  + max(W(B) / (eta_bw · BW), 2·P·B / (eta_f · F))   weights (MoE: the experts that B
-                                                             tokens touch) or compute, whichever binds
+                  + max(W(B) / (eta_bw · BW) + layers · c_token · B,  weights (MoE: the experts that B
+                        2·P·B / (eta_f · F))                 tokens touch) plus each token's share of the
+                                                             memory-bound kernels, or compute, whichever
+                                                             binds
                   + 2 · layers · link_latency  (tp > 1)      two all-reduces per layer (+ their bytes)
                   + C · kv_bytes / (eta_kv · BW)             attention reading every running request's KV
+                  + R · vocab · c_vocab  (filtered sampling)  top-p / top-k over each running request's
+                                                             logits, where the checkpoint's
+                                                             generation_config sets them (the catalogue's
+                                                             `filtered_sampling`; vLLM's default sampling)
                   + offload_bytes / host_bw                  weights moved to host by cpu_offload_gb
     then padded to the next CUDA-graph capture size (vLLM's sizes up to min(2 · max_num_seqs, 512)).
 
@@ -56,6 +62,8 @@ class Knobs:
     eta_kv: float = 0.9
     c0: float = 40e-6
     c_moe: float = 0.0
+    c_token: float = 0.0  # per token in the step, per layer, while the step is memory-bound
+    c_vocab: float = 0.0  # per running request and vocabulary entry, with filtered default sampling
     step_s: float = 0.0
     link_latency: float | None = None  # None: the GPU's catalogue figure
     frontend_s: float = 0.0
@@ -66,7 +74,8 @@ class Knobs:
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0 < v <= 1):
                 raise InputError(f"must be in (0, 1], got {v!r}", field=f"knobs.{name}")
-        for name in ("c0", "c_moe", "step_s", "frontend_s", "request_s", "link_latency"):
+        seconds = ("c0", "c_moe", "c_token", "c_vocab", "step_s", "frontend_s", "request_s", "link_latency")
+        for name in seconds:
             v = getattr(self, name)
             if v is not None and not (isinstance(v, (int, float)) and 0 <= v < 10):
                 raise InputError(f"must be seconds in [0, 10), got {v!r}", field=f"knobs.{name}")
@@ -87,22 +96,49 @@ class Knobs:
 
 
 def shipped_knobs(gpu: str) -> Knobs:
-    """The catalogue's knobs for `gpu`: calibrated on measured runs where the knobs file has them; else the
-    datasheet defaults for the GPU's own efficiencies and overheads, with the host-side knobs (`frontend_s`,
-    the API server; `step_s`, the scheduler's per-pass work), which do not depend on the GPU, taken from
-    the calibrated GPUs (their mean)."""
+    """The catalogue's knobs for `gpu`: calibrated on measured runs where the knobs file has them; else
+    those of a calibrated GPU carried over by the file's transfer rule (`transferred_knobs`)."""
     try:
-        table = json.loads(KNOBS_FILE.read_text())["gpus"]
-    except (OSError, KeyError, json.JSONDecodeError):
+        raw = json.loads(KNOBS_FILE.read_text())
+        table = raw["gpus"]
+    except (OSError, KeyError, TypeError, json.JSONDecodeError):
         return Knobs()
-    entry = table.get(get_gpu(gpu).key)
+    key = get_gpu(gpu).key
+    entry = table.get(key)
     if entry is not None:
         return Knobs.from_dict(entry["knobs"], file=str(KNOBS_FILE))
-    known = [Knobs.from_dict(e["knobs"], file=str(KNOBS_FILE)) for e in table.values()]
-    if not known:
+    source = (raw.get("transfer") or {}).get("from")
+    if source not in table:
+        source = next(iter(table), None)
+    if source is None:
         return Knobs()
-    host = {k: float(np.mean([getattr(x, k) for x in known])) for k in ("frontend_s", "step_s")}
-    return Knobs(**host)
+    return transferred_knobs(Knobs.from_dict(table[source]["knobs"], file=str(KNOBS_FILE)), source, key)
+
+
+def transferred_knobs(knobs: Knobs, source: str, target: str) -> Knobs:
+    """`knobs` calibrated on GPU `source`, carried to GPU `target` that has no measured runs (the rule,
+    and its check on a public two-GPU step table: docs/validation.md, "GPUs without measured runs"):
+
+    - eta_bw, eta_kv, eta_f unchanged: dimensionless fractions of the target's own datasheet bandwidth and
+      throughput, reached by the same vLLM kernels;
+    - c0, c_moe, c_token, c_vocab × clock(source) / clock(target): fixed per-kernel GPU work (launch,
+      drain, latency-bound small kernels, the sampler's passes) runs at the SM clock;
+    - link_latency × max(that clock ratio, catalogue link latency ratio): an all-reduce is a kernel too,
+      and no faster than the target's own link (PCIe on an L40S);
+    - step_s, frontend_s unchanged: host-side (scheduler, API server)."""
+    src, dst = get_gpu(source), get_gpu(target)
+    clock = src.sm_clock / dst.sm_clock
+    link = None
+    if knobs.link_latency is not None:
+        link = knobs.link_latency * max(clock, dst.link_latency / src.link_latency)
+    return replace(
+        knobs,
+        c0=knobs.c0 * clock,
+        c_moe=knobs.c_moe * clock,
+        c_token=knobs.c_token * clock,
+        c_vocab=knobs.c_vocab * clock,
+        link_latency=link,
+    )
 
 
 @dataclass(frozen=True)
@@ -162,6 +198,13 @@ def step_parts(spec: VllmSpec, knobs: Knobs, b: np.ndarray) -> dict[str, np.ndar
     link_lat = g.link_latency if knobs.link_latency is None else knobs.link_latency
     common = dict(tp=spec.tp, eta_bw=knobs.eta_bw, eta_f=knobs.eta_f, link_bw=g.link_bw, context_tokens=None)
     core = hardware.step_seconds(shape, g.gpu, b, c0=0.0, link_latency=0.0, **common)
+    if knobs.c_token:
+        # the memory-bound side grows by layers·c_token per token; compute binds where it is larger
+        t_mem = shape.weight_params_read(b) * shape.bytes_per_param / spec.tp / (knobs.eta_bw * g.gpu.hbm_bw)
+        peak = g.gpu.flops * (2.0 if shape.bytes_per_param <= 1.0 else 1.0)
+        t_cmp = 2.0 * shape.active_params * b / spec.tp / (knobs.eta_f * peak)
+        t_bw = core - np.maximum(t_mem, t_cmp)
+        core = np.maximum(t_mem + m.layers * knobs.c_token * b, t_cmp) + t_bw
     comm_lat = 2 * m.layers * link_lat if spec.tp > 1 else 0.0
     offload = spec.cpu_offload_gb * 1e9 / HOST_BW.get(g.key, HOST_BW_DEFAULT)
     fixed = knobs.step_s + m.layers * knobs.c0 + m.moe_layers * knobs.c_moe + offload
@@ -174,6 +217,13 @@ def kv_token_seconds(spec: VllmSpec, knobs: Knobs) -> float:
     from sim.vllm_kv import kv_bytes_per_token_per_gpu
 
     return float(kv_bytes_per_token_per_gpu(m, spec.tp) / (knobs.eta_kv * g.gpu.hbm_bw))
+
+
+def request_seconds(spec: VllmSpec, knobs: Knobs) -> float:
+    """Seconds per running request per step: `request_s` plus, where the checkpoint's default sampling
+    filters (top-p / top-k), a pass over its vocabulary (`c_vocab` per entry)."""
+    m, _, _ = spec.resolve()
+    return float(knobs.request_s + (knobs.c_vocab * m.vocab if m.filtered_sampling else 0.0))
 
 
 def cost_table(spec: VllmSpec, knobs: Knobs) -> specsched.CostTable:
@@ -189,7 +239,7 @@ def cost_table(spec: VllmSpec, knobs: Knobs) -> specsched.CostTable:
         mode="linear",
         layers=m.layers,
         name=name,
-        request_seconds=knobs.request_s,
+        request_seconds=request_seconds(spec, knobs),
         kv_token_seconds=kv_token_seconds(spec, knobs),
     )
     if spec.cudagraphs:

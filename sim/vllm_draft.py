@@ -4,6 +4,9 @@ Role: map a config with `server.model` and `drafter.model` (a `specsched.draft_s
 `specsched.DraftCost` and drafter KV seconds its steps are priced with, on the target GPU's shipped
 (no-speculation, calibrated) knobs — the same `step_s`, `c0`, `eta_bw`, `eta_f`, `eta_kv` as the target's
 steps; the verify step is the target's own catalogue step at R·(1 + γ) tokens (`sim.vllm_deploy`).
+`drafter.engine` names how the serving engine runs the step (`specsched.spec_engine`): an EAGLE-style
+drafter's first pass over the R·(1 + γ) verified positions, and the host work the engine exposes (its
+per-request part at the bound of 1 + γ tokens a request emits a step: acceptance is not known here).
 
 May import: the standard library, `sim.config`, `sim.vllm_deploy`, `specsched`.
 """
@@ -36,4 +39,6 @@ def own_drafter(cfg: SimConfig) -> tuple[DraftCost, float] | None:
     target, gpu, bpp = spec.resolve()
     shape = drafter_shape(cfg.drafter.model, target)
     top = max(cfg.server.max_num_seqs * gamma, cfg.server.max_num_seqs)
-    return own_draft_cost(shape, target, gpu, shipped_knobs(spec.gpu), gamma, top, tp=spec.tp, bpp=bpp)
+    knobs = shipped_knobs(spec.gpu)
+    engine = cfg.drafter.engine
+    return own_draft_cost(shape, target, gpu, knobs, gamma, top, tp=spec.tp, bpp=bpp, engine=engine)

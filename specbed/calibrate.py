@@ -7,21 +7,22 @@ The fit goes through the simulator. A run's pooled inter-token latency is Σ_k r
 steps k (r_k requests decoding, each step's t_k one gap for each of them), and t_k is linear in the knobs
 once the steps' contents are known:
 
-    t_k = step_s + c0·layers + (1/eta_bw)·w_k + (1/eta_kv)·a_k + link_latency·2·layers·[tp > 1] + φ_k
+    t_k = step_s + c0·layers + (1/eta_bw)·w_k + (1/eta_kv)·a_k + link_latency·2·layers·[tp > 1]
+          + c_moe·moe_layers + c_token·layers·B_k + c_vocab·R_k·vocab·[filtered sampling] + φ_k
 
-          + c_moe·moe_layers
-(w_k: the step's weight bytes over the GPU's bandwidth; a_k: its KV bytes read over it; φ_k: what the knobs
-do not scale — a compute-bound step's FLOPs, collective bytes, offload). So: simulate every run with the
-current knobs, collect the r-weighted means of those features per run, solve a non-negative least squares
-in relative error against the measured seconds per token, (e2e − TTFT) / (output − 1) (`token_seconds`:
-not the reported ITL, whose gaps are between streamed chunks) for (step_s, c0, 1/eta_bw − 1,
-1/eta_kv − 1, link_latency, c_moe) — every knob physical:
-times ≥ 0, efficiencies ≤ 1 — and repeat with the new knobs (the batch a run holds moves a little with
-them); three rounds settle it. `frontend_s` (the API server's per-request time, on TTFT and end to end)
-is then the median over runs of measured − simulated TTFT. eta_f stays at its datasheet value: with
-prefix caching the runs' prefills are a few tokens, so compute is not identified by them.
+(w_k: the step's weight bytes over the GPU's bandwidth, 0 where compute binds; a_k: its KV bytes read
+over it; B_k its tokens, R_k its requests; φ_k: what the knobs do not scale — a compute-bound step's
+FLOPs, all-reduce bytes, offload). So: simulate every run with the current knobs, collect the r-weighted
+means of those features per run, and fit (step_s, c0, 1/eta_bw − 1, 1/eta_kv − 1, link_latency, c_moe,
+c_token, c_vocab) in relative error against the measured seconds per token, (e2e − TTFT) / (output − 1)
+(`token_seconds`: not the reported ITL, whose gaps are between streamed chunks) — a MAP estimate with
+physical priors and hard bounds (`PRIORS`, `BOUNDS`), solved exactly (`bounded_lsq`) — and repeat with
+the new knobs (the batch a run holds moves a little with them); three rounds settle it. `frontend_s`
+(the API server's per-request time, on TTFT and end to end) is then the median over runs of measured −
+simulated TTFT. eta_f stays at its datasheet value: with prefix caching the runs' prefills are a few
+tokens, so compute is not identified by them.
 
-Leave-one-model-out: for each model, the same least squares on the other models' runs (their features from
+Leave-one-model-out: for each model, the same fit on the other models' runs (their features from
 the in-sample fixed point), then the held-out model's runs simulated from scratch with those knobs.
 
 May import: numpy, the standard library, `sim`, `specsched`, `specbed.validate*`.
@@ -40,20 +41,45 @@ from specbed import validate as v
 from specbed.validate_runs import MeasuredRun
 from specsched.graphs import vllm_capture_sizes
 
-FEATURES = ("step_s", "c0", "eta_bw", "eta_kv", "link_latency", "c_moe")
-#: weak priors (datasheet-style values, x-space of `solve`): each knob's deviation from its prior costs
-#: PRIOR_WEIGHT × the relative step time it moves in a typical run. They decide only what the runs leave
-#: open (13 runs, collinear features: layers track weight bytes), e.g. eta_kv in a fold without a
-#: KV-heavy run; the fit is a MAP estimate, stable from round to round.
+FEATURES = ("step_s", "c0", "eta_bw", "eta_kv", "link_latency", "c_moe", "c_token", "c_vocab")
+#: Physical priors, (mean, sd) in the x-space of `solve` (seconds; 1/eta − 1 for the efficiencies), and
+#: hard bounds. The fit is a MAP estimate: each run's relative error counts against NOISE, each knob's
+#: distance from its prior against its sd, so a knob the runs do not identify — c_moe in a fold without
+#: an MoE model, link_latency without a tp > 1 run, eta_kv without a KV-heavy one — stays near its prior
+#: instead of swinging to whatever absorbs the other knobs' residuals.
+#:   step_s        0 ± 0.3 ms: host work per pass is overlapped by async scheduling (vLLM v0.15's default)
+#:   c0            40 ± 15 µs a layer: ~11 kernels a dense decoder layer (norms, QKV, RoPE, KV write,
+#:                 attention, O, MLP) at a few µs each inside a CUDA graph
+#:   eta_bw        0.85 (0.78–0.92 at 1 sd): streaming GEMV/GEMM weight reads reach 80–92 % of HBM peak
+#:   eta_kv        0.85, as eta_bw: paged attention streams the KV blocks from the same HBM (bounds 0.6–0.95)
+#:   link_latency  8 ± 4 µs a collective: NVLink one-shot all-reduce on small messages
+#:   c_moe         20 ± 15 µs a MoE layer: router GEMM, top-k, token sort/align and the weighted sum —
+#:                 ~4 more small kernels than a dense MLP, at c0's few µs each
+#:   c_token       0 ± 0.5 µs a token a layer: what a memory-bound step's kernels add per token
+#:                 (attention's per-sequence work, norms, sampling, GEMMs leaving their flat region)
+#:   c_vocab       0.15 ± 0.1 ns a request a vocabulary entry: top-p / top-k filtering sorts or scans
+#:                 each row of logits (fp32 keys with indices: a few passes over 8 bytes an entry)
 PRIORS = {
-    "step_s": 0.0,
-    "c0": 40e-6,
-    "eta_bw": 1 / 0.85 - 1,
-    "eta_kv": 1 / 0.8 - 1,
-    "link_latency": 10e-6,
-    "c_moe": 0.0,
+    "step_s": (0.0, 0.3e-3),
+    "c0": (40e-6, 15e-6),
+    "eta_bw": (1 / 0.85 - 1, 0.1),
+    "eta_kv": (1 / 0.85 - 1, 0.1),
+    "link_latency": (8e-6, 4e-6),
+    "c_moe": (20e-6, 15e-6),
+    "c_token": (0.0, 0.5e-6),
+    "c_vocab": (0.15e-9, 0.1e-9),
 }
-PRIOR_WEIGHT = 0.3
+BOUNDS = {
+    "step_s": (0.0, 5e-3),
+    "c0": (0.0, 200e-6),
+    "eta_bw": (1 / 0.95 - 1, 1 / 0.6 - 1),
+    "eta_kv": (1 / 0.95 - 1, 1 / 0.6 - 1),
+    "link_latency": (0.0, 50e-6),
+    "c_moe": (0.0, 300e-6),
+    "c_token": (0.0, 10e-6),
+    "c_vocab": (0.0, 2e-9),
+}
+NOISE = 0.03  # the relative error a run's per-token time is trusted to (measurement + model)
 ROUNDS = 3
 
 
@@ -70,17 +96,23 @@ class StepFeatures:
             b = np.where(b <= sizes[-1], sizes[np.minimum(idx, sizes.size - 1)], b)
         shape = m.shape(bpp)
         bw = g.gpu.hbm_bw
-        self.w = shape.weight_params_read(b) * bpp / spec.tp / bw  # weight time at full bandwidth
+        w = shape.weight_params_read(b) * bpp / spec.tp / bw  # weight time at full bandwidth
         core = step_parts(spec, knobs, b)["weights_or_compute"]
-        mem_bound = self.w / knobs.eta_bw >= core - 1e-15  # the weight read binds the step (not compute)
-        self.phi = np.where(mem_bound, core - self.w / knobs.eta_bw, core)
-        self.w = np.where(mem_bound, self.w, 0.0)
+        # core = max(weights / eta_bw + layers·c_token·b, compute) + all-reduce bytes (tp > 1): the bytes
+        # part is scaled by no knob; the memory side binds when it alone reaches core − bytes
+        mem = w / knobs.eta_bw + m.layers * knobs.c_token * b
+        comm = core - np.maximum(mem, _compute_s(spec, knobs, b))
+        mem_bound = mem >= core - comm - 1e-15
+        self.phi = np.where(mem_bound, comm, core)
+        self.w = np.where(mem_bound, w, 0.0)
+        self.tok = np.where(mem_bound, m.layers * b, 0.0)
         self.kv_byte_s = kv_bytes_per_token_per_gpu(m, spec.tp) / bw
         self.kv_s = self.kv_byte_s / knobs.eta_kv
         offload = spec.cpu_offload_gb * 1e9 / HOST_BW.get(g.key, HOST_BW_DEFAULT)
         self.layers, self.links, self.moe = m.layers, (2 * m.layers if spec.tp > 1 else 0), m.moe_layers
         self.offload = offload
-        self.sums = np.zeros(6)  # Σ r·(w, a, φ) and Σ r
+        self.vocab = float(m.vocab) if m.filtered_sampling else 0.0
+        self.sums = np.zeros(5)  # Σ r·(w, a, φ, tok, r·vocab)
         self.weight = 0.0
 
     def __call__(self, rep, start, seconds, r, verify, prefill, lengths, accepted, emitted, bill) -> None:
@@ -91,39 +123,59 @@ class StepFeatures:
         self.sums[0] += r * self.w[tokens]
         self.sums[1] += r * kv * self.kv_byte_s
         self.sums[2] += r * self.phi[tokens]
+        self.sums[3] += r * self.tok[tokens]
+        self.sums[4] += r * r * self.vocab
         self.weight += r
 
     def row(self) -> tuple[np.ndarray, float]:
         """(features by FEATURES, the fixed part φ), both r-weighted means over the run's steps (seconds)."""
-        w, a, phi = self.sums[:3] / max(self.weight, 1.0)
-        return np.array([1.0, self.layers, w, a, self.links, self.moe]), phi + self.offload
+        w, a, phi, tok, rv = self.sums / max(self.weight, 1.0)
+        return np.array([1.0, self.layers, w, a, self.links, self.moe, tok, rv]), phi + self.offload
 
 
-def nnls(a: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Non-negative least squares min ‖a·x − y‖, x ≥ 0, exactly: every support set (a few unknowns)."""
-    best, best_res = np.zeros(a.shape[1]), float(np.sum(y * y))
-    for k in range(1, a.shape[1] + 1):
-        for cols in itertools.combinations(range(a.shape[1]), k):
-            x, *_ = np.linalg.lstsq(a[:, cols], y, rcond=None)
-            if np.all(x >= 0):
-                res = float(np.sum((a[:, cols] @ x - y) ** 2))
-                if res < best_res - 1e-18:
-                    best, best_res = np.zeros(a.shape[1]), res
-                    best[list(cols)] = x
+def _compute_s(spec: VllmSpec, knobs: Knobs, b: np.ndarray) -> np.ndarray:
+    """Seconds of a step's matrix FLOPs at `b` tokens on one GPU (the roofline's compute side)."""
+    m, g, bpp = spec.resolve()
+    peak = g.gpu.flops * (2.0 if bpp <= 1.0 else 1.0)
+    return 2.0 * m.active_params * b / spec.tp / (knobs.eta_f * peak)
+
+
+def bounded_lsq(a: np.ndarray, y: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """min ‖a·x − y‖ with lo ≤ x ≤ hi, exactly: every assignment of each unknown to free / at its lower
+    bound / at its upper bound (a handful of unknowns), the best feasible one (the problem is convex)."""
+    n = a.shape[1]
+    best, best_res = np.clip(np.zeros(n), lo, hi), np.inf
+    for states in itertools.product((0, 1, 2), repeat=n):
+        x = np.where(np.array(states) == 1, lo, hi).astype(np.float64)
+        free = [j for j, st in enumerate(states) if st == 0]
+        rhs = y - a @ np.where(np.array(states) == 0, 0.0, x)
+        if free:
+            sol, *_ = np.linalg.lstsq(a[:, free], rhs, rcond=None)
+            if np.any(sol < lo[free] - 1e-15) or np.any(sol > hi[free] + 1e-15):
+                continue
+            x[free] = sol
+        res = float(np.sum((a @ x - y) ** 2))
+        if res < best_res - 1e-18:
+            best, best_res = x, res
     return best
 
 
 def solve(rows: list[tuple[np.ndarray, float]], itl_s: list[float], base: Knobs) -> Knobs:
-    """Knobs from per-run (features, φ) and measured ITLs (seconds): NNLS in relative error."""
+    """Knobs from per-run (features, φ) and measured seconds per token: the MAP fit (PRIORS, BOUNDS)."""
     f = np.array([r[0] for r in rows])
     phi = np.array([r[1] for r in rows])
     y = np.asarray(itl_s)
-    # 1/eta = 1 + x: the unit parts move to the left side, x ≥ 0 keeps eta ≤ 1
-    lhs = (y - phi - f[:, 2] - f[:, 3]) / y
-    a = f / y[:, None]
-    scale = PRIOR_WEIGHT * np.abs(a).mean(axis=0)
-    prior = scale * np.array([PRIORS[k] for k in FEATURES])
-    x = nnls(np.vstack([a, np.diag(scale)]), np.append(lhs, prior))
+    # 1/eta = 1 + x: the unit parts move to the left side
+    lhs = (y - phi - f[:, 2] - f[:, 3]) / y / NOISE
+    a = f / y[:, None] / NOISE
+    mean = np.array([PRIORS[k][0] for k in FEATURES])
+    sd = np.array([PRIORS[k][1] for k in FEATURES])
+    lo = np.array([BOUNDS[k][0] for k in FEATURES])
+    hi = np.array([BOUNDS[k][1] for k in FEATURES])
+    # unknowns in prior-sd units keep the system well scaled
+    x = sd * bounded_lsq(
+        np.vstack([a * sd, np.eye(len(FEATURES))]), np.append(lhs, mean / sd), lo / sd, hi / sd
+    )
     return replace(
         base,
         step_s=float(x[0]),
@@ -132,6 +184,8 @@ def solve(rows: list[tuple[np.ndarray, float]], itl_s: list[float], base: Knobs)
         eta_kv=float(1.0 / (1.0 + x[3])),
         link_latency=float(x[4]),
         c_moe=float(x[5]),
+        c_token=float(x[6]),
+        c_vocab=float(x[7]),
     )
 
 
@@ -229,7 +283,15 @@ def _rescale(pred: dict, new: Knobs, old: Knobs, row: tuple[np.ndarray, float]) 
 def _itl(f: np.ndarray, phi: float, k: Knobs) -> float:
     link = 0.0 if k.link_latency is None else k.link_latency
     return float(
-        k.step_s + k.c0 * f[1] + f[2] / k.eta_bw + f[3] / k.eta_kv + link * f[4] + k.c_moe * f[5] + phi
+        k.step_s
+        + k.c0 * f[1]
+        + f[2] / k.eta_bw
+        + f[3] / k.eta_kv
+        + link * f[4]
+        + k.c_moe * f[5]
+        + k.c_token * f[6]
+        + k.c_vocab * f[7]
+        + phi
     )
 
 
@@ -238,6 +300,7 @@ def describe(knobs: Knobs) -> str:
     return (
         f"step_s {knobs.step_s * 1e3:.3f} ms, c0 {knobs.c0 * 1e6:.1f} µs/layer, eta_bw {knobs.eta_bw:.3f}, "
         f"eta_kv {knobs.eta_kv:.3f}, link_latency {link}, c_moe {knobs.c_moe * 1e6:.1f} µs/MoE layer, "
+        f"c_token {knobs.c_token * 1e9:.0f} ns/token/layer, c_vocab {knobs.c_vocab * 1e12:.0f} ps/entry, "
         f"frontend_s {knobs.frontend_s * 1e3:.2f} ms, "
         f"eta_f {knobs.eta_f:.2f}"
     )

@@ -4,8 +4,9 @@ Role: for each `specbed.validate_runs.MeasuredRun`, regenerate its traffic (the 
 `sim.inference_perf`, or the bench file's own requests), build the deployment from the run's knobs
 (`sim.vllm_deploy`: catalogue step cost, vLLM's KV sizing, prefix caching, CUDA-graph padding, async
 scheduling), simulate it with plain autoregressive serving and compute what inference-perf reports over
-the whole run: end-to-end latency and TTFT (mean, p90, p99) and the inter-token latency (every gap
-pooled), in milliseconds, the API server's `frontend_s` added to each request's TTFT and end-to-end.
+the whole run: end-to-end latency and TTFT (mean, p90, p99) and the inter-token latency (every gap between
+streamed chunks pooled: per-token time / the model's catalogue `stream_fraction`), in milliseconds, the
+API server's `frontend_s` added to each request's TTFT and end-to-end.
 `report` turns the runs into the JSON the issue fixes, a text table and a markdown report.
 
 May import: numpy, the standard library, `sim`, `specsched`, `specbed.validate_runs`.
@@ -50,8 +51,10 @@ def simulate_run(
     req = request_table(rec, wl)
     ttft = req["ttft_s"] * 1e3 + knobs.frontend_s * 1e3
     e2e = req["e2e_s"] * 1e3 + knobs.frontend_s * 1e3
-    gaps = np.maximum(wl.output_tokens - 1, 0)
-    itl = float((req["e2e_s"] - req["ttft_s"]).sum() * 1e3 / max(int(gaps.sum()), 1))
+    # the client's inter-token latency is the gap between streamed chunks: a token completing no text
+    # (a byte-fallback piece) streams none, so there are (output − 1)·stream_fraction gaps a request
+    gaps = np.maximum(wl.output_tokens - 1, 0) * run.spec.resolve()[0].stream_fraction
+    itl = float((req["e2e_s"] - req["ttft_s"]).sum() * 1e3 / max(float(gaps.sum()), 1.0))
     pred = {
         "e2e_mean": float(e2e.mean()),
         "e2e_p90": float(np.percentile(e2e, 90)),

@@ -76,6 +76,8 @@ def config_cases() -> list[Case]:
     for argv in (("--set", "drafter.model=eagle3"), (*vllm, "--set", "drafter.model=eagle9")):
         name = f"drafter.model {' '.join(argv)!r}"
         cases.append(Case("config-set", name, (*_RUN, *argv), expect=("drafter.model",)))
+    engine = (*vllm, "--set", "drafter.model=eagle3", "--set", "drafter.engine=trtllm")
+    cases.append(Case("config-set", "drafter.engine unknown", (*_RUN, *engine), expect=("drafter.engine",)))
     # a trace's hash_ids block must be whole 16-token prefix-cache blocks
     for value in ("500", "8", "0"):
         argv = (*_RUN, "--set", f"workload.hash_block_tokens={value}")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sim.vllm_deploy import Knobs
-from specbed.calibrate import FEATURES, nnls, solve
+from specbed.calibrate import FEATURES, PRIORS, bounded_lsq, solve
 from specbed.cli import main
 
 HEADER = (
@@ -94,24 +94,27 @@ def test_no_modelled_run_exits_1(tmp_path):
     assert main(["validate", str(tmp_path / "runs.csv"), "--workloads", str(tmp_path / "p.json")]) == 1
 
 
-def test_nnls_is_exact_on_a_small_problem():
+def test_bounded_lsq_is_exact_on_a_small_problem():
     a = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
-    assert nnls(a, np.array([1.0, -1.0, 0.0])) == pytest.approx([0.5, 0.0])
+    lo, hi = np.array([0.0, 0.0]), np.array([0.4, 1.0])
+    assert bounded_lsq(a, np.array([1.0, -1.0, 0.0]), lo, hi) == pytest.approx([0.4, 0.0])
+    assert bounded_lsq(a, np.array([0.2, 0.3, 0.5]), lo, hi) == pytest.approx([0.2, 0.3])
 
 
-def test_solve_recovers_knobs_from_their_own_step_times():
-    rng = np.random.default_rng(0)
-    truth = Knobs(step_s=0.5e-3, c0=30e-6, eta_bw=0.85, eta_kv=0.7, link_latency=8e-6, c_moe=50e-6)
+def _rows(truth: Knobs, n: int, rng, moe=True):
     rows, y = [], []
-    for _ in range(24):
+    for _ in range(n):
+        layers = rng.integers(24, 96)
         f = np.array(
             [
                 1.0,
-                rng.integers(24, 96),
+                layers,
                 rng.uniform(2e-3, 20e-3),
                 rng.uniform(0, 8e-3),
-                rng.choice([0, 1]) * 2 * rng.integers(24, 96),
-                rng.choice([0, 0, 48]),
+                rng.choice([0, 1]) * 2 * layers,
+                rng.choice([0, 0, 48]) if moe else 0,
+                layers * rng.uniform(4, 64),
+                rng.choice([0, 1]) * rng.uniform(4, 64) ** 2 * 128000 / 30,
             ]
         )
         phi = rng.uniform(0, 1e-3)
@@ -123,11 +126,34 @@ def test_solve_recovers_knobs_from_their_own_step_times():
             + f[3] / truth.eta_kv
             + truth.link_latency * f[4]
             + truth.c_moe * f[5]
+            + truth.c_token * f[6]
+            + truth.c_vocab * f[7]
             + phi
         )
+    return rows, y
+
+
+def test_solve_recovers_knobs_from_their_own_step_times():
+    truth = Knobs(step_s=0.2e-3, c0=30e-6, eta_bw=0.85, eta_kv=0.75, link_latency=8e-6, c_moe=50e-6,
+                  c_token=0.4e-6, c_vocab=0.3e-9)  # fmt: skip
+    rows, y = _rows(truth, 40, np.random.default_rng(0))
     got = solve(rows, y, Knobs())
-    assert len(FEATURES) == 6
-    assert got.eta_bw == pytest.approx(0.85, rel=0.05) and got.eta_kv == pytest.approx(0.7, rel=0.1)
+    assert len(FEATURES) == 8
+    assert got.eta_bw == pytest.approx(0.85, rel=0.05) and got.eta_kv == pytest.approx(0.75, rel=0.1)
+    assert got.c_moe == pytest.approx(50e-6, rel=0.2) and got.c_token == pytest.approx(0.4e-6, rel=0.2)
+    assert got.c_vocab == pytest.approx(0.3e-9, rel=0.2)
+
+
+def test_a_knob_no_run_identifies_stays_at_its_prior():
+    # no MoE run: c_moe is its prior mean, not whatever absorbs the other residuals
+    truth = Knobs(c0=30e-6, eta_bw=0.85, eta_kv=0.8, link_latency=8e-6)
+    rows, y = _rows(truth, 12, np.random.default_rng(1), moe=False)
+    got = solve(rows, y, Knobs())
+    assert got.c_moe == pytest.approx(PRIORS["c_moe"][0])
+    # the efficiencies stay inside their physical bounds however the runs pull
+    bad = [v * 3.0 for v in y]
+    worst = solve(rows, bad, Knobs())
+    assert 0.6 - 1e-9 <= worst.eta_bw <= 0.95 + 1e-9 and 0.6 - 1e-9 <= worst.eta_kv <= 0.95 + 1e-9
 
 
 def test_a_vllm_bench_serve_result_is_replayed_from_its_own_requests(tmp_path):

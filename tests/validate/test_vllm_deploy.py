@@ -78,10 +78,48 @@ def test_async_scheduling_adds_a_step_to_ttft():
     assert ttft[True] > ttft[False]
 
 
-def test_shipped_knobs_calibrated_for_h100_datasheet_elsewhere_with_the_host_side():
-    from sim.vllm_deploy import shipped_knobs
+def test_shipped_knobs_calibrated_for_h100_carried_to_other_gpus():
+    from sim.vllm_deploy import shipped_knobs, transferred_knobs
+    from specsched.catalog import get_gpu
 
     h100, a100 = shipped_knobs("h100"), shipped_knobs("A100-80GB")
     assert h100.frontend_s > 0 and h100 != Knobs()
-    assert (a100.eta_bw, a100.c0, a100.c_moe) == (Knobs().eta_bw, Knobs().c0, Knobs().c_moe)
-    assert a100.frontend_s == pytest.approx(h100.frontend_s)
+    # efficiencies and host-side times carry unchanged; GPU fixed times scale by the boost clock
+    for name in ("eta_bw", "eta_kv", "eta_f", "step_s", "frontend_s"):
+        assert getattr(a100, name) == getattr(h100, name)
+    clock = get_gpu("h100").sm_clock / get_gpu("a100").sm_clock
+    for name in ("c0", "c_moe", "c_token", "c_vocab", "link_latency"):
+        assert getattr(a100, name) == pytest.approx(getattr(h100, name) * clock)
+    l40s = shipped_knobs("l40s")  # PCIe: no faster than its own link, however fast its clock
+    ratio = get_gpu("l40s").link_latency / get_gpu("h100").link_latency
+    assert l40s.link_latency == pytest.approx(h100.link_latency * ratio) and l40s.c0 < h100.c0
+    assert transferred_knobs(Knobs(), "h100", "h200") == Knobs()  # same clock, catalogue latency
+
+
+def test_c_token_prices_each_token_while_memory_bound():
+    from sim.vllm_deploy import step_parts
+
+    spec = VllmSpec("llama3.1-8b", max_num_seqs=64, max_num_batched_tokens=2048)
+    b = np.array([1.0, 32.0, 2048.0])
+    base = step_parts(spec, Knobs(), b)["weights_or_compute"]
+    more = step_parts(spec, Knobs(c_token=0.2e-6), b)["weights_or_compute"]
+    assert more[:2] - base[:2] == pytest.approx(32 * 0.2e-6 * b[:2])
+    assert more[2] == pytest.approx(base[2])  # a 2048-token prefill is compute-bound either way
+
+
+def test_filtered_default_sampling_costs_a_vocabulary_pass_per_request():
+    from sim.vllm_deploy import request_seconds
+
+    knobs = Knobs(c_vocab=0.3e-9, request_s=1e-6)
+    qwen, nemo = VllmSpec("qwen2.5-7b"), VllmSpec("mistral-nemo-12b")
+    assert get_model("qwen2.5-7b").filtered_sampling and not get_model("mistral-nemo-12b").filtered_sampling
+    assert request_seconds(qwen, knobs) == pytest.approx(1e-6 + 0.3e-9 * 152064)
+    assert request_seconds(nemo, knobs) == pytest.approx(1e-6)
+    assert cost_table(qwen, knobs).request_seconds == pytest.approx(request_seconds(qwen, knobs))
+
+
+def test_stream_fraction_is_a_tokenizer_property_with_llama2_below_one():
+    for m in MODELS.values():
+        assert 0.5 <= m.stream_fraction <= 1.0
+    assert get_model("meta-llama/Llama-2-7b-hf").stream_fraction < 0.8
+    assert get_model("qwen2.5-7b").stream_fraction == 1.0
