@@ -5,7 +5,8 @@ Role: map a config with `server.model` and `drafter.model` (a `specsched.draft_s
 (no-speculation, calibrated) knobs — the same `step_s`, `c0`, `eta_bw`, `eta_f`, `eta_kv` as the target's
 steps; the verify step is the target's own catalogue step at R·(1 + γ) tokens (`sim.vllm_deploy`).
 `drafter.engine` names how the serving engine runs the step (`specsched.spec_engine`): an EAGLE-style
-drafter's first pass over the R·(1 + γ) verified positions, and the host work the engine exposes.
+drafter's first pass over the R·(1 + γ) verified positions, and the host work the engine exposes (its
+per-request part at the bound of 1 + γ tokens a request emits a step: acceptance is not known here).
 
 May import: the standard library, `sim.config`, `sim.vllm_deploy`, `specsched`.
 """

@@ -38,7 +38,8 @@ class DraftCost:
         "requests" (drafting requests) or "fit" (`step_seconds(Σ d_r, drafting requests)`).
     own: optional table of ONE pass of a drafter priced from its own shape (`specsched.draft_shape`),
         replacing the layer pricing: parallel → own(Σ d_r); autoregressive → max d_r · own(drafting);
-        plus position_s per drafted position (rejection sampling) and step_s per drafting step.
+        plus position_s per drafted position (rejection sampling), request_s per drafting request (an
+        engine's exposed per-request host work) and step_s per drafting step.
     first: optional table of the FIRST of an autoregressive drafter's passes, which runs over every
         verified position (EAGLE in vLLM and SGLang: drafting + positions tokens); with it the draft
         step is first(drafting + positions) + (max d_r − 1) · own(drafting). Needs `own`.
@@ -53,11 +54,12 @@ class DraftCost:
     position_s: float = 0.0
     step_s: float = 0.0
     first: CostTable | None = None
+    request_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.kind not in DRAFT_KINDS:
             raise ValueError(f"draft cost: kind must be one of {', '.join(DRAFT_KINDS)}; got {self.kind!r}")
-        for key in ("layers", "overhead", "position_s", "step_s"):
+        for key in ("layers", "overhead", "position_s", "step_s", "request_s"):
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v >= 0):
                 raise ValueError(f"draft cost: {key} must be a finite number ≥ 0; got {v!r}")
@@ -97,6 +99,8 @@ class DraftCost:
         else:
             out += np.asarray(deepest) * _latency(self.own, drafting)
         out += self.position_s * positions + self.step_s
+        if self.request_s:
+            out += self.request_s * np.asarray(drafting, dtype=np.float64)
         out[np.asarray(drafting) == 0] = 0.0
         return out
 
@@ -194,6 +198,8 @@ def _draft_parts(cost: CostTable, draft: DraftCost, R: int, top: int):
         else:  # (deepest · 1.0) · own(drafting)
             per_deep = draft.own.latency_range(0, R).copy()
         per_pos += draft.position_s * np.arange(top + 1) + draft.step_s
+        if draft.request_s:
+            per_req = draft.request_s * np.arange(R + 1, dtype=np.float64)
     elif draft.measured is not None:
         if draft.index == "tokens":
             per_pos = draft.measured.latency(np.arange(top + 1, dtype=np.int64))

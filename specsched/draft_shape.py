@@ -13,8 +13,10 @@ builds the `specsched.DraftCost` a run prices its draft passes and verification 
                  + 2 · layers · link_latency  (tp > 1)
     draft step   = γ · pass(R) (autoregressive) | pass(R · γ) (parallel) + DSpark: γ · c0 (Markov head)
                    with an engine (`specsched.spec_engine`, autoregressive): first(R·(1 + γ)) + (γ − 1) ·
-                   pass(R) + the host seconds the engine's step exposes; first = the pass's layers over
-                   every verified position, its head over R (eager in SGLang v0.4: max(GPU, ops × op_s))
+                   pass(R) + the host seconds the engine's step exposes (per step + per drafting request,
+                   with E tokens emitted a request); first = the pass's layers over every verified
+                   position, its head over R (eager in SGLang v0.4: max(GPU, ops × op_s)); SGLang v0.4's
+                   later passes are eager above 32 requests
     verification = the target's own step at R · (1 + γ) tokens (its roofline: not free past the knee)
                  + c0 + 3 · (drafted positions) · V_target · 4 / (eta_bw · BW)    rejection sampling over
                                                               the target's fp32 probabilities
@@ -23,8 +25,7 @@ builds the `specsched.DraftCost` a run prices its draft passes and verification 
 W_draft = layers · (attention + 3 · hidden · intermediate) + fc_in · hidden² (feature fusion) + head
 (V_draft · hidden: its own head, or the target's shared head, read either way). The knobs (step_s, c0,
 eta_*) are the GPU's no-speculation calibration (`sim.vllm_deploy.shipped_knobs`): nothing here is
-fitted to speculative runs. Not modelled: tree drafting, the draft-vocabulary map lookup, per-request
-host work of a non-overlapped engine (no source that prices it).
+fitted to speculative runs. Not modelled: tree drafting, the draft-vocabulary map lookup.
 
 May import: numpy, the standard library, `specsched.cost`, `specsched.draft_cost`,
 `specsched.catalog`, `specsched.errors`, `specsched.spec_engine`.
@@ -40,7 +41,14 @@ from specsched.catalog import CatalogGPU, CatalogModel
 from specsched.cost import CostTable
 from specsched.draft_cost import DraftCost
 from specsched.errors import InputError
-from specsched.spec_engine import EAGER_OP_S, first_pass_seconds, get_engine, host_step_seconds
+from specsched.spec_engine import (
+    EAGER_OP_S,
+    draft_pass_seconds,
+    first_pass_seconds,
+    get_engine,
+    host_request_seconds,
+    host_step_seconds,
+)
 
 #: fp32 logits / probabilities
 LOGIT_BYTES = 4
@@ -173,25 +181,32 @@ def own_draft_cost(
     *,
     tp: int = 1,
     bpp: float = 2.0,
-    engine: str | None = None,
+    engine=None,
     op_s: float = EAGER_OP_S,
+    emitted: float | None = None,
+    host_scale: float = 1.0,
 ) -> tuple[DraftCost, float]:
     """(the DraftCost of `shape` drafting γ with the pass table over 1..max_tokens tokens, the drafter's
     seconds per KV token held per step). `engine` (`specsched.spec_engine.ENGINES`; None: every pass over
     the drafting requests, no engine terms): an autoregressive drafter's first pass runs over the verified
-    positions as that engine runs it, plus the host work its step exposes (`op_s` per eager op)."""
+    positions as that engine runs it, plus the host work its step exposes (`op_s` per eager op; `emitted`:
+    tokens a drafting request emits a step, None: the bound 1 + γ; `host_scale`: a factor on the measured
+    per-request host loops)."""
     m = np.arange(1, max(int(max_tokens), 1) + 1, dtype=np.int64)
-    table = CostTable.from_points(m, pass_seconds(shape, gpu, knobs, m, tp=tp, bpp=bpp), mode="linear",
-                                  layers=shape.layers, name=f"draft:{shape.name}")  # fmt: skip
+    eng = get_engine(engine) if engine is not None and shape.kind == "autoregressive" else None
+    one = pass_seconds(shape, gpu, knobs, m, tp=tp, bpp=bpp)
+    if eng is not None:
+        one = draft_pass_seconds(eng, m, one, op_s=op_s)
+    table = CostTable.from_points(m, one, mode="linear", layers=shape.layers, name=f"draft:{shape.name}")
     step = knobs.c0 + (gamma * knobs.c0 if shape.markov else 0.0)
-    first = None
-    if engine is not None and shape.kind == "autoregressive":
-        eng = get_engine(engine)
+    first, per_request = None, 0.0
+    if eng is not None:
         top = np.arange(1, (max(int(max_tokens), 1) // max(gamma, 1) + 1) * (1 + gamma) + 1, dtype=np.int64)
         gpu_s = pass_seconds(shape, gpu, knobs, top, tp=tp, bpp=bpp, head_m=np.ceil(top / (1 + gamma)))
         first = CostTable.from_points(top, first_pass_seconds(eng, gpu_s, op_s=op_s), mode="linear",
                                       layers=shape.layers, name=f"draft:{shape.name}:first")  # fmt: skip
         step += host_step_seconds(eng, op_s=op_s)
+        per_request = host_request_seconds(eng, 1 + gamma if emitted is None else emitted, scale=host_scale)
     cost = DraftCost(
         shape.kind,
         1.0,
@@ -199,6 +214,7 @@ def own_draft_cost(
         position_s=verify_position_seconds(target, gpu, knobs, tp=tp),
         step_s=step,
         first=first,
+        request_s=per_request,
     )
     passes = gamma if shape.kind == "autoregressive" else 1
     kv = passes * shape.kv_bytes_per_token / tp / (knobs.eta_kv * gpu.gpu.hbm_bw)

@@ -13,15 +13,31 @@ vLLM v1 (v0.14+; `vllm/v1/spec_decode/eagle.py`, read this session):
       the LM head over the R positions it samples from; then γ − 1 passes over R — all in CUDA graphs.
     - async scheduling is on by default with EAGLE/MTP (vllm-project/vllm#31998, merged 2026-01-08): the
       host's per-step work overlaps the GPU, as in the no-speculation calibration (step_s = 0 there).
-SGLang v0.4.x EAGLE worker (`python/sglang/srt/speculative/eagle_worker.py`, v0.4.5 snapshot read this
-session; `server_args.py`; `forward_batch_info.py`):
+SGLang v0.4.x EAGLE worker (`python/sglang/srt/speculative/eagle_worker.py`, `eagle_utils.py`; v0.4.4 wheel
+and v0.4.5 snapshot read; `server_args.py`; `managers/scheduler.py`, `scheduler_output_processor_mixin.py`):
     - the overlap scheduler is turned off for EAGLE/EAGLE3 ("Overlap scheduler is disabled because of
       using eagle speculative decoding"), while the no-speculation baseline keeps it: the scheduler's
-      per-step host work is exposed. Priced by `SGLANG_HOST_STEP_S`, measured on SGLang without
-      speculation (sgl-project/sglang#5608: Llama-3.1-8B decode at 16 requests, 3053.86 tok/s without
-      the overlap schedule, 3458.31 with it: 16/3053.86 − 16/3458.31 = 0.613 ms a step).
+      host work is exposed in the speculative step, hidden in the baseline. It is priced as
+          exposed host = SGLANG_HOST_STEP_S + R · (SGLANG_HOST_REQ_S + SGLANG_HOST_TOKEN_S · (E − 1))
+      (R drafting requests, E tokens each emits a step). Per request (read in v0.4.4): filter_batch's
+      finished scan; verify's loop over every accepted token (output_ids.append + Req.check_finished, the
+      accepted-index lists); prepare_extend_after_decode's loop; process_batch_result_decode's loop
+      (check_finished again, zip over the verified-id tensor: one view per emitted token);
+      stream_output_generation (stream_interval 1: a dozen columns, prompt + output concatenated for
+      the detokenizer window) and the pickled BatchTokenIDOut. Per request and per emitted token are
+      measured on a model of those loops (`python -m bench.bench_spec_price --host`, this session's
+      2-core VM, fastest of 40 trials; the bench prints ×0.5 and ×2 rows). The per-step part is the one
+      published no-speculation overlap measurement (sgl-project/sglang#5608: Llama-3.1-8B decode at 16
+      requests on a TP-4 PD decode server, 3053.86 tok/s logged without the overlap schedule, 3458.31
+      with it: 0.613 ms a step; no second batch size was found for SGLang v0.4.x) less the
+      16 requests' no-speculation loops (`SGLANG_NOSPEC_REQ_S`, measured alike): 0.613 − 16 · 6.5 µs.
+      The loop model skips real objects' extra fields, the zmq send and the detokenizer: a lower bound.
     - draft: γ − 1 passes in the draft CUDA graph ("we get 1 token from draft prefill and (#spec steps
-      − 1) tokens here"); verify: the target's TARGET_VERIFY forward, a CUDA-graph mode.
+      − 1) tokens here"); verify: the target's TARGET_VERIFY forward, a CUDA-graph mode. With EAGLE the
+      captured batch sizes are 1..32 (`get_batch_sizes_to_capture`) and padding is off
+      (`disable_cuda_graph_padding`): above 32 requests the draft passes run eagerly, priced
+      max(GPU, SGLANG_DECODE_OPS × EAGER_OP_S); the target's eager verify (~400 launches, ~4 ms) stays
+      under its GPU work (≥ 8 ms at 4 · 33 tokens) and is not priced.
     - draft extend after verify (the pass that yields the next step's first draft token, over the
       accepted positions ≤ R·(1 + γ)): ForwardMode.DRAFT_EXTEND, not a CUDA-graph mode until
       sgl-project/sglang#6606 (2025-05-26) — it runs eagerly: max(its GPU work, its ops × EAGER_OP_S).
@@ -45,8 +61,22 @@ from specsched.errors import InputError
 
 #: host seconds per eager PyTorch op (module docstring)
 EAGER_OP_S = 10e-6
-#: SGLang's scheduler host work a decode step exposes with the overlap schedule off (sglang#5608)
-SGLANG_HOST_STEP_S = 16 / 3053.86 - 16 / 3458.31
+#: sgl-project/sglang#5608: a no-speculation decode step at 16 requests, overlap schedule off − on (s)
+SGLANG_OVERLAP_GAIN_S = 16 / 3053.86 - 16 / 3458.31
+#: the no-speculation scheduler loops a request a step (measured: `bench.bench_spec_price --host`)
+SGLANG_NOSPEC_REQ_S = 6.5e-6
+#: the scheduler's per-step host work: #5608's gain less its 16 requests' loops (module docstring)
+SGLANG_HOST_STEP_S = SGLANG_OVERLAP_GAIN_S - 16 * SGLANG_NOSPEC_REQ_S
+#: the speculative step's loops a drafting request (its first emitted token included) and a further
+#: emitted token (measured: `bench.bench_spec_price --host`, medians of 7 runs: 6.2–6.8, 8.4–9.3 and
+#: 1.5–2.5 µs; runs in a busier spell of the shared machine read about twice as much)
+SGLANG_HOST_REQ_S = 9.0e-6
+SGLANG_HOST_TOKEN_S = 1.6e-6
+#: the largest batch SGLang v0.4.x captures in CUDA graphs with EAGLE (padding off)
+SGLANG_GRAPH_MAX_BS = 32
+#: eager ops of one draft decode pass outside the graph: input select / slice / positions (4), the
+#: layer (15), the LM head and hidden capture (2), softmax, top-1, hot-token map (3), backend plan (1)
+SGLANG_DECODE_OPS = 25
 #: eager ops of SGLang's draft-extend pass of a one-layer EAGLE drafter, counted from the v0.4.5 worker:
 #: prepare_extend_after_decode (6), ForwardBatch.init_new for an extend (10), FlashInfer extend metadata
 #: and plan (8); the layer — embedding, fc, two norms, concat, qkv, rope, KV store, attention, o_proj,
@@ -64,7 +94,10 @@ SGLANG_HOST_OPS = 30
 class Engine:
     """How an engine runs an EAGLE-style step: both run the first of the γ draft passes over every
     verified position and the other γ − 1 over the drafting requests in CUDA graphs. first_eager: that
-    first pass runs eagerly; extend_ops / host_ops / host_step_s: the host terms above (0 where hidden)."""
+    first pass runs eagerly; extend_ops / host_ops / host_step_s: the host terms above (0 where hidden);
+    host_request_s / host_token_s: exposed host seconds a drafting request and a further emitted token;
+    graph_max_bs: the largest batch its draft passes replay in graphs (None: any; eager above, with
+    decode_ops ops a pass)."""
 
     name: str
     first_eager: bool
@@ -72,18 +105,25 @@ class Engine:
     host_ops: int
     host_step_s: float
     source: str
+    host_request_s: float = 0.0
+    host_token_s: float = 0.0
+    graph_max_bs: int | None = None
+    decode_ops: int = 0
 
 
 ENGINES: dict[str, Engine] = {
     "vllm": Engine("vllm", False, 0, 0, 0.0,
                    "vLLM v1 ≥ v0.14: padded drafter batch, CUDA graphs, async scheduling (vllm#31998)"),
     "sglang": Engine("sglang", True, SGLANG_EXTEND_OPS, SGLANG_HOST_OPS, SGLANG_HOST_STEP_S,
-                     "SGLang v0.4.x EAGLE worker: overlap off, draft extend eager (before sglang#6606)"),
+                     "SGLang v0.4.x EAGLE worker: overlap off, draft extend eager (before sglang#6606)",
+                     SGLANG_HOST_REQ_S, SGLANG_HOST_TOKEN_S, SGLANG_GRAPH_MAX_BS, SGLANG_DECODE_OPS),
 }  # fmt: skip
 
 
-def get_engine(name: str, *, field: str = "drafter.engine") -> Engine:
-    """The engine `name`; InputError naming `field` otherwise."""
+def get_engine(name, *, field: str = "drafter.engine") -> Engine:
+    """The engine `name` (an `Engine` passes through); InputError naming `field` otherwise."""
+    if isinstance(name, Engine):
+        return name
     if not isinstance(name, str) or name.lower() not in ENGINES:
         raise InputError(f"must be one of {', '.join(ENGINES)}; got {name!r}", field=field)
     return ENGINES[name.lower()]
@@ -99,5 +139,22 @@ def first_pass_seconds(engine: Engine, gpu_seconds, *, op_s: float = EAGER_OP_S)
 
 
 def host_step_seconds(engine: Engine, *, op_s: float = EAGER_OP_S) -> float:
-    """Seconds of host work a speculative step exposes beyond what the no-speculation step hides."""
+    """Per-step seconds of host work a speculative step exposes beyond what the no-speculation step hides
+    (the per-request part: `host_request_seconds`)."""
     return engine.host_step_s + engine.host_ops * op_s
+
+
+def host_request_seconds(engine: Engine, emitted: float, *, scale: float = 1.0) -> float:
+    """Exposed host seconds a drafting request adds to a step in which it emits `emitted` ≥ 1 tokens
+    (`scale`: a sensitivity factor on the measured loop costs)."""
+    return scale * (engine.host_request_s + engine.host_token_s * max(float(emitted) - 1.0, 0.0))
+
+
+def draft_pass_seconds(engine: Engine, m, gpu_seconds, *, op_s: float = EAGER_OP_S) -> np.ndarray:
+    """float64 seconds of a later draft pass over `m` requests from its GPU seconds: graph-replayed up to
+    the engine's graph_max_bs, above it eager (the slower of the GPU and `decode_ops` host ops)."""
+    gpu_seconds = np.asarray(gpu_seconds, dtype=np.float64)
+    if engine.graph_max_bs is None:
+        return gpu_seconds
+    eager = np.maximum(gpu_seconds, engine.decode_ops * op_s)
+    return np.where(np.asarray(m) > engine.graph_max_bs, eager, gpu_seconds)
