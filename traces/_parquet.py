@@ -2,7 +2,7 @@
 
 Role: the Parquet branch of `traces.formats.read_raw`; kept apart so pyarrow is imported only here,
 lazily, and only when a Parquet file is read. Parquet has no lines: errors name the 1-based row.
-Imports: numpy, the standard library, specsched.errors, traces._parse, traces.columns; pyarrow lazily.
+Imports: numpy, the standard library, specsched.errors, traces._columns, traces.columns; pyarrow lazily.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from specsched.errors import InputError
-from traces import _parse as P
+from traces import _columns as C
 from traces.columns import TIME_UNITS, Raw, Spec
 
 
@@ -63,7 +63,7 @@ def read_parquet(path: Path, spec: Spec) -> Raw:
                 f"not a whole number: {f[bad[0]]!r}", file=file, line=row(int(bad[0])), field=name
             )
         arr = f.astype(np.int64)
-        P.check_tokens(arr, file=file, field=name, where=row)
+        C.check_tokens(arr, file=file, field=name, where=row)
         counts.append(arr)
     labels = {}
     for role in ("domain", "model"):

@@ -1,5 +1,5 @@
 """Low-level streaming readers for trace files: gzip-transparent text opening, CSV blocks as column
-lists, and text-column conversion to numpy arrays that names file, line and column on failure.
+lists (their conversion to numpy arrays is `traces._columns`).
 
 Role: the speed-critical core of `traces.formats`. A CSV is read in blocks of about 1 MB; a block of
 regular unquoted lines is split with C-level `str.split` calls, anything else (quotes, blank lines,
@@ -15,12 +15,10 @@ import gzip
 import io
 import itertools
 import os
-import re
 import sys
 import time
-import warnings
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO
 
@@ -30,9 +28,6 @@ from specsched import inputs
 from specsched.errors import InputError
 
 BLOCK_CHARS = 1 << 20
-#: Largest token count accepted; beyond 2**53 float64 parsing would lose exactness anyway.
-MAX_TOKENS = 1 << 53
-_TZ_RE = re.compile(r"(?:Z|[+-]\d\d:?\d\d)$")
 
 
 class TextSource:
@@ -212,132 +207,6 @@ def _slow_block(lines: list[str], header: list[str], wanted: list[int], first: i
             out.append(row[j])
         linenos.append(lineno)
     return Block(cols, first, linenos)
-
-
-# --- column conversion ----------------------------------------------------------------------------
-Where = Callable[[int], int]  # row index in the column -> file line number
-
-
-def _first_bad(values: list[str], ok: Callable[[str], object]) -> int:
-    """Index of the first value `ok` rejects (the error path only: one call per value)."""
-    for k, v in enumerate(values):
-        try:
-            ok(v)
-        except (ValueError, OverflowError, Warning):
-            return k
-    return 0
-
-
-def _np_float(v: str) -> object:
-    return np.array([v], dtype=np.float64)
-
-
-def to_float(values: list[str], *, file: str, field: str, where: Where) -> np.ndarray:
-    """float64[n] from text; every value must be a finite number."""
-    try:
-        arr = np.array(values, dtype=np.float64)
-    except (ValueError, OverflowError):
-        k = _first_bad(values, _np_float)
-        raise InputError(f"not a number: {values[k]!r}", file=file, line=where(k), field=field) from None
-    if arr.size and not np.isfinite(arr).all():
-        k = int(np.flatnonzero(~np.isfinite(arr))[0])
-        raise InputError(f"not a finite number: {values[k]!r}", file=file, line=where(k), field=field)
-    return arr
-
-
-def to_tokens(values: list[str], *, file: str, field: str, where: Where) -> np.ndarray:
-    """int64[n] token counts from text: whole numbers ≥ 0 ("12" or "12.0")."""
-    try:
-        arr = np.fromiter(map(int, values), dtype=np.int64, count=len(values))
-    except (ValueError, OverflowError):  # "12.0", "1e3" or garbage: take the float route
-        f = to_float(values, file=file, field=field, where=where)
-        frac = np.flatnonzero(f != np.floor(f))
-        if frac.size:
-            k = int(frac[0])
-            raise InputError(
-                f"not a whole number of tokens: {values[k]!r}", file=file, line=where(k), field=field
-            ) from None
-        big = np.flatnonzero(np.abs(f) > MAX_TOKENS)
-        if big.size:
-            k = int(big[0])
-            raise InputError(
-                f"token count too large: {values[k]!r}", file=file, line=where(k), field=field
-            ) from None
-        arr = f.astype(np.int64)
-    check_tokens(arr, file=file, field=field, where=where)
-    return arr
-
-
-def check_tokens(arr: np.ndarray, *, file: str, field: str, where: Where) -> None:
-    """Reject negative or absurdly large token counts, naming the first offending row."""
-    bad = np.flatnonzero((arr < 0) | (arr > MAX_TOKENS))
-    if bad.size:
-        k = int(bad[0])
-        what = "negative token count" if arr[k] < 0 else "token count too large"
-        raise InputError(f"{what}: {int(arr[k])}", file=file, line=where(k), field=field)
-
-
-def to_datetime_ns(values: list[str], *, file: str, field: str, where: Where) -> np.ndarray:
-    """int64[n] nanoseconds since the Unix epoch (UTC) from ISO-like text.
-
-    Accepts "2023-11-16 18:17:03.9799600" (any number of fractional digits, T or space) with an
-    optional "Z" or "±HH:MM" offset (Azure 2024). Parsing is numpy's vectorized datetime64 parser;
-    offsets are stripped here because numpy does not accept them.
-    """
-    if not values:
-        return np.zeros(0, dtype=np.int64)
-    offsets = None
-    if any(_TZ_RE.search(values[k].strip()) for k in (0, len(values) // 2, -1)):
-        values, offsets = _strip_offsets(values, file=file, field=field, where=where)
-    try:
-        arr = _np_datetime(values)
-    except (ValueError, OverflowError, Warning):
-        values = [v.strip() for v in values]  # numpy rejects surrounding spaces; retry once without
-        try:
-            arr = _np_datetime(values)
-        except (ValueError, OverflowError, Warning):
-            arr = None
-    if arr is None:
-        k = _first_bad(values, _np_datetime)
-        raise InputError(
-            f"unreadable timestamp: {values[k]!r}", file=file, line=where(k), field=field
-        ) from None
-    nat = np.flatnonzero(np.isnat(arr))
-    if nat.size:  # numpy reads "" and "NaT" as not-a-time
-        k = int(nat[0])
-        raise InputError(f"unreadable timestamp: {values[k]!r}", file=file, line=where(k), field=field)
-    ns = arr.astype(np.int64)
-    return ns if offsets is None else ns - offsets
-
-
-def _np_datetime(values: str | list[str]) -> np.ndarray:
-    """numpy's datetime64[ns] parse, with its time-zone warnings turned into errors."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        return np.array(values, dtype="datetime64[ns]")
-
-
-def _strip_offsets(values: list[str], *, file: str, field: str, where: Where) -> tuple[list[str], np.ndarray]:
-    """Split "…+01:00" suffixes off; returns the bare strings and the offsets in ns."""
-    bare: list[str] = []
-    offsets = np.zeros(len(values), dtype=np.int64)
-    for k, v in enumerate(values):
-        v = v.strip()
-        m = _TZ_RE.search(v)
-        if m is None:
-            raise InputError(
-                f"timestamp without the time-zone offset the other rows have: {v!r}",
-                file=file,
-                line=where(k),
-                field=field,
-            )
-        tz = m.group(0)
-        if tz != "Z":
-            digits = tz[1:].replace(":", "")
-            minutes = int(digits[:2]) * 60 + int(digits[2:])
-            offsets[k] = (1 if tz[0] == "+" else -1) * minutes * 60_000_000_000
-        bare.append(v[: m.start()])
-    return bare, offsets
 
 
 class Grow:

@@ -5,7 +5,7 @@ Formats: Azure LLM inference 2023/2024 (`azure`), BurstGPT v1/v2 (`burstgpt`), M
 (`mooncake`), Vidur processed traces (`vidur`), specbed's own normalized CSV (`specbed`, what
 `specbed trace convert` writes), any CSV or JSON lines with a column mapping (`csv`), and normalized
 Parquet (`parquet`, needs pyarrow).
-Imports: numpy, the standard library, specsched.errors, traces._parse; pyarrow lazily for Parquet.
+Imports: numpy, the standard library, specsched.errors, traces._parse, traces._columns; pyarrow lazily for Parquet.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import numpy as np
 
 from specsched import inputs
 from specsched.errors import InputError
+from traces import _columns as C
 from traces import _parse as P
 from traces.columns import TIME_UNITS, Raw, Spec
 
@@ -197,17 +198,17 @@ def _read_csv(src: P.TextSource, spec: Spec, header: list[str]) -> Raw:
         where = block.line_of
         col = {role: block.columns[pos[role]] for role in roles}
         if unit is None:
-            t = P.to_datetime_ns(col["arrival"], file=file, field=names["arrival"], where=where)
+            t = C.to_datetime_ns(col["arrival"], file=file, field=names["arrival"], where=where)
         else:
-            t = P.to_float(col["arrival"], file=file, field=names["arrival"], where=where)
+            t = C.to_float(col["arrival"], file=file, field=names["arrival"], where=where)
         numeric["arrival"].extend(t)
         for role in ("input", "output"):
-            numeric[role].extend(P.to_tokens(col[role], file=file, field=names[role], where=where))
+            numeric[role].extend(C.to_tokens(col[role], file=file, field=names[role], where=where))
         for role, lab in labels.items():
             lab.extend(col[role])
         if "session" in roles:
             if spec.session_numeric:
-                s = P.to_float(col["session"], file=file, field=names["session"], where=where)
+                s = C.to_float(col["session"], file=file, field=names["session"], where=where)
                 numeric["session"].extend(s.astype(np.int64))
             else:
                 numeric["session"].extend(coder(col["session"]))
@@ -286,7 +287,7 @@ def _read_jsonl(src: P.TextSource, spec: Spec, first: str) -> Raw:
             ts.append(_number(obj, spec.arrival, file, lineno))
             for out, key in zip(tokens, (spec.input, spec.output)):
                 v = _number(obj, key, file, lineno)
-                if v < 0 or v > P.MAX_TOKENS or v != int(v):
+                if v < 0 or v > C.MAX_TOKENS or v != int(v):
                     raise InputError(f"not a token count ≥ 0: {v!r}", file=file, line=lineno, field=key)
                 out.append(v)
             if hashes is not None:
@@ -311,5 +312,5 @@ def _read_jsonl(src: P.TextSource, spec: Spec, first: str) -> Raw:
     inp, out = (np.array(v, dtype=np.float64).astype(np.int64) for v in tokens)
     where = np.array(lines, dtype=np.int64)
     for arr, key in ((inp, spec.input), (out, spec.output)):
-        P.check_tokens(arr, file=file, field=key, where=lambda k: int(where[k]))
+        C.check_tokens(arr, file=file, field=key, where=lambda k: int(where[k]))
     return Raw(spec, np.array(ts, dtype=np.float64) / unit, False, inp, out, hash_ids=hashes)

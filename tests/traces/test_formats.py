@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import traces
-from traces import _parse
+from traces import _columns, _parse
 from traces.export import as_csv_text
 
 from .conftest import AZURE_2023, AZURE_2024, BURSTGPT_V1, BURSTGPT_V2, FIXTURES, MOONCAKE, VIDUR
@@ -203,9 +203,9 @@ def test_parquet_roundtrip(tmp_path):
 
 def test_datetime_parser_is_vectorized_and_exact():
     values = ["2023-11-16 18:17:03.9799600", "2023-11-16 18:17:04.0319600", "2023-11-16T18:17:04Z"]
-    ns = _parse.to_datetime_ns(values[:2], file="f", field="T", where=lambda k: k + 2)
+    ns = _columns.to_datetime_ns(values[:2], file="f", field="T", where=lambda k: k + 2)
     assert int(ns[1] - ns[0]) == 52_000_000
-    z = _parse.to_datetime_ns(values[2:], file="f", field="T", where=lambda k: k + 2)
+    z = _columns.to_datetime_ns(values[2:], file="f", field="T", where=lambda k: k + 2)
     assert int(z[0] - ns[0]) == 20_040_000  # 04.0000000 − 03.9799600 s
 
 
