@@ -18,10 +18,10 @@ The step price, one term each (seconds; B = tokens in the step, C = KV tokens th
                                                              binds
                   + 2 · layers · link_latency  (tp > 1)      two all-reduces per layer (+ their bytes)
                   + C · kv_bytes / (eta_kv · BW)             attention reading every running request's KV
-                  + R · vocab · c_vocab  (filtered sampling)  top-p / top-k over each running request's
-                                                             logits, where the checkpoint's
-                                                             generation_config sets them (the catalogue's
-                                                             `filtered_sampling`; vLLM's default sampling)
+                  + ⌈R / SMs⌉ · vocab · c_vocab              top-p / top-k sampling where the checkpoint's
+                    (filtered sampling)                      generation_config sets them (the catalogue's
+                                                             `filtered_sampling`): one thread block a row,
+                                                             rounds over the row, rows in waves over SMs
                   + offload_bytes / host_bw                  weights moved to host by cpu_offload_gb
     then padded to the next CUDA-graph capture size (vLLM's sizes up to min(2 · max_num_seqs, 512)).
 
@@ -63,7 +63,7 @@ class Knobs:
     c0: float = 40e-6
     c_moe: float = 0.0
     c_token: float = 0.0  # per token in the step, per layer, while the step is memory-bound
-    c_vocab: float = 0.0  # per running request and vocabulary entry, with filtered default sampling
+    c_vocab: float = 0.0  # per vocabulary entry a step (a wave of rows), with filtered default sampling
     step_s: float = 0.0
     link_latency: float | None = None  # None: the GPU's catalogue figure
     frontend_s: float = 0.0
@@ -191,7 +191,7 @@ class VllmSpec:
 def step_parts(spec: VllmSpec, knobs: Knobs, b: np.ndarray) -> dict[str, np.ndarray]:
     """float64 seconds of each named part of the step price at `b` tokens (module docstring; no KV reads,
     no CUDA-graph padding): "fixed" (step_s + layers·c0 + moe_layers·c_moe + offload),
-    "weights_or_compute", "comm"."""
+    "weights_or_compute", "comm", "sampling" (`sampling_seconds`)."""
     m, g, bpp = spec.resolve()
     shape = m.shape(bpp)
     b = np.asarray(b, dtype=np.float64)
@@ -208,7 +208,23 @@ def step_parts(spec: VllmSpec, knobs: Knobs, b: np.ndarray) -> dict[str, np.ndar
     comm_lat = 2 * m.layers * link_lat if spec.tp > 1 else 0.0
     offload = spec.cpu_offload_gb * 1e9 / HOST_BW.get(g.key, HOST_BW_DEFAULT)
     fixed = knobs.step_s + m.layers * knobs.c0 + m.moe_layers * knobs.c_moe + offload
-    return {"fixed": np.full_like(b, fixed), "weights_or_compute": core, "comm": np.full_like(b, comm_lat)}
+    return {
+        "fixed": np.full_like(b, fixed),
+        "weights_or_compute": core,
+        "comm": np.full_like(b, comm_lat),
+        "sampling": sampling_seconds(spec, knobs, b),
+    }
+
+
+def sampling_seconds(spec: VllmSpec, knobs: Knobs, b: np.ndarray) -> np.ndarray:
+    """Seconds of top-p / top-k sampling in a step of `b` tokens, where the checkpoint's default sampling
+    filters: c_vocab · vocab per wave of rows (≤ max_num_seqs rows sampled) over the GPU's SMs."""
+    m, g, _ = spec.resolve()
+    b = np.asarray(b, dtype=np.float64)
+    if not (m.filtered_sampling and knobs.c_vocab):
+        return np.zeros_like(b)
+    rows = np.minimum(b, float(spec.max_num_seqs))
+    return np.ceil(rows / g.sms) * m.vocab * knobs.c_vocab
 
 
 def kv_token_seconds(spec: VllmSpec, knobs: Knobs) -> float:
@@ -217,13 +233,6 @@ def kv_token_seconds(spec: VllmSpec, knobs: Knobs) -> float:
     from sim.vllm_kv import kv_bytes_per_token_per_gpu
 
     return float(kv_bytes_per_token_per_gpu(m, spec.tp) / (knobs.eta_kv * g.gpu.hbm_bw))
-
-
-def request_seconds(spec: VllmSpec, knobs: Knobs) -> float:
-    """Seconds per running request per step: `request_s` plus, where the checkpoint's default sampling
-    filters (top-p / top-k), a pass over its vocabulary (`c_vocab` per entry)."""
-    m, _, _ = spec.resolve()
-    return float(knobs.request_s + (knobs.c_vocab * m.vocab if m.filtered_sampling else 0.0))
 
 
 def cost_table(spec: VllmSpec, knobs: Knobs) -> specsched.CostTable:
@@ -239,7 +248,7 @@ def cost_table(spec: VllmSpec, knobs: Knobs) -> specsched.CostTable:
         mode="linear",
         layers=m.layers,
         name=name,
-        request_seconds=request_seconds(spec, knobs),
+        request_seconds=knobs.request_s,
         kv_token_seconds=kv_token_seconds(spec, knobs),
     )
     if spec.cudagraphs:

@@ -8,7 +8,7 @@ steps k (r_k requests decoding, each step's t_k one gap for each of them), and t
 once the steps' contents are known:
 
     t_k = step_s + c0·layers + (1/eta_bw)·w_k + (1/eta_kv)·a_k + link_latency·2·layers·[tp > 1]
-          + c_moe·moe_layers + c_token·layers·B_k + c_vocab·R_k·vocab·[filtered sampling] + φ_k
+          + c_moe·moe_layers + c_token·layers·B_k + c_vocab·vocab·⌈R_k / SMs⌉·[filtered sampling] + φ_k
 
 (w_k: the step's weight bytes over the GPU's bandwidth, 0 where compute binds; a_k: its KV bytes read
 over it; B_k its tokens, R_k its requests; φ_k: what the knobs do not scale — a compute-bound step's
@@ -57,8 +57,9 @@ FEATURES = ("step_s", "c0", "eta_bw", "eta_kv", "link_latency", "c_moe", "c_toke
 #:                 ~4 more small kernels than a dense MLP, at c0's few µs each
 #:   c_token       0 ± 0.5 µs a token a layer: what a memory-bound step's kernels add per token
 #:                 (attention's per-sequence work, norms, sampling, GEMMs leaving their flat region)
-#:   c_vocab       0.15 ± 0.1 ns a request a vocabulary entry: top-p / top-k filtering sorts or scans
-#:                 each row of logits (fp32 keys with indices: a few passes over 8 bytes an entry)
+#:   c_vocab       3 ± 3 ns a vocabulary entry a step: top-p / top-k sampling, one thread block a row
+#:                 (rows in parallel over the SMs) making rejection rounds over the row's fp32 logits —
+#:                 ~tens of passes at a block's tens of GB/s
 PRIORS = {
     "step_s": (0.0, 0.3e-3),
     "c0": (40e-6, 15e-6),
@@ -67,7 +68,7 @@ PRIORS = {
     "link_latency": (8e-6, 4e-6),
     "c_moe": (20e-6, 15e-6),
     "c_token": (0.0, 0.5e-6),
-    "c_vocab": (0.15e-9, 0.1e-9),
+    "c_vocab": (3e-9, 3e-9),
 }
 BOUNDS = {
     "step_s": (0.0, 5e-3),
@@ -77,7 +78,7 @@ BOUNDS = {
     "link_latency": (0.0, 50e-6),
     "c_moe": (0.0, 300e-6),
     "c_token": (0.0, 10e-6),
-    "c_vocab": (0.0, 2e-9),
+    "c_vocab": (0.0, 50e-9),
 }
 NOISE = 0.03  # the relative error a run's per-token time is trusted to (measurement + model)
 ROUNDS = 3
@@ -111,8 +112,9 @@ class StepFeatures:
         offload = spec.cpu_offload_gb * 1e9 / HOST_BW.get(g.key, HOST_BW_DEFAULT)
         self.layers, self.links, self.moe = m.layers, (2 * m.layers if spec.tp > 1 else 0), m.moe_layers
         self.offload = offload
-        self.vocab = float(m.vocab) if m.filtered_sampling else 0.0
-        self.sums = np.zeros(5)  # Σ r·(w, a, φ, tok, r·vocab)
+        rows = np.minimum(b, float(spec.max_num_seqs))  # sampled rows, in waves over the SMs
+        self.samp = np.ceil(rows / g.sms) * m.vocab if m.filtered_sampling else np.zeros_like(b)
+        self.sums = np.zeros(5)  # Σ r·(w, a, φ, tok, sampling waves·vocab)
         self.weight = 0.0
 
     def __call__(self, rep, start, seconds, r, verify, prefill, lengths, accepted, emitted, bill) -> None:
@@ -124,7 +126,7 @@ class StepFeatures:
         self.sums[1] += r * kv * self.kv_byte_s
         self.sums[2] += r * self.phi[tokens]
         self.sums[3] += r * self.tok[tokens]
-        self.sums[4] += r * r * self.vocab
+        self.sums[4] += r * self.samp[tokens]
         self.weight += r
 
     def row(self) -> tuple[np.ndarray, float]:
@@ -300,7 +302,7 @@ def describe(knobs: Knobs) -> str:
     return (
         f"step_s {knobs.step_s * 1e3:.3f} ms, c0 {knobs.c0 * 1e6:.1f} µs/layer, eta_bw {knobs.eta_bw:.3f}, "
         f"eta_kv {knobs.eta_kv:.3f}, link_latency {link}, c_moe {knobs.c_moe * 1e6:.1f} µs/MoE layer, "
-        f"c_token {knobs.c_token * 1e9:.0f} ns/token/layer, c_vocab {knobs.c_vocab * 1e12:.0f} ps/entry, "
+        f"c_token {knobs.c_token * 1e9:.0f} ns/token/layer, c_vocab {knobs.c_vocab * 1e9:.2f} ns/entry, "
         f"frontend_s {knobs.frontend_s * 1e3:.2f} ms, "
         f"eta_f {knobs.eta_f:.2f}"
     )

@@ -29,8 +29,9 @@ Llama-3 tokenizer; 1.0 elsewhere.
 
 Default sampling (`filtered_sampling`): vLLM serves a request that sets no sampling parameters (as
 inference-perf's do not) with the checkpoint's generation_config.json defaults. Where those set top_p or
-top_k, every request's logits are filtered over the whole vocabulary each step (a sort or a filtering
-pass per row), a cost per running request ∝ vocabulary (`sim.vllm_deploy` knob `c_vocab`). Set from each
+top_k, every request's logits are filtered over the whole vocabulary each step: vLLM's FlashInfer
+top-k/top-p sampler runs one thread block per row, rejection rounds each a pass over the row, so the
+step pays ∝ vocabulary per wave of rows over the GPU's SMs (`sim.vllm_deploy` knob `c_vocab`). Set from each
 checkpoint's generation_config.json on huggingface.co: Llama-2 (temperature 0.6, top_p 0.9), Llama-3.1
 Instruct (0.6, 0.9), Qwen2.5 Instruct (top_p 0.8, top_k 20), Qwen3 (top_p 0.95, top_k 20), Llama-4 Scout
 Instruct (0.6, 0.9); none for Mistral-Nemo-Instruct-2407, Yi-34B, Mixtral, CodeLlama (bos/eos only).
@@ -99,7 +100,8 @@ class CatalogGPU:
     """One GPU: `gpu` for the roofline; visible_memory: bytes a process sees (nvidia-smi's total);
     link_bw: GPU-to-GPU bytes/s per direction (NVLink, or PCIe where there is none); link_latency: seconds
     per small all-reduce step over it; sm_clock: the datasheet's max boost clock (Hz), which carries a
-    calibrated GPU's fixed per-kernel times to another (`sim.vllm_deploy.transferred_knobs`)."""
+    calibrated GPU's fixed per-kernel times to another (`sim.vllm_deploy.transferred_knobs`); sms: its
+    streaming multiprocessors (whitepapers: H100 SXM 132, A100 108, L40S 142, H200 132, B200 148)."""
 
     key: str
     gpu: GPU
@@ -109,6 +111,7 @@ class CatalogGPU:
     source: str
     aliases: tuple[str, ...] = field(default=())
     sm_clock: float = 1.98e9  # max boost clock (Hz): latency-bound small kernels run at it
+    sms: int = 132  # streaming multiprocessors: rows a one-block-per-row kernel runs at once
 
 
 def _dense(name, hf_ids, layers, hidden, heads, kv_heads, head_dim, inter, vocab, params, source, **kw):
@@ -201,23 +204,25 @@ GPUS: dict[str, CatalogGPU] = {
                    _NVL4, 8e-6, "NVIDIA H100 datasheet: 3.35 TB/s HBM3, 989 TFLOP/s dense BF16, NVLink 900 "
                    "GB/s; "
                    "nvidia-smi total 81,559 MiB; max boost 1,980 MHz",
-                   ("h100-80gb", "h100-sxm", "h100-sxm5", "h100_80gb"), 1.98e9),
+                   ("h100-80gb", "h100-sxm", "h100-sxm5", "h100_80gb"), 1.98e9, 132),
         CatalogGPU("a100", GPU("A100 SXM 80GB", hbm_bw=2.039e12, flops=312e12, memory=80e9), 81920 * 2**20,
                    300e9, 10e-6, "NVIDIA A100 datasheet: 2,039 GB/s HBM2e, 312 TFLOP/s dense BF16, NVLink "
                    "600 "
                    "GB/s; nvidia-smi total 81,920 MiB; max boost 1,410 MHz",
-                   ("a100-80gb", "a100-sxm", "a100_80gb", "a100-80g"), 1.41e9),
+                   ("a100-80gb", "a100-sxm", "a100_80gb", "a100-80g"), 1.41e9, 108),
         CatalogGPU("l40s", GPU("L40S", hbm_bw=864e9, flops=362e12, memory=48e9), 46068 * 2**20, 32e9, 15e-6,
                    "NVIDIA L40S datasheet: 864 GB/s GDDR6, 362 TFLOP/s dense BF16, 48 GB, PCIe Gen4 x16 "
-                   "(no NVLink); nvidia-smi total 46,068 MiB; max boost 2,520 MHz", ("l40s-48gb",), 2.52e9),
+                   "(no NVLink); nvidia-smi total 46,068 MiB; max boost 2,520 MHz", ("l40s-48gb",),
+                   2.52e9, 142),
         CatalogGPU("h200", GPU("H200 SXM", hbm_bw=4.8e12, flops=989e12, memory=141e9), 143771 * 2**20, _NVL4,
                    8e-6, "NVIDIA H200 datasheet: 4.8 TB/s HBM3e, 141 GB, H100 compute; nvidia-smi total "
-                   "143,771 MiB; max boost 1,980 MHz (GH100, as H100)", ("h200-141gb", "h200-sxm"), 1.98e9),
+                   "143,771 MiB; max boost 1,980 MHz (GH100, as H100)", ("h200-141gb", "h200-sxm"),
+                   1.98e9, 132),
         CatalogGPU("b200", GPU("B200 SXM", hbm_bw=8.0e12, flops=2.25e15, memory=180e9), 183359 * 2**20,
                    900e9, 6e-6, "NVIDIA HGX B200 spec sheet: 8 TB/s HBM3e, 2.25 PFLOP/s dense BF16, NVLink 5 "
                    "1.8 TB/s; nvidia-smi total 183,359 MiB; boost ~1,965 MHz (reported; not on the spec "
                    "sheet)",
-                   ("b200-180gb",), 1.965e9),
+                   ("b200-180gb",), 1.965e9, 148),
     )
 }  # fmt: skip
 

@@ -107,15 +107,20 @@ def test_c_token_prices_each_token_while_memory_bound():
     assert more[2] == pytest.approx(base[2])  # a 2048-token prefill is compute-bound either way
 
 
-def test_filtered_default_sampling_costs_a_vocabulary_pass_per_request():
-    from sim.vllm_deploy import request_seconds
+def test_filtered_default_sampling_costs_vocabulary_passes_per_wave_of_rows():
+    from sim.vllm_deploy import sampling_seconds, step_parts
 
-    knobs = Knobs(c_vocab=0.3e-9, request_s=1e-6)
-    qwen, nemo = VllmSpec("qwen2.5-7b"), VllmSpec("mistral-nemo-12b")
+    knobs = Knobs(c_vocab=5e-9)
+    qwen = VllmSpec("qwen2.5-7b", max_num_seqs=256)
+    nemo = VllmSpec("mistral-nemo-12b", max_num_seqs=256)
     assert get_model("qwen2.5-7b").filtered_sampling and not get_model("mistral-nemo-12b").filtered_sampling
-    assert request_seconds(qwen, knobs) == pytest.approx(1e-6 + 0.3e-9 * 152064)
-    assert request_seconds(nemo, knobs) == pytest.approx(1e-6)
-    assert cost_table(qwen, knobs).request_seconds == pytest.approx(request_seconds(qwen, knobs))
+    b = np.array([1.0, 132.0, 133.0, 4096.0])
+    wave = 5e-9 * 152064
+    assert sampling_seconds(qwen, knobs, b) == pytest.approx([wave, wave, 2 * wave, 2 * wave])  # ≤ 256 rows
+    assert np.all(sampling_seconds(nemo, knobs, b) == 0.0)
+    assert np.all(step_parts(qwen, knobs, b)["sampling"] == sampling_seconds(qwen, knobs, b))
+    a100 = VllmSpec("qwen2.5-7b", gpu="a100", max_num_seqs=256)  # 108 SMs: a second wave sooner
+    assert sampling_seconds(a100, knobs, np.array([120.0]))[0] == pytest.approx(2 * wave)
 
 
 def test_stream_fraction_is_a_tokenizer_property_with_llama2_below_one():
