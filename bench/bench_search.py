@@ -94,6 +94,39 @@ def _replicas(c) -> int:
     return int(c.cell.axes["server.replicas"])
 
 
+def _sweep(todo: list, model, jobs: int, out: Path, total: int) -> None:
+    if not todo:
+        return
+    bar = Progress(total, done=total - len(todo), label="exhaustive sweep")
+
+    def on_done(cell, summary: dict, wall: float) -> None:
+        store.write_cell(out, {**cell.row_head(), "summary": summary, "wall_s": round(wall, 4)})
+        bar.advance()
+
+    def on_error(cell, text: str) -> None:
+        store.write_error(out, cell.key, text)
+        bar.advance()
+
+    try:
+        execute(todo, model, jobs, "local", on_done, on_error)
+    finally:
+        bar.close()
+
+
+def _by_axes(out: Path, cells: list) -> list:
+    """The cells of `out` matched by their index and swept values, for a folder written before the
+    simulator's config gained a key (its cell keys then differ; the runs are the same, say so)."""
+    found = {}
+    for path in (out / "cells").glob("*.json"):
+        row = store.read_cell(out, path.stem)
+        if row is not None:
+            found[row.get("index")] = row
+    rows = [found.get(c.index) if found.get(c.index, {}).get("axes") == c.axes else None for c in cells]
+    print(f"exhaustive cache: cell keys differ from this code's config; {sum(r is not None for r in rows)} "
+          "cells matched by index and swept values")  # fmt: skip
+    return rows
+
+
 def _exhaustive(space, traffic, prices, out: Path, jobs: int, run: bool) -> dict:
     """The exhaustive sweep, cheapest deployments first (resumable in `out`); with run False only what
     `out` already holds. Returns the candidates (summaries of the finished cells), wall seconds of this
@@ -104,29 +137,19 @@ def _exhaustive(space, traffic, prices, out: Path, jobs: int, run: bool) -> dict
     cands = {c.cell.key: c for c in candidates_of(space, traffic, prices)}
     manifest = manifest_of(sweep, cells, model)
     start = time.perf_counter()
-    with store.locked(out):
-        store.prepare(out, manifest, resume=True, force=False)
-        done = store.finished_keys(out)
-        cached = len(done)
-        todo = sorted(
-            (c for c in cells if c.key not in done), key=lambda c: (price_of(cands[c.key]), c.index)
-        )
-        if run and todo:
-            bar = Progress(len(cells), done=len(cells) - len(todo), label="exhaustive sweep")
-
-            def on_done(cell, summary: dict, wall: float) -> None:
-                store.write_cell(out, {**cell.row_head(), "summary": summary, "wall_s": round(wall, 4)})
-                bar.advance()
-
-            def on_error(cell, text: str) -> None:
-                store.write_error(out, cell.key, text)
-                bar.advance()
-
-            try:
-                execute(todo, model, jobs, "local", on_done, on_error)
-            finally:
-                bar.close()
-        rows = [store.read_cell(out, c.key) for c in cells]
+    cached = 0
+    if run:
+        with store.locked(out):
+            store.prepare(out, manifest, resume=True, force=False)
+            done = store.finished_keys(out)
+            cached = len(done)
+            todo = sorted(
+                (c for c in cells if c.key not in done), key=lambda c: (price_of(cands[c.key]), c.index)
+            )
+            _sweep(todo, model, jobs, out, len(cells))
+    rows = [store.read_cell(out, c.key) for c in cells]  # cached: read only (a sweep may still be writing)
+    if not run and not any(rows):
+        rows = _by_axes(out, cells)
     seconds = time.perf_counter() - start
     per_replica: dict[str, list[float]] = {}  # measured cell seconds ÷ replicas, by arm
     measured = 0.0
