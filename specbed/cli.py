@@ -107,3 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         # so the interpreter's final flush does not raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+
+
+if __name__ == "__main__":  # `python -m specbed.cli …`, as `python -m specbed …`
+    raise SystemExit(main())

@@ -5,7 +5,8 @@ Formats: Azure LLM inference 2023/2024 (`azure`), BurstGPT v1/v2 (`burstgpt`), M
 (`mooncake`), Vidur processed traces (`vidur`), specbed's own normalized CSV (`specbed`, what
 `specbed trace convert` writes), any CSV or JSON lines with a column mapping (`csv`), and normalized
 Parquet (`parquet`, needs pyarrow).
-Imports: numpy, the standard library, specsched.errors, traces._parse, traces._columns; pyarrow lazily for Parquet.
+Imports: numpy, the standard library, specsched.errors, traces._parse, traces._columns; pyarrow lazily for
+Parquet.
 """
 
 from __future__ import annotations
