@@ -32,8 +32,8 @@ from pathlib import Path
 from analysis import store
 from analysis.model import load_model
 from analysis.runner import default_jobs, execute, manifest_of
-from analysis.search.bound import price_of
-from analysis.search.halving import candidates_of, rank_key, run_search
+from analysis.search.bound import price_of, rank_key
+from analysis.search.halving import candidates_of, run_search
 from analysis.search.prices import load_prices
 from analysis.search.slo import parse_slo
 from analysis.search.space import parse_space, traffic_overrides, with_traffic

@@ -5,18 +5,16 @@ Role: both sides use the simulator's steady-state window (sim.metrics: warmup / 
 a decode step); the two TPOT samples are compared by the two-sample Kolmogorov–Smirnov statistic, and
 `compare` makes one policy's report entry and table lines.
 
-May import: numpy, stdlib.
+May import: numpy, stdlib, twin.engine_run.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from twin.run import EngineRun
+from twin.engine_run import EngineRun
 
 METRICS = (
     ("throughput_tok_s", "throughput tok/s", 1.0),

@@ -27,6 +27,7 @@ from specsched.contracts import Profile, load_curves, read_profile, save_curves
 from specsched.errors import InputError
 from specsched.stepcost import profile_terms
 from twin.compare import engine_summary
+from twin.engine_run import EngineRun
 from twin.profile import (
     at_context,
     bracketed,
@@ -174,26 +175,6 @@ def acceptance_config(ctx: Setup, curves, in_order: bool):
     auc = min(max(float(np.mean(aucs)) if aucs else 0.85, 0.51), 1.0)
     groups = "in_order" if in_order else "random"
     return AcceptanceConfig(auc=auc, overconfidence=0.0, model=ctx.args.acceptance, groups=groups)
-
-
-@dataclass
-class EngineRun:
-    """One policy's engine run: its rollout summary, the table the simulator times steps with, the draft
-    and join seconds, the profile drift around the run and the attempt it took, the cost files written."""
-
-    eng: dict
-    eng_tpot: np.ndarray
-    wall_s: float
-    table: object
-    draft_s: float
-    join_s: float
-    drift: float
-    attempt: int
-    cost_path: Path
-    policy_path: Path | None
-    draft_path: Path
-    terms: dict = field(default_factory=dict)  # the step-cost terms by name (the profiles' mean)
-    speed: float = 1.0  # the speed probe's raw time during the run / during the profiles (a diagnostic)
 
 
 def _draft_rule(path: Path):

@@ -6,20 +6,17 @@ the engine requests cut for those domains (plus the same prompts with other nois
 and the simulator's twin of one engine run (`twin_config`, whose measured step-cost terms reach the
 config through `sim.stepcost.term_settings`; `run_twin`).
 
-May import: stdlib, specsched, engine.lm.data, sim.*, twin.compare.
+May import: stdlib, specsched, engine.lm.data, sim.*, twin.compare, twin.engine_run.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from specsched.contracts import DOMAINS as SIM_DOMAINS
 from specsched.contracts import engine_domain
-
-if TYPE_CHECKING:
-    from twin.run import EngineRun
+from twin.engine_run import EngineRun
 
 # The domain draw does not depend on the cost table: a built-in one stands in (no file is written).
 _DRAW_COST = "h200-dense8b"

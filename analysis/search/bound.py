@@ -18,7 +18,7 @@ fraction of a percent, bench/bench_search.py prints it). With `objective = "good
 go by GPU count and the bound is goodput/GPU ≤ (1 + slack)·T ÷ GPUs. Tiers and drops depend only on
 prices and on finished runs' summaries, never on the order runs finish in.
 
-May import: the standard library, `analysis.search` modules (lazily: halving's rank key).
+May import: the standard library.
 """
 
 from __future__ import annotations
@@ -47,11 +47,26 @@ def _throughput(c) -> float:
     return float(t) if isinstance(t, (int, float)) and math.isfinite(t) and t > 0 else math.nan
 
 
+def sig(x: float) -> float:
+    """x at 3 significant digits (inf when not finite): values this close tie."""
+    return float(f"{x:.3g}") if math.isfinite(x) else math.inf
+
+
+def rank_key(c, slo, objective: str):
+    """Sort key (smaller is better): the objective at 3 significant digits (closer is a tie), then the
+    SLO margin (more headroom first), then the candidate's order in the space."""
+    value = sig(c.cost) if objective == "cost" else -sig(c.goodput_per_gpu)
+    return (value if math.isfinite(value) else math.inf, -slo.margin(c.summary), c.cell.index)
+
+
+def group_of(c, keys: tuple[str, ...]) -> tuple:
+    """The halving group of a candidate: its values of the `[search] group` keys ("series": its series)."""
+    return tuple(c.cell.series if key == "series" else c.cell.axes.get(key) for key in keys)
+
+
 def prune(cands: list, slo, options, last: int) -> int:
     """Drop every candidate not yet judged at full length that cannot rank in its group's top
     `options.top` (module docstring); returns how many were dropped."""
-    from analysis.search.halving import _sig, group_of, rank_key
-
     if options.top <= 0:
         return 0
     done = [c for c in cands if c.alive and c.rung == last and slo.met(c.summary)]
@@ -73,12 +88,12 @@ def prune(cands: list, slo, options, last: int) -> int:
         kth = best[options.top - 1]
         if options.objective == "cost":
             optimistic = price_of(c) / 3600.0 / top_speed * 1e6
-            lost = _sig(optimistic) > _sig(kth.cost)
+            lost = sig(optimistic) > sig(kth.cost)
             what = (f"costs ≥ ${optimistic:.3f}/Mtok at ${price_of(c):.2f}/h, above #{options.top}'s "
                     f"${kth.cost:.3f}")  # fmt: skip
         else:
             optimistic = top_speed / max(c.gpus, 1)
-            lost = _sig(optimistic) < _sig(kth.goodput_per_gpu)
+            lost = sig(optimistic) < sig(kth.goodput_per_gpu)
             what = (f"goodput ≤ {optimistic:.0f} tok/s/GPU on {c.gpus} GPUs, below #{options.top}'s "
                     f"{kth.goodput_per_gpu:.0f}")  # fmt: skip
         if lost:

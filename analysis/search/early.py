@@ -1,8 +1,9 @@
 """Running one candidate at one fidelity, stopped early once its SLO is provably lost.
 
-Role: the cell model of `specbed search` (`SearchModel`, run by `analysis.runner.execute` on any backend)
-and its early stop (`Watch`). A job is a plain dict: {"sim": resolved config, "stop": {"slo", "tol"} or
-None}; its summary is the simulator's (`analysis.model.scalar_summary`) plus `stopped` (None, or why).
+Role: the early stop (`Watch`) of `specbed search`'s cell model (`analysis.search.cellmodel.SearchModel`,
+run by `analysis.runner.execute` on any backend). A job is a plain dict: {"sim": resolved config, "stop":
+{"slo", "tol"} or None}; its summary is the simulator's (`analysis.model.scalar_summary`) plus `stopped`
+(None, or why).
 
 Early stop, every 1,024 engine steps (`sim.wiring.run_replicas(watch=...)`), for open-loop traffic: the
 run's measured requests are those arriving in its steady window [t0, t1] (`sim.metrics`); t1 is known
@@ -25,18 +26,14 @@ over its arrival window (known up front) and on TTFT and E2E only: a request's f
 hand-off comes no earlier than its prefill's, so the prefill pool's waits are lower bounds of both; it
 is watched once more when the prefill stage ends, so a lost TTFT skips the whole decode stage.
 
-May import: numpy, the standard library, `analysis.model`, `analysis.search.slo`, `sim` (lazily).
+May import: numpy, the standard library.
 """
 
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
-
-from analysis.model import flatten, scalar_summary, set_text
-from analysis.search.slo import parse_slo
 
 WATCHED = ("ttft", "tpot", "e2e", "queue", "itl")
 QUANTILE = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
@@ -174,36 +171,3 @@ def peak_running(rec, now: float = math.inf) -> int:
         order = np.lexsort((-steps, times))  # at equal times, admissions first: an upper bound
         peak = max(peak, int(np.cumsum(steps[order]).max(initial=0)))
     return peak
-
-
-class SearchModel:
-    """The cell model of a search: runs one job (module docstring); picklable, no state."""
-
-    name = "sim-search"
-
-    def run(self, job: dict) -> dict:
-        if "pool" in job["sim"]:  # a disaggregated candidate: sim.disagg, run to the end
-            from analysis.search.pools import run_job
-
-            return run_job(job)
-        from sim.config_io import load_config
-        from sim.run import prepare, results
-        from sim.wiring import run_replicas
-
-        cfg = load_config(None, [f"{k}={set_text(v)}" for k, v in flatten(job["sim"]).items()])
-        start = time.perf_counter()
-        prep = prepare(cfg)
-        stop = job.get("stop")
-        watch = None
-        if stop and cfg.workload.kind != "closed":
-            watch = Watch(prep, parse_slo(stop["slo"]), float(stop["tol"]))
-        loop = time.perf_counter()
-        try:
-            rec = run_replicas(prep, watch=watch)
-        except StopRun as why:
-            return {"stopped": why.reason, "stopped_at_s": why.now, "requests_total": len(prep.workload),
-                    "peak_running": watch.peak}  # fmt: skip
-        summary = scalar_summary(results(prep, rec, start, loop).summary)
-        summary["stopped"] = None
-        summary["peak_running"] = peak_running(rec)
-        return summary

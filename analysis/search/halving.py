@@ -37,7 +37,8 @@ from analysis import store
 from analysis.model import SimModel
 from analysis.runner import BACKENDS, default_jobs, ray_session
 from analysis.search import bound, pools, siblings
-from analysis.search.early import SearchModel
+from analysis.search.bound import group_of, rank_key
+from analysis.search.cellmodel import SearchModel
 from analysis.search.prices import gpu_count, gpu_kind
 from analysis.search.screen import Screen, traffic_of
 from analysis.search.space import Space, with_traffic
@@ -88,17 +89,6 @@ class Outcome:
     seconds: float
     budget_hit: bool
     complete: bool  # the ranking comes from full-length runs
-
-
-def _sig(x: float) -> float:
-    return float(f"{x:.3g}") if math.isfinite(x) else math.inf
-
-
-def rank_key(c: Candidate, slo, objective: str):
-    """Sort key (smaller is better): the objective at 3 significant digits (closer is a tie), then the
-    SLO margin (more headroom first), then the candidate's order in the space."""
-    value = _sig(c.cost) if objective == "cost" else -_sig(c.goodput_per_gpu)
-    return (value if math.isfinite(value) else math.inf, -slo.margin(c.summary), c.cell.index)
 
 
 def fingerprint() -> str:
@@ -364,8 +354,3 @@ def _reusable(row: dict | None, job: dict) -> bool:
     if row is None:
         return False
     return row["summary"].get("stopped") is None or row.get("job", {}).get("stop") == job["stop"]
-
-
-def group_of(c: Candidate, keys: tuple[str, ...]) -> tuple:
-    """The halving group of a candidate: its values of the `[search] group` keys ("series": its series)."""
-    return tuple(c.cell.series if key == "series" else c.cell.axes.get(key) for key in keys)

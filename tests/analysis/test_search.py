@@ -133,7 +133,7 @@ def test_same_result_for_jobs_1_and_2_and_resume_reuses_the_cache(tmp_path, caps
 
 def test_a_lost_slo_stops_the_run_early(tmp_path):
     from analysis.model import SimModel
-    from analysis.search.early import SearchModel
+    from analysis.search.cellmodel import SearchModel
 
     cfg_text = TRAFFIC.replace("rate = 150.0", "rate = 100.0").replace(
         "num_requests = 600", "num_requests = 3000"
@@ -211,7 +211,7 @@ def test_a_vllm_knob_deployment_is_priced_by_its_gpu_and_launched_with_its_knobs
 
 def test_siblings_whose_cap_never_binds_share_one_run_and_it_is_their_own(tmp_path, capsys):
     from analysis.model import SimModel
-    from analysis.search.early import SearchModel
+    from analysis.search.cellmodel import SearchModel
     from analysis.search.siblings import covers
 
     space = SPACE.replace(
@@ -255,7 +255,7 @@ def test_the_price_bound_keeps_the_top_and_says_why(tmp_path, capsys):
 
 def test_a_lost_itl_quantile_stops_the_run_early_and_rightly():
     from analysis.model import SimModel
-    from analysis.search.early import SearchModel
+    from analysis.search.cellmodel import SearchModel
 
     cfg_text = TRAFFIC.replace("num_requests = 600", "num_requests = 3000")
     sets = [("server.cost", "h100-dense8b", (None, None)), ("server.max_num_seqs", 16, (None, None))]

@@ -114,7 +114,7 @@ def test_the_screen_bounds_both_pools(tmp_path):
 
 
 def test_a_lost_ttft_stops_a_disaggregated_run_early_and_rightly(tmp_path):
-    from analysis.search.early import SearchModel
+    from analysis.search.cellmodel import SearchModel
 
     base = BASE.replace("rate = 12.0", "rate = 40.0").replace("num_requests = 240", "num_requests = 800")
     (one,) = [c for c in _cands(tmp_path, base) if tuple(c.cell.axes.values()) == (1, 1)]
