@@ -219,6 +219,27 @@ def _context():
     return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
 
 
+def settle(finished, inflight: dict, on_done: Done, on_error: Failed) -> tuple[list[Cell], bool]:
+    """Hand each finished future of `inflight` (future -> cell, popped here) to on_done or on_error.
+    Returns the cells whose worker died (BrokenProcessPool: the caller retries them) and whether any run
+    ended, well or badly."""
+    died: list[Cell] = []
+    ended = False
+    for fut in finished:
+        cell = inflight.pop(fut)
+        try:
+            summary, wall = fut.result()
+        except BrokenProcessPool:
+            died.append(cell)
+        except Exception as err:
+            ended = True
+            on_error(cell, "".join(traceback.format_exception(err)))
+        else:
+            ended = True
+            on_done(cell, summary, wall)
+    return died, ended
+
+
 def _run_pool(todo: list[Cell], model, jobs: int, on_done: Done, on_error: Failed) -> None:
     attempts: Counter[str] = Counter()
     queue = list(reversed(todo))  # pop() from the end keeps cell order
@@ -250,18 +271,9 @@ def _run_pool(todo: list[Cell], model, jobs: int, on_done: Done, on_error: Faile
                 if not inflight:
                     break
                 finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    cell = inflight.pop(fut)
-                    try:
-                        summary, wall = fut.result()
-                    except BrokenProcessPool:
-                        broken.append(cell)
-                    except Exception as err:
-                        progressed = True
-                        on_error(cell, "".join(traceback.format_exception(err)))
-                    else:
-                        progressed = True
-                        on_done(cell, summary, wall)
+                died, ended = settle(finished, inflight, on_done, on_error)
+                broken.extend(died)
+                progressed = progressed or ended
         if alone and source:
             suspects.extend(source)
         if len(broken) == 1:

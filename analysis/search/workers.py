@@ -16,12 +16,11 @@ May import: the standard library, `analysis.runner`, `analysis.sweepfile`.
 from __future__ import annotations
 
 import os
-import traceback
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
-from analysis.runner import _context, _watch_parent, execute, run_cell
+from analysis.runner import _context, _watch_parent, execute, run_cell, settle
 from analysis.sweepfile import Cell
 
 
@@ -71,26 +70,24 @@ class Workers:
             return
         queue = list(reversed(todo))
         inflight: dict = {}
+        died: list[Cell] = []
         try:
             while queue or inflight:
                 while queue and len(inflight) < self.jobs and not stop():
                     cell = queue.pop()
-                    inflight[self._get_pool().submit(run_cell, self.model, cell.config)] = cell
+                    try:
+                        inflight[self._get_pool().submit(run_cell, self.model, cell.config)] = cell
+                    except BrokenProcessPool:
+                        queue.append(cell)
+                        raise
                 if not inflight:
                     return
                 finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    cell = inflight.pop(fut)
-                    try:
-                        summary, wall = fut.result()
-                    except BrokenProcessPool:
-                        raise
-                    except Exception as err:
-                        on_error(cell, "".join(traceback.format_exception(err)))
-                    else:
-                        on_done(cell, summary, wall)
+                died, _ = settle(finished, inflight, on_done, on_error)
+                if died:
+                    raise BrokenProcessPool("a search worker died")
         except BrokenProcessPool:
             self._pool = None  # a worker died: the runner's pool retries the unfinished runs one by one
-            left = [*inflight.values(), *reversed(queue)]
+            left = [*died, *inflight.values(), *reversed(queue)]
             left.sort(key=lambda c: todo.index(c))
             execute(left, self.model, self.jobs, "local", on_done, on_error)
