@@ -15,7 +15,9 @@ def test_a_killed_worker_loses_no_run(sweep_file, tmp_path, monkeypatch):
     done: list[str] = []
     failed: list[str] = []
     with Workers(MODEL, 2, "local") as workers:
-        workers.run(cells, lambda c, s, w: done.append(c.key), lambda c, e: failed.append(c.key), lambda: False)
+        workers.run(
+            cells, lambda c, s, w: done.append(c.key), lambda c, e: failed.append(c.key), lambda: False
+        )
     assert not failed
     assert sorted(done) == sorted(c.key for c in cells)  # every run once: the killed ones retried
     assert len(done) == len(set(done))
