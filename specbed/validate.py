@@ -24,7 +24,7 @@ from sim.metrics import request_table
 from sim.vllm_deploy import Knobs
 from sim.vllm_prepare import prepare
 from sim.wiring import run_replicas
-from specbed.validate_runs import METRICS, MeasuredRun
+from specbed.validate_runs import METRICS, MeasuredRun, latency_metrics
 from specsched.errors import InputError
 
 #: a run is "saturated" when requests queue this long on average: the queue grows through the run
@@ -55,15 +55,7 @@ def simulate_run(
     # (a byte-fallback piece) streams none, so there are (output − 1)·stream_fraction gaps a request
     gaps = np.maximum(wl.output_tokens - 1, 0) * run.spec.resolve()[0].stream_fraction
     itl = float((req["e2e_s"] - req["ttft_s"]).sum() * 1e3 / max(float(gaps.sum()), 1.0))
-    pred = {
-        "e2e_mean": float(e2e.mean()),
-        "e2e_p90": float(np.percentile(e2e, 90)),
-        "e2e_p99": float(np.percentile(e2e, 99)),
-        "ttft_mean": float(ttft.mean()),
-        "ttft_p90": float(np.percentile(ttft, 90)),
-        "ttft_p99": float(np.percentile(ttft, 99)),
-        "itl_mean": itl,
-    }
+    pred = latency_metrics(e2e, ttft, itl)
     stats = rec.prefix_cache_stats
     return {
         "predicted": pred,

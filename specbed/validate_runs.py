@@ -26,6 +26,20 @@ from specsched.catalog import find_model, get_gpu, precision_bytes
 from specsched.errors import InputError
 
 METRICS = ("e2e_mean", "e2e_p90", "e2e_p99", "ttft_mean", "ttft_p90", "ttft_p99", "itl_mean")
+
+
+def latency_metrics(e2e_ms: np.ndarray, ttft_ms: np.ndarray, itl_ms: float) -> dict[str, float]:
+    """The `METRICS` of one run (ms) from its per-request e2e and TTFT and its mean inter-token latency:
+    the measured side and the predicted side are summarized by this one function."""
+    return {
+        "e2e_mean": float(e2e_ms.mean()),
+        "e2e_p90": float(np.percentile(e2e_ms, 90)),
+        "e2e_p99": float(np.percentile(e2e_ms, 99)),
+        "ttft_mean": float(ttft_ms.mean()),
+        "ttft_p90": float(np.percentile(ttft_ms, 90)),
+        "ttft_p99": float(np.percentile(ttft_ms, 99)),
+        "itl_mean": float(itl_ms),
+    }
 REQUIRED = ("exp_id", "model", "hardware", "tp", "workload", "max_num_batched_tokens")
 #: the measurement campaign's constants (workloads.json: campaign_values.constants)
 DEFAULT_MAX_NUM_SEQS = 128
@@ -205,15 +219,7 @@ def read_bench(path: str | Path, spec: VllmSpec, seed: int = 0) -> MeasuredRun:
         think_s=None,
         clipped=0,
     )
-    actual = {
-        "e2e_mean": float(e2e.mean()),
-        "e2e_p90": float(np.percentile(e2e, 90)),
-        "e2e_p99": float(np.percentile(e2e, 99)),
-        "ttft_mean": float(ttfts.mean()),
-        "ttft_p90": float(np.percentile(ttfts, 90)),
-        "ttft_p99": float(np.percentile(ttfts, 99)),
-        "itl_mean": float(np.mean(gaps) * 1e3) if gaps else 0.0,
-    }
+    actual = latency_metrics(e2e, ttfts, float(np.mean(gaps) * 1e3) if gaps else 0.0)
     model = str(raw.get("model_id") or spec.model)
     return MeasuredRun(
         exp_id=Path(p).stem,
