@@ -14,6 +14,7 @@ RULES = [
     ("engine", ["sim", "simpy"]),
     ("engine.lm", ["sim", "simpy", "engine.measure", "engine.proof"]),
     ("twin", ["matplotlib", "analysis", "paper_figs"]),
+    ("bridge", ["torch", "simpy", "sim", "engine", "matplotlib"]),
 ]
 
 
@@ -55,7 +56,7 @@ def test_only_the_contract_floor_knows_the_file_formats():
     floor = ROOT / "specsched" / "contracts"
     offenders = [
         f"{path.relative_to(ROOT)}: {marker}"
-        for pkg in ("specsched", "sim", "engine", "specbed", "analysis", "paper_figs", "traces", "twin")
+        for pkg in ("specsched", "sim", "engine", "specbed", "analysis", "paper_figs", "traces", "twin", "bridge")
         for path in (ROOT / pkg).rglob("*.py")
         if floor not in path.parents
         for marker in CONTRACT_MARKERS
@@ -82,7 +83,7 @@ def test_only_the_twin_imports_both_the_engine_and_the_simulator():
     independent (they share only `specsched`), and the fidelity bridge has one home."""
     both = [
         str(path.relative_to(ROOT))
-        for pkg in ("specsched", "sim", "engine", "traces", "specbed", "analysis", "paper_figs", "bench")
+        for pkg in ("specsched", "sim", "engine", "traces", "specbed", "analysis", "paper_figs", "bench", "bridge")
         for path in (ROOT / pkg).rglob("*.py")
         if {"engine", "sim"} <= _imported_roots(path)
     ]

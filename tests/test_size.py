@@ -14,6 +14,7 @@ PACKAGES = (
     "analysis",
     "specbed",
     "twin",
+    "bridge",
     "paper_figs",
     "bench",
     "tests",

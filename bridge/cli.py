@@ -9,7 +9,7 @@ Registered for several subcommands, so `main` receives the subcommand name first
 under a temporary name and renamed, after every input was read and checked: bad input (one line naming
 the file, line and field; exit 2 via specbed.cli) never leaves a half-written or lost file.
 
-May import: numpy, the standard library, `sim` modules, `specsched` (errors, contracts, safeio).
+May import: numpy, the standard library, `specsched` (errors, contracts, safeio).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 def _export(argv: list[str]) -> int:
     from sim.cli import dumps_json
-    from sim.vllm.bench import export_vllm_bench
+    from bridge.bench import export_vllm_bench
 
     p = _Parser(prog="specbed export", description="Write a simulator run in another tool's result shape.")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a `specbed run --out` directory")
@@ -64,7 +64,7 @@ def _export(argv: list[str]) -> int:
 
 
 def _compare(argv: list[str]) -> int:
-    from sim.vllm.bench import compare_rows, export_vllm_bench, format_compare, load_vllm_result
+    from bridge.bench import compare_rows, export_vllm_bench, format_compare, load_vllm_result
 
     p = _Parser(prog="specbed compare", description="A simulator run beside a `vllm bench serve` result.")
     p.add_argument("sim_run", metavar="SIM_RUN_DIR", help="a `specbed run --out` directory")
@@ -80,8 +80,8 @@ def _compare(argv: list[str]) -> int:
 
 
 def _from_vllm(argv: list[str]) -> int:
-    from sim.vllm.acceptance import read_acceptance
-    from sim.vllm.curves_out import write_acceptance_curves
+    from bridge.acceptance import read_acceptance
+    from bridge.curves_out import write_acceptance_curves
 
     p = _Parser(prog="specbed curves from-vllm", description="A curves file from vLLM's acceptance counters.")
     p.add_argument("files", nargs="+", metavar="FILE",
