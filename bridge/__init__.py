@@ -10,6 +10,6 @@
   comparison with a real one.
 - `bridge.cli`: `specbed curves from-vllm`, `specbed export`, `specbed compare`.
 
-May import: numpy, the standard library, `specsched` (errors, inputs, contracts, safeio). Never `sim`, `engine`,
-torch or simpy: vLLM's file formats need nothing of the simulator (tests/test_layering.py).
+May import: numpy, the standard library, `specsched` (errors, inputs, contracts, safeio). Never `sim`,
+`engine`, torch or simpy: vLLM's file formats need nothing of the simulator (tests/test_layering.py).
 """

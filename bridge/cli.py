@@ -46,8 +46,8 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 
 def _export(argv: list[str]) -> int:
-    from sim.cli import dumps_json
     from bridge.bench import export_vllm_bench
+    from sim.cli import dumps_json
 
     p = _Parser(prog="specbed export", description="Write a simulator run in another tool's result shape.")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a `specbed run --out` directory")

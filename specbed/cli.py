@@ -34,7 +34,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "engine": ("engine.measure.cli", "engine train / eval / profile / curves"),
     "fidelity": ("twin.cli", "engine vs simulator on the same closed-loop workload"),
     "cost": ("specbed.cost_cli", "cost fit / check / calibrate: the roofline's knobs from measurements"),
-    "validate": ("specbed.validate_cli", "measured vLLM runs vs the simulator's prediction of them"),
+    "validate": ("validate.cli", "measured vLLM runs vs the simulator's prediction of them"),
     "curves": ("bridge.cli", "curves from-vllm: a curves file from vLLM's acceptance counters"),
     "export": ("bridge.cli", "a run's results in vllm bench serve's shape"),
     "compare": ("bridge.cli", "a simulated run beside a vllm bench serve result"),

@@ -46,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
         else:
             q.add_argument("--fit", required=True, help="FIT.json from `specbed cost fit`")
             q.add_argument("--json", action="store_true", help="print one JSON object")
-    from specbed.calibrate_cli import add_parser
+    from validate.calibrate_cli import add_parser
 
     add_parser(sub)
     return p
@@ -140,7 +140,7 @@ def _check(args) -> int:
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.action == "calibrate":
-        from specbed.calibrate_cli import run
+        from validate.calibrate_cli import run
 
         return run(args)
     return _fit(args) if args.action == "fit" else _check(args)

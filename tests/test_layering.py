@@ -15,6 +15,7 @@ RULES = [
     ("engine.lm", ["sim", "simpy", "engine.measure", "engine.proof"]),
     ("twin", ["matplotlib", "analysis", "paper_figs"]),
     ("bridge", ["torch", "simpy", "sim", "engine", "matplotlib"]),
+    ("validate", ["torch", "engine", "matplotlib", "analysis", "paper_figs", "twin"]),
 ]
 
 
@@ -48,6 +49,8 @@ def test_the_engine_serving_path_does_not_import_its_proof():
 
 
 ROOT = Path(__file__).resolve().parents[1]
+#: the packages below the CLI floor, by room
+PACKAGES = ("specsched", "sim", "engine", "traces", "twin", "bridge", "validate")
 # Markers of the files between the engine and the simulator: only the contract floor may spell them.
 CONTRACT_MARKERS = ("draft_seconds_by_R", "join_seconds_by_R", '"prose": "chat"', '"chat": "prose"')
 
@@ -56,7 +59,7 @@ def test_only_the_contract_floor_knows_the_file_formats():
     floor = ROOT / "specsched" / "contracts"
     offenders = [
         f"{path.relative_to(ROOT)}: {marker}"
-        for pkg in ("specsched", "sim", "engine", "specbed", "analysis", "paper_figs", "traces", "twin", "bridge")
+        for pkg in (*PACKAGES, "specbed", "analysis", "paper_figs")
         for path in (ROOT / pkg).rglob("*.py")
         if floor not in path.parents
         for marker in CONTRACT_MARKERS
@@ -83,7 +86,7 @@ def test_only_the_twin_imports_both_the_engine_and_the_simulator():
     independent (they share only `specsched`), and the fidelity bridge has one home."""
     both = [
         str(path.relative_to(ROOT))
-        for pkg in ("specsched", "sim", "engine", "traces", "specbed", "analysis", "paper_figs", "bench", "bridge")
+        for pkg in (*(p for p in PACKAGES if p != "twin"), "specbed", "analysis", "paper_figs", "bench")
         for path in (ROOT / pkg).rglob("*.py")
         if {"engine", "sim"} <= _imported_roots(path)
     ]

@@ -15,6 +15,7 @@ PACKAGES = (
     "specbed",
     "twin",
     "bridge",
+    "validate",
     "paper_figs",
     "bench",
     "tests",

@@ -12,7 +12,7 @@ validate.json and validate.png (predicted vs measured, log axes); `--json OUT` w
 input (one line naming file, row and field). Knobs: the catalogue's for each run's GPU
 (`sim.vllm_deploy.shipped_knobs`), or a `specbed cost calibrate` file for its GPU (`--knobs`).
 
-May import: the standard library, numpy, `sim`, `specsched`, `specbed.validate*`, matplotlib (plot only).
+May import: the standard library, numpy, `sim`, `specsched`, `validate` modules, matplotlib (plot only).
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ from pathlib import Path
 
 from sim.inference_perf import load_profiles
 from sim.vllm_deploy import Knobs, VllmSpec, shipped_knobs
-from specbed import validate as v
-from specbed.validate_runs import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_NUM_SEQS, read_bench, read_runs
 from specsched import inputs, safeio
 from specsched.catalog import find_model, get_gpu
 from specsched.errors import InputError
 from specsched.progress import Progress
+from validate import predict as v
+from validate.runs import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_NUM_SEQS, read_bench, read_runs
 
 
 def _parser() -> argparse.ArgumentParser:
