@@ -20,6 +20,7 @@ from pathlib import Path
 
 from specsched import safeio
 from specsched.errors import InputError
+from specsched.results import STDOUT, write_json
 
 
 class _Parser(argparse.ArgumentParser):
@@ -39,26 +40,19 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` atomically (`specsched.safeio`: probe first; a full disk keeps the old file)."""
-    safeio.check_file(path)
-    safeio.write_text(path, text)
-
-
 def _export(argv: list[str]) -> int:
     from bridge.bench import export_vllm_bench
-    from sim.cli import dumps_json
 
     p = _Parser(prog="specbed export", description="Write a simulator run in another tool's result shape.")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a `specbed run --out` directory")
     p.add_argument("--format", default="vllm-bench", choices=["vllm-bench"], help="result shape")
     p.add_argument("--out", metavar="FILE", help="write here (default: print to stdout)")
     args = p.parse_args(argv)
-    text = dumps_json(export_vllm_bench(args.run_dir))
-    if args.out is None:
-        print(text, end="")
-    else:
-        write_text_atomic(Path(args.out), text)
+    if args.out is not None:
+        safeio.check_file(Path(args.out))  # probe first: a full disk keeps the old file
+    doc = export_vllm_bench(args.run_dir)
+    write_json(STDOUT if args.out is None else args.out, doc, field="--out")
+    if args.out is not None:
         print(f"wrote {args.out} (vllm bench serve result keys; latencies in ms)")
     return 0
 

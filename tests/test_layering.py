@@ -92,3 +92,21 @@ def test_only_the_twin_imports_both_the_engine_and_the_simulator():
     ]
     assert both == [], "only twin/ may import both engine and sim: " + "; ".join(both)
     assert {"engine", "sim"} <= set().union(*(_imported_roots(p) for p in (ROOT / "twin").glob("*.py")))
+
+
+@pytest.mark.parametrize(
+    "room, forbidden",
+    [
+        ("bridge", {"sim", "engine", "torch", "simpy", "twin", "validate"}),
+        ("validate", {"engine", "torch", "twin"}),
+    ],
+)
+def test_the_rooms_keep_their_imports_in_every_module(room, forbidden):
+    """`bridge/` (vLLM's file formats) needs nothing of the simulator; `validate/` (simulator vs measured
+    vLLM) nothing of the engine: checked in every module, CLIs and lazy imports included."""
+    bad = [
+        f"{path.relative_to(ROOT)}: {', '.join(sorted(_imported_roots(path) & forbidden))}"
+        for path in sorted((ROOT / room).rglob("*.py"))
+        if _imported_roots(path) & forbidden
+    ]
+    assert bad == [], f"{room}/ imports what its room forbids: " + "; ".join(bad)

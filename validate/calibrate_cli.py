@@ -15,7 +15,6 @@ May import: the standard library, numpy, `sim`, `specsched`, `validate` modules.
 
 from __future__ import annotations
 
-import json
 import time
 
 from sim.inference_perf import load_profiles
@@ -25,6 +24,7 @@ from specsched.catalog import get_gpu
 from specsched.errors import InputError
 from specsched.fit import file_hash
 from specsched.progress import Progress
+from specsched.results import write_json
 from validate import calibrate as cal
 from validate import predict as v
 from validate.runs import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_NUM_SEQS, read_runs
@@ -35,7 +35,7 @@ def add_parser(sub) -> None:
     q.add_argument("runs", help="RUNS.csv (the columns of ../shared/real-vllm/runs.csv)")
     q.add_argument("--workloads", required=True, help="PROFILES.json (inference-perf profiles)")
     q.add_argument("--gpu", required=True, help="the GPU whose runs to fit (h100, a100, ...)")
-    q.add_argument("--out", required=True, help="knobs.json to write")
+    q.add_argument("--out", required=True, metavar="FILE", help="knobs.json to write")
     q.add_argument("--scale", type=float, default=0.5, help="stage durations × this (0 < S ≤ 1; default 0.5)")
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--max-num-seqs", type=int, default=DEFAULT_MAX_NUM_SEQS)
@@ -116,7 +116,7 @@ def run(args) -> int:
             for r, a, b in zip(ins, ins, lomo)
         ],
     }
-    safeio.write_text(args.out, json.dumps(doc, indent=1) + "\n")
+    write_json(args.out, doc, field="--out", indent=1, sort_keys=False)
     print(f"knobs ({gpu}, {len(runs)} runs of {len(models)} models): {cal.describe(got['knobs'])}")
     print("\nin sample:")
     print(v.table(ins))

@@ -47,7 +47,7 @@ from engine.lm.drafters import runtime_drafter
 from engine.lm.target import TargetLM, target_outputs
 from engine.lm.trainconfig import PRESETS, TrainConfig, dump_toml, resolve
 from engine.step import StepOutput, full_rows
-from specsched import calibration
+from specsched import calibration, safeio
 from specsched.errors import InputError
 from specsched.progress import Progress
 
@@ -295,7 +295,7 @@ def _run(cfg: TrainConfig, out: Path, quiet: bool, reuse_target: Path | None) ->
             temps, cal = calibrate(cfg, corpus, weights, net)
         ckpt.save_drafter(out / f"{name}.pt", net, digest, {"train": dmeta[name], "sts": cal}, temps)
         summary[name] = {**dmeta[name], **cal, "temps": temps}
-    (out / "train_config.toml").write_text(dump_toml(cfg))
+    safeio.write_text(out / "train_config.toml", dump_toml(cfg))  # atomic
     summary["wall_s"] = time.perf_counter() - t0
     summary["sizes_bytes"] = {p.name: p.stat().st_size for p in sorted(out.glob("*.pt"))}
     return summary
@@ -303,7 +303,7 @@ def _run(cfg: TrainConfig, out: Path, quiet: bool, reuse_target: Path | None) ->
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m engine.lm.train", description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default=str(ckpt.DEFAULT_DIR), help="checkpoint directory")
+    parser.add_argument("--out", default=str(ckpt.DEFAULT_DIR), metavar="DIR", help="checkpoint directory")
     parser.add_argument("--preset", default="full", choices=sorted(PRESETS))
     parser.add_argument("--config", help="TOML file with [train] / [data] tables")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")

@@ -14,7 +14,6 @@ May import: numpy, torch, matplotlib (lazily), stdlib, specsched, engine.* (neve
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -34,6 +33,7 @@ from engine.measure.stats import (
     requests_for,
     temps_for,
 )
+from specsched.results import dumps_json, write_results
 
 
 @dataclass(frozen=True)
@@ -261,6 +261,7 @@ def write_outputs(res: dict, out_dir: Path) -> list[Path]:
             n: {k: v for k, v in d.items() if not k.startswith("_")} for n, d in res["drafters"].items()
         },
     }
-    (out_dir / "results.json").write_text(json.dumps(clean, indent=1) + "\n")
-    (out_dir / "report.txt").write_text(format_report(res) + "\n")
-    return [out_dir / "results.json", out_dir / "report.txt", *written]
+    report = format_report(res) + "\n"
+    files = {"results.json": dumps_json(clean, indent=1, sort_keys=False), "report.txt": report}
+    write_results(out_dir, files, config=res["config"])  # atomic, strict JSON (NaN as null)
+    return [out_dir / "results.json", out_dir / "report.txt", out_dir / "config.json", *written]
