@@ -12,7 +12,7 @@ the target, the target continues train-split prompts (plain decoding in the engi
 frozen target forward per batch feeds all of them): EAGLE (engine.lm.eagle), DFlash / DSpark
 (engine.lm.parallel). (4) STS: each DSpark drafter decodes held-out (val split) prompts of every domain in
 the real engine with all γ drafts verified; per-position temperatures are fit on its raw confidences
-(specsched.calibration.fit_sts_measured: `sts_fit = "nll"`, the sequential fit scored by log-loss; "ece",
+(specsched.confidence.fit_sts_measured: `sts_fit = "nll"`, the sequential fit scored by log-loss; "ece",
 the paper's ECE grid search) and stored in its checkpoint.
 
 Config: `TrainConfig` (frozen dataclass); `--preset full|tiny`, `--config FILE.toml` and `--set key=value`
@@ -47,7 +47,7 @@ from engine.lm.drafters import runtime_drafter
 from engine.lm.target import TargetLM, target_outputs
 from engine.lm.trainconfig import PRESETS, TrainConfig, dump_toml, resolve
 from engine.step import StepOutput, full_rows
-from specsched import calibration, safeio
+from specsched import confidence, safeio
 from specsched.errors import InputError
 from specsched.progress import Progress
 
@@ -189,7 +189,7 @@ def train_drafters(cfg: TrainConfig, corpus: Corpus, weights: dict, gen, quiet=F
 def calibrate(cfg: TrainConfig, corpus: Corpus, weights: dict, net) -> tuple[list[float], dict]:
     """STS temperatures of a DSpark net from engine rollouts on val prompts (all γ verified): the engine's
     step outputs give the raw confidences and accepted drafts of its full request-steps, and
-    specsched.calibration fits them (the same fitter `specbed engine eval` uses)."""
+    specsched.confidence fits them (the same fitter `specbed engine eval` uses)."""
     from engine.loop import Engine, EngineConfig
 
     n = cfg.sts_prompts
@@ -210,8 +210,8 @@ def calibrate(cfg: TrainConfig, corpus: Corpus, weights: dict, net) -> tuple[lis
         Engine(target, drafter, ecfg, max_len=cfg.context, observers=[keep_full_rows]).generate(reqs)
     conf = np.concatenate(confs) if confs else np.zeros((0, cfg.gamma))
     acc = np.concatenate(accs) if accs else np.zeros(0, dtype=np.int64)
-    temps = calibration.fit_sts_measured(conf, acc, cfg.sts_fit)
-    q = calibration.confidence_quality(conf, acc, temps)
+    temps = confidence.fit_sts_measured(conf, acc, cfg.sts_fit)
+    q = confidence.confidence_quality(conf, acc, temps)
     return [float(t) for t in temps], {
         "samples": int(acc.size),
         "ece_raw_fit": q["ece_raw_mean"],

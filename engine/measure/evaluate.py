@@ -219,21 +219,21 @@ def reliability_png(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from specsched import calibration
+    from specsched import confidence
 
     gamma = conf.shape[1]
-    labels = calibration.survival_labels(accepted, gamma).ravel()
+    labels = confidence.survival_labels(accepted, gamma).ravel()
     fig, ax = plt.subplots(figsize=(4.8, 4.4))
     ax.plot([0, 1], [0, 1], color="0.6", lw=1, ls="--")
     variants = [("raw", np.clip(conf, 0, 1))]
     if temps is not None:
-        variants.append(("STS", calibration.apply_sts(np.clip(conf, 0, 1), temps_for(temps, gamma))))
+        variants.append(("STS", confidence.apply_sts(np.clip(conf, 0, 1), temps_for(temps, gamma))))
     for tag, c in variants:
         surv = np.cumprod(c, axis=1).ravel()
         idx = np.minimum((surv * bins).astype(int), bins - 1)
         pred = np.array([surv[idx == b].mean() if (idx == b).any() else np.nan for b in range(bins)])
         obs = np.array([labels[idx == b].mean() if (idx == b).any() else np.nan for b in range(bins)])
-        ece = float(calibration.ece(surv, labels))
+        ece = float(confidence.ece(surv, labels))
         ax.plot(pred, obs, marker="o", label=f"{tag} (ECE {ece:.3f})")
     ax.set_xlabel("predicted survival  prod c_i")
     ax.set_ylabel("observed prefix acceptance")
