@@ -8,7 +8,7 @@
   Formats, versions, exact vs estimated: docs/vllm-formats.md.
 - `bridge.bench`: a simulator run in the shape of a `vllm bench serve` result, and the side-by-side
   comparison with a real one.
-- `bridge.cli`: `specbed curves from-vllm`, `specbed export`, `specbed compare`.
+- `bridge.cli`: `specbed vllm curves`, `specbed vllm export`, `specbed vllm compare`.
 
 May import: numpy, the standard library, `specsched` (errors, inputs, contracts, safeio). Never `sim`,
 `engine`, torch or simpy: vLLM's file formats need nothing of the simulator (tests/test_layering.py).

@@ -1,13 +1,14 @@
-"""`specbed curves from-vllm`, `specbed export` and `specbed compare`: the vLLM bridge from the shell.
+"""`specbed vllm curves|export|compare`: the vLLM bridge from the shell.
 
-    specbed curves from-vllm FILE... --drafter NAME --domain DOMAIN [--out curves.json] [--into FILE]
+    specbed vllm curves FILE... --drafter NAME --domain DOMAIN [--out curves.json] [--into FILE]
         (--out defaults to the --into file, else curves.json, which must not exist yet)
-    specbed export RUN_DIR --format vllm-bench [--out FILE]
-    specbed compare SIM_RUN_DIR VLLM_RESULT  (--save-result JSON, console report or per-request JSON)
+    specbed vllm export RUN_DIR --format vllm-bench [--out FILE]
+    specbed vllm compare SIM_RUN_DIR VLLM_RESULT  (--save-result JSON, console report or per-request JSON)
 
-Registered for several subcommands, so `main` receives the subcommand name first. Files are written
-under a temporary name and renamed, after every input was read and checked: bad input (one line naming
-the file, line and field; exit 2 via specbed.cli) never leaves a half-written or lost file.
+The old names (`specbed curves from-vllm`, `specbed export`, `specbed compare`) run the same code until
+the next release. Registered for several subcommands, so `main` receives the subcommand name first. Files
+are written under a temporary name and renamed, after every input was read and checked: bad input (one
+line naming the file, line and field; exit 2 via specbed.cli) never leaves a half-written or lost file.
 
 May import: numpy, the standard library, `specsched` (errors, contracts, safeio).
 """
@@ -43,7 +44,7 @@ def _positive_int(text: str) -> int:
 def _export(argv: list[str]) -> int:
     from bridge.bench import export_vllm_bench
 
-    p = _Parser(prog="specbed export", description="Write a simulator run in another tool's result shape.")
+    p = _Parser(prog="specbed vllm export", description="A simulator run in another tool's result shape.")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a `specbed run --out` directory")
     p.add_argument("--format", default="vllm-bench", choices=["vllm-bench"], help="result shape")
     p.add_argument("--out", metavar="FILE", help="write here (default: print to stdout)")
@@ -60,7 +61,7 @@ def _export(argv: list[str]) -> int:
 def _compare(argv: list[str]) -> int:
     from bridge.bench import compare_rows, export_vllm_bench, format_compare, load_vllm_result
 
-    p = _Parser(prog="specbed compare", description="A simulator run beside a `vllm bench serve` result.")
+    p = _Parser(prog="specbed vllm compare", description="A simulator run beside a vllm bench serve result.")
     p.add_argument("sim_run", metavar="SIM_RUN_DIR", help="a `specbed run --out` directory")
     p.add_argument(
         "vllm_result", metavar="VLLM_RESULT", help="--save-result JSON, console report or per-request JSON"
@@ -77,7 +78,7 @@ def _from_vllm(argv: list[str]) -> int:
     from bridge.acceptance import read_acceptance
     from bridge.curves_out import write_acceptance_curves
 
-    p = _Parser(prog="specbed curves from-vllm", description="A curves file from vLLM's acceptance counters.")
+    p = _Parser(prog="specbed vllm curves", description="A curves file from vLLM's acceptance counters.")
     p.add_argument("files", nargs="+", metavar="FILE",
                    help="Prometheus /metrics scrape(s) (one cumulative, or a before/after pair), vLLM logs, "
                    "or vllm bench serve --save-result JSON")  # fmt: skip
@@ -121,7 +122,7 @@ def _from_vllm(argv: list[str]) -> int:
 
 def _curves(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
-        print("usage: specbed curves from-vllm FILE... --drafter NAME --domain DOMAIN [--out F] [--into F]")
+        print("usage: specbed vllm curves FILE... --drafter NAME --domain DOMAIN [--out F] [--into F]")
         return 0
     if argv[0] != "from-vllm":
         raise InputError(f"unknown curves command {argv[0]!r} (expected from-vllm)", field="COMMAND")
