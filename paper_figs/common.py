@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from specsched.errors import InputError
-from specsched.results import dumps_json, write_results
+from specsched.results import dumps_json, plain, write_results
 
 RESULTS = Path("results") / "paper_figs"
 #: display names of the built-in drafters, shared by the acceptance figures
@@ -43,15 +43,7 @@ def parse_args(name: str, argv: list[str] | None, about: str) -> argparse.Namesp
 
 def rounded(value):
     """JSON-ready copy of `value` with floats rounded to 6 significant digits (NaN -> None)."""
-    if isinstance(value, dict):
-        return {str(k): rounded(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [rounded(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float):
-        return None if not math.isfinite(value) else float(f"{value:.6g}")
-    return value
+    return plain(value, digits=6)
 
 
 def write_summary(args: argparse.Namespace, summary: dict, files: dict | None = None) -> Path:

@@ -39,20 +39,23 @@ STDOUT = "-"
 _CHUNK = 65_536  # rows per formatting chunk: memory stays bounded for million-request runs
 
 
-def plain(value: Any) -> Any:
-    """`value` as plain JSON types: NaN/inf -> None, numpy -> Python, tuples -> lists, keys/paths -> str."""
+def plain(value: Any, digits: int | None = None) -> Any:
+    """`value` as plain JSON types: NaN/inf -> None, numpy -> Python, tuples -> lists, keys/paths -> str;
+    floats rounded to `digits` significant digits when given."""
     if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
+        return {str(k): plain(v, digits) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
+        return [plain(v, digits) for v in value]
     if isinstance(value, np.ndarray):
-        return plain(value.tolist())
+        return plain(value.tolist(), digits)
     if isinstance(value, os.PathLike):
         return os.fspath(value)
     if isinstance(value, np.generic):
         value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        return value if digits is None else float(f"{value:.{digits}g}")
     return value
 
 
