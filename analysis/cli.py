@@ -39,7 +39,7 @@ def _parser(command: str) -> argparse.ArgumentParser:
     p = _Parser(prog=f"specbed {command}")
     if command == "sweep":
         p.add_argument("sweep", type=Path, help="sweep TOML file")
-        p.add_argument("--out", type=Path, required=True, help="results folder")
+        p.add_argument("--out", type=Path, required=True, metavar="DIR", help="results folder")
         p.add_argument("--jobs", type=int, default=None, help="parallel cells (default: all CPUs)")
         p.add_argument("--backend", default="local", help="local (process pool) or ray")
         p.add_argument("--address", help="Ray cluster address (default: start a local Ray)")
@@ -50,7 +50,7 @@ def _parser(command: str) -> argparse.ArgumentParser:
     else:
         _analysis_flags(p)
         # a string, not a Path: "DIR/" must stay visibly a folder (refused), not become a file "DIR"
-        p.add_argument("--out", help="output file (default DIR/pareto.png or DIR/summary.md)")
+        p.add_argument("--out", metavar="FILE", help="output file (default DIR/pareto.png or DIR/summary.md)")
     return p
 
 

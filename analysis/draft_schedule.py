@@ -11,8 +11,6 @@ May import: numpy, the standard library, specsched (and its contracts), sim.conf
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
 import specsched as S
@@ -21,6 +19,7 @@ from specsched import safeio
 from specsched.contracts import DOMAINS, curve_matrix, load_curves
 from specsched.depth import DraftCost
 from specsched.errors import InputError
+from specsched.results import write_json
 
 BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
@@ -121,6 +120,6 @@ def run(args) -> int:
     print(render(rows, cost, draft, args.gamma))
     if args.json is not None:
         doc = {"cost": cost.name, "gamma": args.gamma, "drafter": "dspark", "schedule": rows}
-        safeio.write_text(args.json, json.dumps(doc, indent=2) + "\n", field="--json")  # atomic
+        write_json(args.json, doc, sort_keys=False)  # atomic, strict JSON
         print(f"wrote {args.json}")
     return 0

@@ -24,10 +24,7 @@ May import: the standard library, `specsched.errors`, `specsched.inputs`, `specs
 from __future__ import annotations
 
 import contextlib
-import csv
 import fcntl
-import io
-import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -35,6 +32,7 @@ from pathlib import Path
 
 from specsched import inputs, safeio
 from specsched.errors import InputError
+from specsched.results import csv_text, dumps_json
 
 FORMAT = 1
 MANIFEST = "sweep.json"
@@ -122,7 +120,7 @@ def prepare(out: Path, manifest: dict, *, resume: bool, force: bool) -> None:
     (out / "cells").mkdir(exist_ok=True)
     for stale in [*out.glob(".tmp-*"), *(out / "cells").glob(".tmp-*")]:
         stale.unlink(missing_ok=True)
-    atomic_write(out / MANIFEST, json.dumps(manifest, indent=1, sort_keys=False) + "\n")
+    atomic_write(out / MANIFEST, dumps_json(manifest, indent=1, sort_keys=False))
 
 
 def clear(out: Path) -> None:
@@ -145,7 +143,7 @@ def finished_keys(out: Path) -> set[str]:
 
 
 def write_cell(out: Path, row: dict) -> None:
-    atomic_write(Path(out) / "cells" / f"{row['key']}.json", json.dumps(row, sort_keys=True) + "\n")
+    atomic_write(Path(out) / "cells" / f"{row['key']}.json", dumps_json(row, indent=None))
     err = Path(out) / "errors" / f"{row['key']}.txt"
     if err.exists():
         err.unlink()
@@ -179,7 +177,7 @@ def consolidate(out: Path, heads: list[dict]) -> list[dict]:
         stored = read_cell(out, head["key"])
         if stored is not None:
             rows.append({**head, "summary": stored.get("summary", {}), "wall_s": stored.get("wall_s")})
-    atomic_write(out / "results.jsonl", "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+    atomic_write(out / "results.jsonl", "".join(dumps_json(r, indent=None) for r in rows))
     atomic_write(out / "results.csv", _csv(rows))
     return rows
 
@@ -190,11 +188,10 @@ def _csv(rows: list[dict]) -> str:
     for row in rows:
         axis_cols += [k for k in row["axes"] if k not in axis_cols]
         metric_cols += [k for k in row["summary"] if k not in metric_cols]
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["key", "series", "facet", "point", *axis_cols, *metric_cols])
-    for row in rows:
-        writer.writerow(
+    header = ["key", "series", "facet", "point", *axis_cols, *metric_cols]
+    return csv_text(
+        header,
+        (
             [
                 row["key"],
                 row["series"],
@@ -203,8 +200,9 @@ def _csv(rows: list[dict]) -> str:
                 *(_cell_text(row["axes"].get(k)) for k in axis_cols),
                 *(_cell_text(row["summary"].get(k)) for k in metric_cols),
             ]
-        )
-    return buf.getvalue()
+            for row in rows
+        ),
+    )
 
 
 def _cell_text(value) -> str:

@@ -15,8 +15,8 @@ from sim.config import DrafterConfig, PolicyConfig, ServerConfig, SimConfig, Wor
 from sim.inference_perf import load_profiles
 from sim.run import simulate
 from sim.vllm_deploy import shipped_knobs
-from specbed import validate as v
-from specbed.validate_runs import read_runs
+from validate import predict as v
+from validate.runs import read_runs
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "real-vllm"
 

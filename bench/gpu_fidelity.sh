@@ -32,5 +32,5 @@ start=$(date +%s)
 # (2 per policy, 8 verify lengths x 48 requests) and the samples are measured in the same process, then
 # 3 policies x (engine + sim). --attempts 1: no reruns on a drifting machine (the time limit).
 timeout 450 "$PY" -m specbed fidelity --device "$DEVICE" --concurrency 32 --requests 192 \
-    --prompt-len 32 --output-len 128 --attempts 1 --out-dir "$OUT" "$@"
+    --prompt-len 32 --output-len 128 --attempts 1 --out "$OUT" "$@"
 echo "gpu_fidelity: $(( $(date +%s) - start )) s wall; results in $OUT (fidelity.json, cost.csv, curves.json)"

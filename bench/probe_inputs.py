@@ -263,7 +263,7 @@ def main() -> None:
         "sim.cli",
         "analysis.cli",
         "traces.cli",
-        "sim.vllm.cli",
+        "bridge.cli",
         "specbed.cost_cli",
         "specbed.plan_cli",
     ):

@@ -92,7 +92,7 @@ def output_probes() -> list[Probe]:
 
 
 def flag_probes() -> list[Probe]:
-    fid = ["fidelity", "--out-dir", "{W}/fo", "--quiet"]
+    fid = ["fidelity", "--out", "{W}/fo", "--quiet"]
     plan = ["plan", "--draft-schedule", "--cost", "h200-v4flash"]
     synth = ["trace", "synth", "{W}/trace.csv", "--n", "5", "--out", "{W}/o.csv"]
     slow = [

@@ -10,13 +10,13 @@ May import: numpy, the standard library, `analysis`, `sim` (curves, acceptance),
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from pathlib import Path
 
 import numpy as np
 
 from specsched.errors import InputError
+from specsched.results import dumps_json, plain, write_results
 
 RESULTS = Path("results") / "paper_figs"
 #: display names of the built-in drafters, shared by the acceptance figures
@@ -31,32 +31,27 @@ class _Parser(argparse.ArgumentParser):
 def parse_args(name: str, argv: list[str] | None, about: str) -> argparse.Namespace:
     p = _Parser(prog=f"paper_figs.{name}", description=about)
     p.add_argument("--tiny", action="store_true", help="seconds-long version (tests, smoke runs)")
-    p.add_argument("--out", type=Path, default=None, help=f"output folder (default {RESULTS}/{name})")
+    p.add_argument("--out", type=Path, metavar="DIR", help=f"output folder (default {RESULTS}/{name})")
     p.add_argument("--jobs", type=int, default=None, help="parallel sweep cells (default: all CPUs)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
     args.out = args.out or RESULTS / name
+    args.figure = name
     args.out.mkdir(parents=True, exist_ok=True)
     return args
 
 
 def rounded(value):
     """JSON-ready copy of `value` with floats rounded to 6 significant digits (NaN -> None)."""
-    if isinstance(value, dict):
-        return {str(k): rounded(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [rounded(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float):
-        return None if not math.isfinite(value) else float(f"{value:.6g}")
-    return value
+    return plain(value, digits=6)
 
 
-def write_summary(out: Path, summary: dict) -> Path:
-    path = Path(out) / "summary.json"
-    path.write_text(json.dumps(rounded(summary), indent=1, sort_keys=True, ensure_ascii=False) + "\n")
-    return path
+def write_summary(args: argparse.Namespace, summary: dict, files: dict | None = None) -> Path:
+    """OUT/summary.json (floats to 6 digits, strict JSON), `files` (name -> text) and OUT/config.json (the
+    figure's resolved flags), all or none (`specsched.results.write_results`)."""
+    body = {"summary.json": dumps_json(rounded(summary), indent=1), **(files or {})}
+    write_results(args.out, body, config={"figure": args.figure, **vars(args)})
+    return Path(args.out) / "summary.json"
 
 
 def run_sweep_text(text: str, out: Path, args: argparse.Namespace):
@@ -89,7 +84,7 @@ def figure_main(name: str, doc: str, argv, build, plot, report) -> int:
     args = parse_args(name, argv, doc.splitlines()[0])
     summary = build(args.tiny)
     plot(summary, args.out / f"{name}.png")
-    write_summary(args.out, summary)
+    write_summary(args, summary)
     for line in report(summary):
         print(line)
     print(f"wrote {args.out / (name + '.png')} and {args.out / 'summary.json'}")

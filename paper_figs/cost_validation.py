@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         "in_sample": in_sample,
         "out_of_sample": out_of_sample,
     }
-    write_summary(args.out, summ)
+    write_summary(args, summ)
     for label, s in {"in sample": in_sample, **out_of_sample}.items():
         per = ", ".join(
             f"TP{tp} {ph} {st['mape_pct']:.1f} %"

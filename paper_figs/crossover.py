@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     fig.savefig(args.out / f"{NAME}.png", dpi=120)
     plt.close(fig)
     write_summary(
-        args.out,
+        args,
         {
             "metric": METRIC,
             "throughput": tput,

@@ -371,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = {"reproduction": rep, "pareto": curves, "dspark_vs_mtp1": cmp, "budgets": budget,
                "predicted_pareto": raw, "predicted_dspark_vs_mtp1": raw_cmp,
                "slowed_pareto": cross, "slowed_dspark_vs_mtp1": cross_cmp}  # fmt: skip
-    write_summary(args.out, summary)
+    write_summary(args, summary)
     return 0
 
 

@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
             "tok_s_gpu": front.x.tolist(),
             "tok_s_user": front.y.tolist(),
         }
-    write_summary(args.out, {"cells": len(rows), "gains": gains, "frontiers": frontiers, "paper": PAPER})
+    write_summary(args, {"cells": len(rows), "gains": gains, "frontiers": frontiers, "paper": PAPER})
     print(gains_table(result))
     print(f"wrote {args.out / (NAME + '.png')} and {args.out / 'summary.json'}")
     return 0

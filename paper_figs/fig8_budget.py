@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     fig.tight_layout()
     fig.savefig(args.out / f"{NAME}.png", dpi=120)
     plt.close(fig)
-    write_summary(args.out, {"metric": METRIC, "budget": budget, "paper": PAPER})
+    write_summary(args, {"metric": METRIC, "budget": budget, "paper": PAPER})
     for cost, per_series in sorted(budget.items()):
         for series, per in per_series.items():
             text = "  ".join(f"{c}:{v:.2f}" for c, v in sorted(per.items(), key=lambda kv: int(kv[0])))

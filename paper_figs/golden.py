@@ -22,6 +22,8 @@ import tempfile
 from pathlib import Path
 
 from paper_figs.common import compare
+from specsched import safeio
+from specsched.results import dumps_json
 
 FIGURES = ("fig2_acceptance", "table1_tau", "fig7_pareto", "fig8_budget", "crossover", "vllm_adaptive")
 GOLDEN = Path(__file__).parent / "golden"
@@ -52,9 +54,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.update:
                 GOLDEN.mkdir(exist_ok=True)
                 summary = run_tiny(name, out, jobs=1)
-                (GOLDEN / f"{name}.json").write_text(
-                    json.dumps(summary, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-                )
+                safeio.write_text(GOLDEN / f"{name}.json", dumps_json(summary, indent=1))
                 print(f"updated {GOLDEN / (name + '.json')}")
                 continue
             problems = check(name, out)

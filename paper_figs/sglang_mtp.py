@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:<28} {1e3 * r['host_s']:>8.1f} {r['base_tok_s_per_rank']:>8.1f} "
               f"{r['mtp_tok_s_per_rank']:>8.1f} {100 * r['gain']:>+7.1f}% {100 * rel:>+9.1f}%")  # fmt: skip
         r["ratio_miss"] = rel
-    write_summary(args.out, {"published": PUBLISHED, "predicted": rows})
+    write_summary(args, {"published": PUBLISHED, "predicted": rows})
     return 0
 
 

@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 from paper_figs.common import parse_args, production_base, rounded, run_sweep_text, write_summary
+from specsched.results import dumps_json
 
 NAME = "vllm_adaptive"
 CURVES = Path(__file__).parent / "data" / "vllm_v4pro_curves.json"
@@ -194,11 +195,10 @@ def main(argv: list[str] | None = None) -> int:
     rows, _ = run_sweep_text(sweep_text(args.tiny), args.out, args)
     res = collect(rows)
     ours = ratios(res)
-    (args.out / "results.json").write_text(json.dumps(rounded(res), indent=1) + "\n")
     table = table_md(ours, res)
-    (args.out / "table.md").write_text(table)
     plot(res, args.out / f"{NAME}.png")
-    write_summary(args.out, {"results": res, "ratios": ours, "blog": BLOG, "blog_absolute": BLOG_ABS})
+    files = {"results.json": dumps_json(rounded(res), indent=1, sort_keys=False), "table.md": table}
+    write_summary(args, {"results": res, "ratios": ours, "blog": BLOG, "blog_absolute": BLOG_ABS}, files)
     head = " ".join(f"{a:>9}" for a in ARMS)
     print(f"{'concurrency':>11} {head}   (tok/s; tpot ms; accepted length)")
     for i, c in enumerate(res["concurrency"]):

@@ -5,7 +5,7 @@ Role: per engine step, `true_probs` gives each running request's TRUE conditiona
 scheduler sees (a noisy, over-confident view of the truth, optionally STS-calibrated). Outcomes never depend
 on the estimate. Contract: docs/sim-acceptance-api.md.
 
-May import: numpy, the standard library, `specsched.errors`, `specsched.calibration`, `sim.population`,
+May import: numpy, the standard library, `specsched.errors`, `specsched.confidence`, `sim.population`,
 `sim.model`.
 
 Truth model (logits). For a request r of domain d, at draft position k of one engine step:
@@ -51,8 +51,8 @@ from sim.population import (
     sigmoid,
     solve_offsets,
 )
-from specsched.calibration import auc_binned, fit_sts, survival_labels
-from specsched.calibration import ece as _ece
+from specsched.confidence import auc_binned, fit_sts, survival_labels
+from specsched.confidence import ece as _ece
 from specsched.errors import InputError
 
 _LATENT_GRID = 513  # grid (±8 sd) for sampling the step-weighted latent by inverse CDF

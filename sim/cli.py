@@ -14,14 +14,13 @@ a crash or a full disk never leaves a half-written file. Bad input raises `Input
 via specbed.cli).
 
 May import: numpy, the standard library, `sim` modules (`sim.shard` lazily: it may import Ray),
-`specsched.errors`, `specsched.safeio`.
+`specsched.errors`, `specsched.safeio`, `specsched.results`.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import math
 import os
 import sys
@@ -35,6 +34,7 @@ from sim.config_io import config_to_toml, load_config, locate
 from sim.curves import DOMAINS
 from specsched import inputs, safeio
 from specsched.errors import InputError
+from specsched.results import dumps_json, write_csv, write_results
 
 #: rows of the printed table: (summary key, label, format)
 _TABLE = (
@@ -100,42 +100,6 @@ def _parser() -> argparse.ArgumentParser:
         help="also write DIR/timeline.json: every engine step in Chrome Trace Event format (Perfetto)",
     )
     return p
-
-
-def _json_ready(value):
-    """Plain JSON types; NaN/inf become None so the file is strict JSON."""
-    if isinstance(value, dict):
-        return {str(k): _json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_ready(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def dumps_json(data: dict) -> str:
-    return json.dumps(_json_ready(data), indent=2, sort_keys=True, allow_nan=False) + "\n"
-
-
-_CHUNK = 65_536  # rows per formatting chunk: memory stays bounded for million-request runs
-
-
-def write_csv(handle: TextIO, columns: dict[str, np.ndarray], formats: dict[str, str] | None = None) -> None:
-    """Equal-length columns as CSV (ints %d, floats %.9g with NaN as 'nan', or `formats[name]`)."""
-    formats = formats or {}
-    names = list(columns)
-    arrays = [np.asarray(columns[name]) for name in names]
-    fmts = [formats.get(n, "%d" if a.dtype.kind in "iub" else "%.9g") for n, a in zip(names, arrays)]
-    handle.write(",".join(names) + "\n")
-    n = len(arrays[0]) if arrays else 0
-    for lo in range(0, n, _CHUNK):
-        cols = [np.char.mod(f, a[lo : lo + _CHUNK]).astype(object) for f, a in zip(fmts, arrays)]
-        rows = cols[0]
-        for col in cols[1:]:
-            rows = rows + "," + col
-        handle.write("\n".join(rows.tolist()) + "\n")
 
 
 def write_requests_csv(handle: TextIO, requests: dict[str, np.ndarray]) -> None:
@@ -250,15 +214,15 @@ def _run(args: argparse.Namespace, cfg, out: Path | None, fresh: bool, notes: li
         print(f"  {'wall time (s)':<30} {wall:>14.2f}")
     if out is not None:
         try:
-            safeio.write_files(
+            write_results(
                 out,
                 {
                     "summary.json": dumps_json(result.summary),
                     "confidence.json": dumps_json(result.confidence),
                     "requests.csv": lambda h: write_requests_csv(h, result.requests),
                     "series.csv": lambda h: write_csv(h, result.series),
-                    "config.toml": config_to_toml(cfg),
                 },
+                config=config_to_toml(cfg),
             )
             if timeline is not None:
                 timeline.close()

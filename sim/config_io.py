@@ -26,6 +26,7 @@ from sim.config import SimConfig
 from sim.curves import DOMAINS
 from specsched import inputs
 from specsched.errors import InputError
+from specsched.results import dumps_json
 
 _PATH_KEYS = {("workload", "trace"), ("drafter", "curves"), ("drafter", "cost"), ("server", "cost"),
               ("server", "policy_cost")}  # fmt: skip
@@ -357,4 +358,4 @@ def config_to_toml(cfg: SimConfig) -> str:
 
 
 def config_to_json(cfg: SimConfig) -> str:
-    return json.dumps(config_to_dict(cfg), indent=2, sort_keys=False) + "\n"
+    return dumps_json(config_to_dict(cfg), sort_keys=False)

@@ -27,7 +27,7 @@ estimate; outcomes still come from the truth only.
 row of it). Shapes: R running requests, D domains (DOMAINS order), γ draft positions (the file's may be
 longer: its first γ are used).
 
-May import: numpy, the standard library, `specsched.calibration`, `specsched.contracts` (the curves
+May import: numpy, the standard library, `specsched.confidence`, `specsched.contracts` (the curves
 file it reads), `sim.model`.
 """
 
@@ -38,7 +38,7 @@ import math
 import numpy as np
 
 from sim.model import sample_chain
-from specsched.calibration import auc, ece, survival_labels
+from specsched.confidence import auc, ece, survival_labels
 from specsched.contracts import DOMAINS, Samples
 
 #: half-width (tokens) of the stretch of text a position-indexed replay draws a measured step from

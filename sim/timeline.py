@@ -30,12 +30,12 @@ May import: numpy, the standard library, `specsched.stepcost` (PARTS).
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import numpy as np
 
+from specsched.results import dumps_json
 from specsched.stepcost import PARTS
 
 #: one step as text: its complete event and its two counter events (filled by `%` from a row)
@@ -148,7 +148,7 @@ class TimelineWriter:
     def close(self) -> Path:
         """Finish the JSON document and move it to `path`; returns `path`."""
         self._flush()
-        meta = json.dumps({**self.meta, "steps": self.events}, sort_keys=True, allow_nan=False)
+        meta = dumps_json({**self.meta, "steps": self.events}, indent=None).rstrip("\n")
         self._handle.write(f'\n],"displayTimeUnit":"ms","otherData":{meta}}}\n')
         self._handle.close()
         os.replace(self.tmp, self.path)

@@ -6,6 +6,10 @@ runs, so `specbed trace stats` never pays for torch. Bad input (`specsched.error
 subcommand's argparse error (unknown flag, bad value) is one such line too, ending with a hint to
 `--help`: while a subcommand runs, `argparse.ArgumentParser.error` raises an `InputError` instead of
 printing the multi-line usage block (parsers that define their own `error` keep it).
+
+The vLLM verbs are grouped: `specbed vllm curves|export|compare|validate|calibrate` runs `curves
+from-vllm`, `export`, `compare`, `validate` and `cost calibrate`, whose old names are still read until the
+next release. `specbed --version` prints the installed version.
 """
 
 from __future__ import annotations
@@ -33,18 +37,45 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("engine.cli", "run the losslessness suite of the real engine"),
     "engine": ("engine.measure.cli", "engine train / eval / profile / curves"),
     "fidelity": ("twin.cli", "engine vs simulator on the same closed-loop workload"),
-    "cost": ("specbed.cost_cli", "cost fit / check / calibrate: the roofline's knobs from measurements"),
-    "validate": ("specbed.validate_cli", "measured vLLM runs vs the simulator's prediction of them"),
-    "curves": ("sim.vllm.cli", "curves from-vllm: a curves file from vLLM's acceptance counters"),
-    "export": ("sim.vllm.cli", "a run's results in vllm bench serve's shape"),
-    "compare": ("sim.vllm.cli", "a simulated run beside a vllm bench serve result"),
+    "cost": ("specbed.cost_cli", "cost fit / check: the roofline's knobs from measured steps"),
+    "vllm": ("", "vLLM's files: curves | export | compare | validate | calibrate (specbed vllm --help)"),
+    "validate": ("validate.cli", "measured vLLM runs vs the simulator's prediction of them"),
+    "curves": ("bridge.cli", "curves from-vllm: a curves file from vLLM's acceptance counters"),
+    "export": ("bridge.cli", "a run's results in vllm bench serve's shape"),
+    "compare": ("bridge.cli", "a simulated run beside a vllm bench serve result"),
 }
+#: `specbed vllm VERB ...` -> (the subcommand that runs it, the arguments put before the user's)
+VLLM: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "curves": ("curves", ("from-vllm",), "a curves file from vLLM's acceptance counters"),
+    "export": ("export", (), "a simulator run in vllm bench serve's result shape"),
+    "compare": ("compare", (), "a simulator run beside a vllm bench serve result"),
+    "validate": ("validate", (), "measured vLLM runs vs the simulator's prediction of them"),
+    "calibrate": ("cost", ("calibrate",), "fit one GPU's vLLM knobs to measured runs"),
+}
+#: the names the vLLM verbs had before `specbed vllm`: still read, until the next release
+OLD_NAMES = ("validate", "curves", "export", "compare")
 
 
 def _usage() -> str:
-    lines = ["usage: specbed COMMAND [ARGS...]", "", "commands:"]
-    lines += [f"  {name:<10} {help_}" for name, (_, help_) in SUBCOMMANDS.items()]
+    lines = ["usage: specbed COMMAND [ARGS...]   (specbed --version)", "", "commands:"]
+    lines += [f"  {name:<10} {help_}" for name, (_, help_) in SUBCOMMANDS.items() if name not in OLD_NAMES]
+    lines += ["", "old names, kept until the next release: " + ", ".join(f"`{n}`" for n in OLD_NAMES)
+              + ", `cost calibrate` (now `specbed vllm ...`)"]  # fmt: skip
     return "\n".join(lines)
+
+
+def _vllm_usage() -> str:
+    lines = ["usage: specbed vllm VERB [ARGS...]   (specbed vllm VERB --help)", "", "verbs:"]
+    return "\n".join(lines + [f"  {verb:<10} {help_}" for verb, (_, _, help_) in VLLM.items()])
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("specbed")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
 
 
 def _one_line_error(self: argparse.ArgumentParser, message: str):
@@ -67,8 +98,21 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(_usage())
         return 0
+    if argv[0] in ("--version", "-V"):
+        print(f"specbed {_version()}")
+        return 0
     name, rest = argv[0], argv[1:]
-    if name not in SUBCOMMANDS:
+    if name == "vllm":
+        if not rest or rest[0] in ("-h", "--help", "help"):
+            print(_vllm_usage())
+            return 0
+        if rest[0] not in VLLM:
+            print(f"specbed vllm: error: unknown verb '{rest[0]}' (choose from {', '.join(VLLM)})",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        name, before, _ = VLLM[rest[0]]
+        rest = [*before, *rest[1:]]
+    if name not in SUBCOMMANDS or name == "vllm":
         print(
             f"specbed: error: unknown command '{name}' (choose from {', '.join(SUBCOMMANDS)})",
             file=sys.stderr,

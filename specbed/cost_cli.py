@@ -1,15 +1,16 @@
 """`specbed cost fit|check`: fit the roofline's knobs to measured steps, and check a fit against measurements.
 
     specbed cost fit MEASURED... --model NAME --gpu NAME [--where COL=VAL ...] --out FIT.json
-    specbed cost check MEASURED... --fit FIT.json [--model NAME] [--gpu NAME] [--where COL=VAL ...] [--json]
+    specbed cost check MEASURED... --fit FIT.json [--model NAME] [--gpu NAME] [--where C=V ...] [--json FILE]
     specbed cost calibrate RUNS.csv --workloads PROFILES.json --gpu NAME --out KNOBS.json
 
 `fit` prints a per-point table (tp, phase, batch, tokens, measured ms, predicted ms, error %, outlier flag),
 the MAPE per TP and phase (outliers excluded, and counted), and writes FIT.json (model, gpu, knobs,
 provenance: data files and their sha256, rows used, outliers, MAPE). `check` predicts the selected points
-with a fit's knobs — `--model`/`--gpu` swap in another shape or GPU — and prints the same table, or with
-`--json` one object: {"points", "decode": {"points", "mape_pct", "max_pct"}, "prefill": {...},
-"by_tp": {"2": {"decode": {...}, "prefill": {...}}, ...}}. Bad input: one line, exit 2 (specbed.cli).
+with a fit's knobs — `--model`/`--gpu` swap in another shape or GPU — and prints the same table; `--json FILE`
+writes one object (`-`: to stdout, instead of the table): {"points", "decode": {"points", "mape_pct",
+"max_pct"}, "prefill": {...}, "by_tp": {"2": {"decode": {...}, "prefill": {...}}, ...}}. Bad input: one
+line, exit 2 (specbed.cli).
 
 May import: the standard library, numpy, `specsched`.
 """
@@ -17,7 +18,6 @@ May import: the standard library, numpy, `specsched`.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import numpy as np
@@ -26,6 +26,7 @@ from specsched import hardware, safeio
 from specsched.errors import InputError
 from specsched.fit import Fit, error_pct, file_hash, fit, load_fit, predict, summary
 from specsched.measured import Points, read_measured
+from specsched.results import STDOUT, write_json
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,11 +43,11 @@ def _parser() -> argparse.ArgumentParser:
         q.add_argument("--model", required=name == "fit", help=f"model shape ({', '.join(hardware.MODELS)})")
         q.add_argument("--gpu", required=name == "fit", help=f"GPU ({', '.join(hardware.GPUS)})")
         if name == "fit":
-            q.add_argument("--out", required=True, help="FIT.json to write")
+            q.add_argument("--out", required=True, metavar="FILE", help="FIT.json to write")
         else:
             q.add_argument("--fit", required=True, help="FIT.json from `specbed cost fit`")
-            q.add_argument("--json", action="store_true", help="print one JSON object")
-    from specbed.calibrate_cli import add_parser
+            q.add_argument("--json", metavar="FILE", help="write the summary as JSON here ('-': stdout)")
+    from validate.calibrate_cli import add_parser
 
     add_parser(sub)
     return p
@@ -121,6 +122,8 @@ def _fit(args) -> int:
 
 
 def _check(args) -> int:
+    if args.json not in (None, STDOUT):
+        safeio.check_file(args.json, field="--json", inputs=[*args.measured, args.fit])
     fitted = load_fit(args.fit)
     model = args.model or fitted.model
     gpu = args.gpu or fitted.gpu
@@ -128,9 +131,10 @@ def _check(args) -> int:
     points = read_measured(args.measured, args.where)
     pred = predict(points, model, gpu, fitted.knobs)
     summ = summary(points, pred)
-    if args.json:
-        print(json.dumps(summ))
-        return 0
+    if args.json is not None:
+        write_json(args.json, summ, indent=None, sort_keys=False)
+        if args.json == STDOUT:
+            return 0
     print(f"fit {args.fit} ({fitted.model}@{fitted.gpu}) predicting {model}@{gpu}")
     _print_table(points, pred, None)
     _print_mape(summ)
@@ -140,7 +144,7 @@ def _check(args) -> int:
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.action == "calibrate":
-        from specbed.calibrate_cli import run
+        from validate.calibrate_cli import run
 
         return run(args)
     return _fit(args) if args.action == "fit" else _check(args)

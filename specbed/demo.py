@@ -79,7 +79,7 @@ def main(argv: list[str]) -> int:
     from analysis.sweepfile import expand, parse_sweep
 
     p = _Parser(prog="specbed demo", description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path, default=Path("results") / "demo")
+    p.add_argument("--out", type=Path, default=Path("results") / "demo", metavar="DIR", help="results folder")
     p.add_argument("--jobs", type=int, default=None, help="parallel cells (default: all CPUs)")
     p.add_argument("--fresh", action="store_true", help="recompute every cell")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

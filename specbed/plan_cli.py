@@ -140,7 +140,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--batch-sizes", type=_sizes, default=None, metavar="R,R,...", help="batch sizes (default 1..1024)"
     )
-    parser.add_argument("--json", metavar="OUT", help="also write the schedule as JSON")
+    parser.add_argument("--json", metavar="FILE", help="also write the schedule as JSON")
     args = parser.parse_args(argv)
     if args.seed < 0:
         raise InputError(f"must be ≥ 0, got {args.seed}", field="--seed")

@@ -17,7 +17,7 @@ from typing import Literal
 
 import numpy as np
 
-from specsched import hardware, inputs
+from specsched import hardware, inputs, safeio
 from specsched.errors import InputError
 
 Mode = Literal["step", "linear"]
@@ -325,7 +325,7 @@ class CostTable:
     def to_csv(self, path: str | Path) -> None:
         """Write the measured points as `tokens,seconds` (what `from_csv` reads)."""
         lines = ["tokens,seconds"] + [f"{int(t)},{float(s)!r}" for t, s in zip(self.tokens, self.seconds)]
-        Path(path).write_text("\n".join(lines) + "\n")
+        safeio.write_text(path, "\n".join(lines) + "\n")  # atomic: a full disk keeps the old file
 
     def __repr__(self) -> str:
         return (

@@ -31,17 +31,17 @@ May import: numpy, the standard library, `specsched.errors`, `specsched.hardware
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from specsched import hardware, inputs, safeio
+from specsched import hardware, inputs
 from specsched.cost import CostTable
 from specsched.errors import InputError
 from specsched.measured import Points
+from specsched.results import write_json
 
 #: knob -> (lower, upper) bound; the fit stays strictly inside (logistic map).
 BOUNDS: dict[str, tuple[float, float]] = {
@@ -83,7 +83,7 @@ class Fit:
         }
 
     def save(self, path: str | Path) -> None:
-        safeio.write_text(path, json.dumps(self.to_json(), indent=2, sort_keys=True) + "\n")  # atomic
+        write_json(path, self.to_json(), field="--out")  # atomic, strict JSON
 
 
 def load_fit(path: str | Path) -> Fit:

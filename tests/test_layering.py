@@ -14,6 +14,8 @@ RULES = [
     ("engine", ["sim", "simpy"]),
     ("engine.lm", ["sim", "simpy", "engine.measure", "engine.proof"]),
     ("twin", ["matplotlib", "analysis", "paper_figs"]),
+    ("bridge", ["torch", "simpy", "sim", "engine", "matplotlib"]),
+    ("validate", ["torch", "engine", "matplotlib", "analysis", "paper_figs", "twin"]),
 ]
 
 
@@ -47,6 +49,8 @@ def test_the_engine_serving_path_does_not_import_its_proof():
 
 
 ROOT = Path(__file__).resolve().parents[1]
+#: the packages below the CLI floor, by room
+PACKAGES = ("specsched", "sim", "engine", "traces", "twin", "bridge", "validate")
 # Markers of the files between the engine and the simulator: only the contract floor may spell them.
 CONTRACT_MARKERS = ("draft_seconds_by_R", "join_seconds_by_R", '"prose": "chat"', '"chat": "prose"')
 
@@ -55,7 +59,7 @@ def test_only_the_contract_floor_knows_the_file_formats():
     floor = ROOT / "specsched" / "contracts"
     offenders = [
         f"{path.relative_to(ROOT)}: {marker}"
-        for pkg in ("specsched", "sim", "engine", "specbed", "analysis", "paper_figs", "traces", "twin")
+        for pkg in (*PACKAGES, "specbed", "analysis", "paper_figs")
         for path in (ROOT / pkg).rglob("*.py")
         if floor not in path.parents
         for marker in CONTRACT_MARKERS
@@ -82,9 +86,27 @@ def test_only_the_twin_imports_both_the_engine_and_the_simulator():
     independent (they share only `specsched`), and the fidelity bridge has one home."""
     both = [
         str(path.relative_to(ROOT))
-        for pkg in ("specsched", "sim", "engine", "traces", "specbed", "analysis", "paper_figs", "bench")
+        for pkg in (*(p for p in PACKAGES if p != "twin"), "specbed", "analysis", "paper_figs", "bench")
         for path in (ROOT / pkg).rglob("*.py")
         if {"engine", "sim"} <= _imported_roots(path)
     ]
     assert both == [], "only twin/ may import both engine and sim: " + "; ".join(both)
     assert {"engine", "sim"} <= set().union(*(_imported_roots(p) for p in (ROOT / "twin").glob("*.py")))
+
+
+@pytest.mark.parametrize(
+    "room, forbidden",
+    [
+        ("bridge", {"sim", "engine", "torch", "simpy", "twin", "validate"}),
+        ("validate", {"engine", "torch", "twin"}),
+    ],
+)
+def test_the_rooms_keep_their_imports_in_every_module(room, forbidden):
+    """`bridge/` (vLLM's file formats) needs nothing of the simulator; `validate/` (simulator vs measured
+    vLLM) nothing of the engine: checked in every module, CLIs and lazy imports included."""
+    bad = [
+        f"{path.relative_to(ROOT)}: {', '.join(sorted(_imported_roots(path) & forbidden))}"
+        for path in sorted((ROOT / room).rglob("*.py"))
+        if _imported_roots(path) & forbidden
+    ]
+    assert bad == [], f"{room}/ imports what its room forbids: " + "; ".join(bad)

@@ -14,6 +14,8 @@ PACKAGES = (
     "analysis",
     "specbed",
     "twin",
+    "bridge",
+    "validate",
     "paper_figs",
     "bench",
     "tests",

@@ -12,7 +12,6 @@ Imports: numpy, the standard library, specsched.errors, traces.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import warnings
@@ -22,6 +21,7 @@ import numpy as np
 
 from specsched import safeio
 from specsched.errors import InputError
+from specsched.results import dumps_json
 from traces import export, synthetic, transform
 from traces.formats import FORMATS
 from traces.loader import BUILTIN_TRACES, load
@@ -84,13 +84,13 @@ def _parser() -> _Parser:
 
     sub.add_parser("stats", parents=[source, shaping], help="print statistics as JSON")
     convert = sub.add_parser("convert", parents=[source, shaping], help="write the normalized table")
-    convert.add_argument("--out", required=True, metavar="OUT", help="OUT.csv, OUT.csv.gz or OUT.parquet")
+    convert.add_argument("--out", required=True, metavar="FILE", help="FILE.csv, FILE.csv.gz or FILE.parquet")
     synth = sub.add_parser("synth", parents=[source], help="synthetic traffic fitted to the trace")
     synth.add_argument("--n", type=int, required=True, help="number of requests to generate")
     synth.add_argument("--rate", type=float, help="arrival rate, req/s (default: the trace's)")
     synth.add_argument("--cv", type=float, help="inter-arrival CV (default: the trace's)")
     synth.add_argument("--seed", type=int, default=0, help="seed of the SeedSequence (default 0)")
-    synth.add_argument("--out", required=True, metavar="OUT", help="OUT.csv, OUT.csv.gz or OUT.parquet")
+    synth.add_argument("--out", required=True, metavar="FILE", help="FILE.csv, FILE.csv.gz or FILE.parquet")
     return parser
 
 
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         safeio.refuse_clobber(args.out, inputs=[args.file], field="--out")  # never onto the trace read
     table = _load(args)
     if args.command == "stats":
-        _emit(json.dumps(describe(table), indent=2))
+        _emit(dumps_json(describe(table), sort_keys=False).rstrip("\n"))
         return 0
     if args.command == "convert":
         path = export.save(table, args.out)
@@ -162,5 +162,5 @@ def main(argv: list[str] | None = None) -> int:
     out = model.generate(args.n, rng, rate=args.rate, cv=args.cv)
     path = export.save(out, args.out)
     summary = {"out": str(path), "requests": len(out), "seed": args.seed, "fit": model.summary()}
-    _emit(json.dumps(summary | {"generated": describe(out)}, indent=2))
+    _emit(dumps_json(summary | {"generated": describe(out)}, sort_keys=False).rstrip("\n"))
     return 0

@@ -45,9 +45,9 @@ Role: the bridge between engine/ and sim/ (the `twin` package is the only one al
    distributions (twin.compare). Goal: |error| ≤ 5% on throughput and mean TPOT. The default 160
    requests keep sampling noise below that (measured: docs/notes/2026-12-01-fidelity.md).
 Writes cost_<arm>.csv (the simulator's timing table), cost_<arm>_policy.csv (the policy's), draft_<arm>.csv
-(the draft pass by drafting requests), curves.json
-and fidelity.json to --out-dir. This module holds the command line and the orchestration; each step is a
-named function of twin.run.
+(the draft pass by drafting requests), curves.json, fidelity.json and config.json (the resolved flags) to
+--out DIR. This module holds the command line and the orchestration; each step is a named function of
+twin.run.
 
 May import: stdlib, specsched.errors, twin.run and twin.workload (which import
 engine.* and sim.* lazily).
@@ -56,11 +56,10 @@ engine.* and sim.* lazily).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
-from specsched import safeio
 from specsched.errors import InputError
+from specsched.results import add_out_dir, dumps_json, write_results
 from twin import run as steps
 from twin.compare import compare
 from twin.workload import build_workload, measurement_requests, requests_by_domain, run_twin, twin_config
@@ -168,7 +167,8 @@ def _measurement_args(p: argparse.ArgumentParser) -> None:
         default=None,
         help="engine timing: process CPU time (default on cpu: immune to other jobs) or wall time",
     )
-    p.add_argument("--out-dir", default="results/fidelity")
+    add_out_dir(p, default="results/fidelity", help="folder for fidelity.json, config.json, the cost and "
+                "draft tables (default results/fidelity)")  # fmt: skip
     p.add_argument("--quiet", action="store_true")
 
 
@@ -251,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     lines.append(f"worst |error| on throughput / mean TPOT: {100 * worst:.1f}% (goal <= 5%)")
     report["worst_error"] = worst
     out = ctx.out
-    safeio.write_text(out / "fidelity.json", json.dumps(report, indent=1, default=float) + "\n")
+    fidelity = dumps_json(report, indent=1, sort_keys=False)
+    write_results(out, {"fidelity.json": fidelity}, config={"command": "fidelity", **vars(args)})
     print("\n".join(lines))
-    print(f"wrote {out / 'fidelity.json'}, {out}/cost_<arm>.csv, {out}/draft_<arm>.csv, {curves_path}")
+    print(f"wrote {out}/fidelity.json, config.json, cost_<arm>.csv, draft_<arm>.csv, {curves_path}")
     return 0

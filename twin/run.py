@@ -114,7 +114,7 @@ def setup(args: argparse.Namespace, inputs: Inputs) -> Setup:
             print(f"  [{time.perf_counter() - start:6.1f}s] {msg}", file=sys.stderr, flush=True)
 
     bundle = load_bundle(args.checkpoints, [args.drafter])
-    out = safeio.check_dir(args.out_dir, field="--out-dir")  # created and probed before any measuring
+    out = safeio.check_dir(args.out, field="--out")  # created and probed before any measuring
     corpus = corpus_for(bundle)
     ctx = Setup(args, bundle, corpus, bundle.net(args.drafter), clock, out, say)
     curves = inputs.curves
@@ -148,7 +148,7 @@ def measure_curves(ctx: Setup, inputs: Inputs, reqs, domains: list[str]) -> tupl
     a = ctx.args
     path = ctx.out / "curves.json"
     if inputs.curves is not None:
-        path.write_text(Path(a.curves).read_text())
+        safeio.write_text(path, Path(a.curves).read_text())  # atomic
         return inputs.curves, path, False
     ecfg = EvalConfig(
         prompts=a.eval_prompts,
@@ -251,7 +251,7 @@ def run_engine(
             planned, draft_s, join_s = at_context(before, ctx.n, steady), None, 0.0
         else:
             draft_s, join_s = inputs.draft_s, inputs.join_s
-            cost_path.write_text(Path(a.cost).read_text())
+            safeio.write_text(cost_path, Path(a.cost).read_text())  # atomic
             write_draft_cost({ctx.n: draft_s}, ctx.n, draft_path)
             planned = at_context(inputs.given, ctx.n, steady)
             if a.draft_seconds is not None:

@@ -31,7 +31,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("space", type=Path, help="search space TOML (a sweep file with an optional [search])")
     p.add_argument("--traffic", required=True, help="a trace (file or built-in name) or a config .toml")
     p.add_argument("--slo", required=True, help='e.g. "ttft_p90<=2s,itl_p50<=25ms,itl_p99<=60ms"')
-    p.add_argument("--out", type=Path, required=True, help="output folder (also the cache of finished runs)")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="results folder (and run cache)")
     p.add_argument("--speedup", type=float, help="replay the traffic K× faster (workload.speedup)")
     p.add_argument("--prices", type=Path, help="GPU-hour price table (default: the shipped, dated one)")
     p.add_argument("--budget-s", type=float, help="stop running new candidates after this many seconds")
@@ -64,7 +64,7 @@ def main(argv: list[str]) -> int:
         space, traffic, slo, prices, args.out, jobs=args.jobs, backend=args.backend, address=args.address,
         budget_s=args.budget_s, resume=args.resume, force=args.force, progress=not args.quiet,
     )  # fmt: skip
-    files = output.write_all(args.out, outcome, slo, space)
+    files = output.write_all(args.out, outcome, slo, space, vars(args))
     _print(outcome, slo, files, args.out)
     return 0 if outcome.ranked else 1
 

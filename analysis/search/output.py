@@ -9,15 +9,15 @@ Role: text and files only (numbers come from `analysis.search.halving`). Files i
     pareto.png        cost per million output tokens vs per-user speed, the front marked
     winner.toml       the winner's config for `specbed run`
     vllm_serve.sh     its `vllm serve` command (plus draft_schedule.json for adaptive drafting)
+    config.json       the search's settings: the space file's text and the command's flags
 
-May import: the standard library, numpy, matplotlib (lazily), `specsched.safeio`, `analysis` modules.
+May import: the standard library, numpy, matplotlib (lazily), `specsched` (safeio, results), `analysis`
+modules.
 """
 
 from __future__ import annotations
 
-import csv
 import io
-import json
 import math
 from pathlib import Path
 
@@ -27,6 +27,7 @@ from analysis.pareto import pareto_indices
 from analysis.report import md_table, text_table
 from analysis.search import launch
 from specsched import safeio
+from specsched.results import csv_text, dumps_json, write_results
 
 HEAD = [
     "#",
@@ -121,9 +122,7 @@ def pareto(outcome) -> list:
 
 
 def _csv(rows: list[list]) -> str:
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerows(rows)
-    return buf.getvalue()
+    return csv_text(None, rows)
 
 
 def ranked_csv(outcome, slo) -> str:
@@ -197,7 +196,7 @@ def launch_files(outcome, options) -> dict[str, str]:
         w.cell.config, f"specbed search winner: {_name(w)}\nrun it: specbed run winner.toml --out DIR"
     )
     if schedule:
-        files["draft_schedule.json"] = json.dumps({"schedule": schedule}, indent=1) + "\n"
+        files["draft_schedule.json"] = dumps_json({"schedule": schedule}, indent=1, sort_keys=False)
     return files
 
 
@@ -238,13 +237,14 @@ def summary_md(outcome, slo, space, files: dict[str, str], front: list) -> str:
     return "\n".join(lines)
 
 
-def write_all(out: Path, outcome, slo, space) -> dict[str, str]:
+def write_all(out: Path, outcome, slo, space, flags: dict | None = None) -> dict[str, str]:
+    """The search folder's files, with config.json (the space file's text and the command's flags)."""
     files = launch_files(outcome, space.options)
     front = pareto(outcome)
     files["ranked.csv"] = ranked_csv(outcome, slo)
     files["dropped.csv"] = dropped_csv(outcome)
     files["summary.md"] = summary_md(outcome, slo, space, files, front)
-    safeio.write_files(out, files)
+    write_results(out, files, config={"command": "search", "space": space.text, **(flags or {})})
     if outcome.ranked:
         plot(outcome, front, out / "pareto.png")
     return files

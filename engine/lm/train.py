@@ -12,7 +12,7 @@ the target, the target continues train-split prompts (plain decoding in the engi
 frozen target forward per batch feeds all of them): EAGLE (engine.lm.eagle), DFlash / DSpark
 (engine.lm.parallel). (4) STS: each DSpark drafter decodes held-out (val split) prompts of every domain in
 the real engine with all γ drafts verified; per-position temperatures are fit on its raw confidences
-(specsched.calibration.fit_sts_measured: `sts_fit = "nll"`, the sequential fit scored by log-loss; "ece",
+(specsched.confidence.fit_sts_measured: `sts_fit = "nll"`, the sequential fit scored by log-loss; "ece",
 the paper's ECE grid search) and stored in its checkpoint.
 
 Config: `TrainConfig` (frozen dataclass); `--preset full|tiny`, `--config FILE.toml` and `--set key=value`
@@ -47,7 +47,7 @@ from engine.lm.drafters import runtime_drafter
 from engine.lm.target import TargetLM, target_outputs
 from engine.lm.trainconfig import PRESETS, TrainConfig, dump_toml, resolve
 from engine.step import StepOutput, full_rows
-from specsched import calibration
+from specsched import confidence, safeio
 from specsched.errors import InputError
 from specsched.progress import Progress
 
@@ -189,7 +189,7 @@ def train_drafters(cfg: TrainConfig, corpus: Corpus, weights: dict, gen, quiet=F
 def calibrate(cfg: TrainConfig, corpus: Corpus, weights: dict, net) -> tuple[list[float], dict]:
     """STS temperatures of a DSpark net from engine rollouts on val prompts (all γ verified): the engine's
     step outputs give the raw confidences and accepted drafts of its full request-steps, and
-    specsched.calibration fits them (the same fitter `specbed engine eval` uses)."""
+    specsched.confidence fits them (the same fitter `specbed engine eval` uses)."""
     from engine.loop import Engine, EngineConfig
 
     n = cfg.sts_prompts
@@ -210,8 +210,8 @@ def calibrate(cfg: TrainConfig, corpus: Corpus, weights: dict, net) -> tuple[lis
         Engine(target, drafter, ecfg, max_len=cfg.context, observers=[keep_full_rows]).generate(reqs)
     conf = np.concatenate(confs) if confs else np.zeros((0, cfg.gamma))
     acc = np.concatenate(accs) if accs else np.zeros(0, dtype=np.int64)
-    temps = calibration.fit_sts_measured(conf, acc, cfg.sts_fit)
-    q = calibration.confidence_quality(conf, acc, temps)
+    temps = confidence.fit_sts_measured(conf, acc, cfg.sts_fit)
+    q = confidence.confidence_quality(conf, acc, temps)
     return [float(t) for t in temps], {
         "samples": int(acc.size),
         "ece_raw_fit": q["ece_raw_mean"],
@@ -295,7 +295,7 @@ def _run(cfg: TrainConfig, out: Path, quiet: bool, reuse_target: Path | None) ->
             temps, cal = calibrate(cfg, corpus, weights, net)
         ckpt.save_drafter(out / f"{name}.pt", net, digest, {"train": dmeta[name], "sts": cal}, temps)
         summary[name] = {**dmeta[name], **cal, "temps": temps}
-    (out / "train_config.toml").write_text(dump_toml(cfg))
+    safeio.write_text(out / "train_config.toml", dump_toml(cfg))  # atomic
     summary["wall_s"] = time.perf_counter() - t0
     summary["sizes_bytes"] = {p.name: p.stat().st_size for p in sorted(out.glob("*.pt"))}
     return summary
@@ -303,7 +303,7 @@ def _run(cfg: TrainConfig, out: Path, quiet: bool, reuse_target: Path | None) ->
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m engine.lm.train", description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default=str(ckpt.DEFAULT_DIR), help="checkpoint directory")
+    parser.add_argument("--out", default=str(ckpt.DEFAULT_DIR), metavar="DIR", help="checkpoint directory")
     parser.add_argument("--preset", default="full", choices=sorted(PRESETS))
     parser.add_argument("--config", help="TOML file with [train] / [data] tables")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")

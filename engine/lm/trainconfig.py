@@ -28,7 +28,7 @@ class TrainConfig:
     """Sizes, steps and rates of one training run (see engine.lm.train). drafters: names kind+layers.
     markov / rank / conf_detach: DSpark's sequential head (engine.lm.parallel); decay: the position weights
     exp(−k/decay) of every parallel drafter's losses (DFlash and DSpark alike). sts_prompts per domain (val
-    split) and sts_fit ("nll" | "ece", see specsched.calibration): DSpark's STS calibration.
+    split) and sts_fit ("nll" | "ece", see specsched.confidence): DSpark's STS calibration.
     drafter_data: "target" (as the paper: the drafters train on text the target itself generated, plain
     decoding at temperature 1 from `gen_sequences` prompts of `gen_prompt_len` train-split bytes) or
     "text" (windows of the corpus)."""

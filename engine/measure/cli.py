@@ -4,7 +4,7 @@ Role: the command line of the engine's measurements. Bad input (missing or corru
 options) raises specsched.errors.InputError / ValueError, which specbed.cli turns into one line + exit 2.
 - train:   python -m engine.lm.train (same options).
 - eval:    τ table (Table 1 layout), per-position acceptance (Fig. 2 layout), depth ablation, ECE/AUC
-           before/after STS; writes results.json, report.txt and reliability PNGs to --out-dir.
+           before/after STS; writes results.json, report.txt, config.json and reliability PNGs to --out DIR.
 - profile: verify-step latency vs verify tokens on this device -> --out cost.csv (tokens,seconds).
 - curves:  per-position acceptance curves + confidence stats -> --out curves.json (sim.curves format).
 Long work prints progress to stderr.
@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from specsched.errors import InputError
+from specsched.results import add_out_dir
 
 USAGE = "usage: specbed engine {train|eval|profile|curves} [options]   (--help after each for options)"
 
@@ -88,25 +89,25 @@ def _eval(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="specbed engine eval", description="tau, acceptance, calibration")
     _common(parser)
     _eval_args(parser, 48)
-    parser.add_argument("--out-dir", default="results/engine_eval")
+    add_out_dir(parser, default="results/engine_eval", help="folder: results.json, report.txt, config.json")
     args = parser.parse_args(argv)
     from pathlib import Path
 
     from engine.measure.evaluate import evaluate, format_report, write_outputs
     from specsched import safeio
 
-    fresh = not Path(args.out_dir).exists()
-    safeio.check_dir(args.out_dir, field="--out-dir")  # before loading anything: bad input
+    fresh = not Path(args.out).exists()
+    safeio.check_dir(args.out, field="--out")  # before loading anything: bad input
     try:
         bundle, corpus = _setup(args)
     except BaseException:
         if fresh:  # a folder made for a run refused at setup: leave no trace
             with contextlib.suppress(OSError):
-                Path(args.out_dir).rmdir()
+                Path(args.out).rmdir()
         raise
     res = evaluate(bundle, corpus, _eval_config(args), progress=_progress(args.quiet))
     print(format_report(res))
-    files = write_outputs(res, Path(args.out_dir))
+    files = write_outputs(res, Path(args.out))
     print("wrote " + ", ".join(str(f) for f in files))
     return 0
 
@@ -125,7 +126,7 @@ def _check_profile_outputs(args) -> None:
 def _profile(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="specbed engine profile", description="verify latency vs tokens")
     _common(parser)
-    parser.add_argument("--out", required=True, help="cost table CSV to write (tokens,seconds)")
+    parser.add_argument("--out", required=True, metavar="FILE", help="cost table CSV (tokens,seconds)")
     parser.add_argument(
         "--steps-out", default=None, help="also write specbed's measured-step CSV (for `specbed cost fit`)"
     )
@@ -194,7 +195,7 @@ def _curves(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="specbed engine curves", description="acceptance curves for sim")
     _common(parser)
     _eval_args(parser, 24)
-    parser.add_argument("--out", required=True, help="curves JSON to write")
+    parser.add_argument("--out", required=True, metavar="FILE", help="curves JSON to write")
     parser.add_argument(
         "--map",
         default=None,

@@ -14,7 +14,6 @@ May import: numpy, torch, matplotlib (lazily), stdlib, specsched, engine.* (neve
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -34,6 +33,7 @@ from engine.measure.stats import (
     requests_for,
     temps_for,
 )
+from specsched.results import dumps_json, write_results
 
 
 @dataclass(frozen=True)
@@ -219,21 +219,21 @@ def reliability_png(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from specsched import calibration
+    from specsched import confidence
 
     gamma = conf.shape[1]
-    labels = calibration.survival_labels(accepted, gamma).ravel()
+    labels = confidence.survival_labels(accepted, gamma).ravel()
     fig, ax = plt.subplots(figsize=(4.8, 4.4))
     ax.plot([0, 1], [0, 1], color="0.6", lw=1, ls="--")
     variants = [("raw", np.clip(conf, 0, 1))]
     if temps is not None:
-        variants.append(("STS", calibration.apply_sts(np.clip(conf, 0, 1), temps_for(temps, gamma))))
+        variants.append(("STS", confidence.apply_sts(np.clip(conf, 0, 1), temps_for(temps, gamma))))
     for tag, c in variants:
         surv = np.cumprod(c, axis=1).ravel()
         idx = np.minimum((surv * bins).astype(int), bins - 1)
         pred = np.array([surv[idx == b].mean() if (idx == b).any() else np.nan for b in range(bins)])
         obs = np.array([labels[idx == b].mean() if (idx == b).any() else np.nan for b in range(bins)])
-        ece = float(calibration.ece(surv, labels))
+        ece = float(confidence.ece(surv, labels))
         ax.plot(pred, obs, marker="o", label=f"{tag} (ECE {ece:.3f})")
     ax.set_xlabel("predicted survival  prod c_i")
     ax.set_ylabel("observed prefix acceptance")
@@ -261,6 +261,7 @@ def write_outputs(res: dict, out_dir: Path) -> list[Path]:
             n: {k: v for k, v in d.items() if not k.startswith("_")} for n, d in res["drafters"].items()
         },
     }
-    (out_dir / "results.json").write_text(json.dumps(clean, indent=1) + "\n")
-    (out_dir / "report.txt").write_text(format_report(res) + "\n")
-    return [out_dir / "results.json", out_dir / "report.txt", *written]
+    report = format_report(res) + "\n"
+    files = {"results.json": dumps_json(clean, indent=1, sort_keys=False), "report.txt": report}
+    write_results(out_dir, files, config=res["config"])  # atomic, strict JSON (NaN as null)
+    return [out_dir / "results.json", out_dir / "report.txt", out_dir / "config.json", *written]

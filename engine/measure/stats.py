@@ -5,7 +5,7 @@ Role: turn `engine.measure.rollout.Rollout`s into the paper's quantities.
   the request's first step (which has no target features yet; it plays the simulator's prefill step).
 - per-position CONDITIONAL acceptance c_k = P(accepted ≥ k | accepted ≥ k − 1) (Fig. 2 layout), pooled
   over those request-steps; survival s_k = P(accepted ≥ k); τ = 1 + Σ s_k.
-- confidence quality and STS fitting: specsched.calibration (`confidence_quality`, `temps_for`,
+- confidence quality and STS fitting: specsched.confidence (`confidence_quality`, `temps_for`,
   `fit_sts_measured`; re-exported here for the measurement code).
 
 May import: numpy, stdlib, specsched, engine.loop, engine.sampling, engine.lm.data, engine.measure.rollout.
@@ -17,7 +17,7 @@ import numpy as np
 
 from engine.lm.data import requests_for
 from engine.measure.rollout import Rollout
-from specsched.calibration import confidence_quality, fit_sts_measured, temps_for
+from specsched.confidence import confidence_quality, fit_sts_measured, temps_for
 
 __all__ = [
     "acceptance",

@@ -1,23 +1,25 @@
-"""`specbed disagg CONFIG [--set k=v ...] [--out DIR] [--json]`: run one disaggregated config.
+"""`specbed disagg CONFIG [--set k=v ...] [--out DIR] [--json FILE]`: run one disaggregated config.
 
 Role: the command line of `sim.disagg`: load a config with `[[pool]]` tables (sim.disagg.config), run it
 (sim.disagg.run) and print the fleet's figures — prefill input tok/s per GPU (with prefix hits),
 decode output tok/s per GPU, per-user tok/s, TTFT, hand-off bytes and exposed seconds — then each
-pool's. `--out DIR` writes summary.json there (proved writable before the run; atomic). `--backend ray`
-shards each pool by replica (`sim.disagg.shard`; the same figures).
+pool's. `--out DIR` writes summary.json and the resolved config (config.json) there (proved writable
+before the run; atomic, strict JSON: NaN as null); `--json FILE` the same summary to one file (`-`:
+standard output). `--backend ray` shards each pool by replica (`sim.disagg.shard`; the same figures).
 
-May import: the standard library, `sim.disagg`, `sim.config_io`, `specsched` (errors, safeio).
+May import: the standard library, `sim.disagg`, `sim.config_io`, `specsched` (errors, safeio, results).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import dataclasses
 import math
 import sys
 
 from specsched import safeio
 from specsched.errors import InputError
+from specsched.results import STDOUT, dumps_json, write_json, write_results
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -25,8 +27,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("config", help="TOML config with [[pool]] tables (docs/disaggregation.md)")
     example = "workload.rate=8, pool.decode.replicas=2, handoff.link=roce-400g"
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=f"override: {example}")
-    p.add_argument("--out", help="folder for summary.json")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--out", metavar="DIR", help="folder for summary.json and config.json (resolved config)")
+    p.add_argument("--json", metavar="FILE", help="also write the summary as JSON here ('-': stdout only)")
     p.add_argument(
         "--backend",
         choices=("local", "ray"),
@@ -50,6 +52,8 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.out is not None:
         safeio.check_run_dir(args.out)  # never among a sweep's files
+    if args.json not in (None, STDOUT):
+        safeio.check_file(args.json, field="--json", inputs=[args.config])
     try:
         cfg = load_disagg(args.config, args.set)
         if args.backend == "ray":
@@ -64,12 +68,13 @@ def main(argv: list[str]) -> int:
     except InputError as err:
         raise locate(err, args.config, args.set) from None
     doc = {"fleet": result.summary, "prefill": result.prefill, "decode": result.decode}
-    text = json.dumps(doc, indent=1, default=float, allow_nan=True)
     if args.out is not None:
-        safeio.write_files(args.out, {"summary.json": text + "\n"})
-    if args.json:
-        print(text)
-        return 0
+        write_results(args.out, {"summary.json": dumps_json(doc, indent=1, sort_keys=False)},
+                      config=dataclasses.asdict(cfg))  # fmt: skip
+    if args.json is not None:
+        write_json(args.json, doc, indent=1, sort_keys=False)
+        if args.json == STDOUT:
+            return 0
     for key, value in result.summary.items():
         print(f"{key:<34} {_fmt(value)}")
     print(f"(simulated in {result.timing['total_s']:.2f} s)", file=sys.stderr)

@@ -37,7 +37,6 @@ May import: numpy, the standard library, `specsched.errors`, `specsched.contract
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -50,6 +49,7 @@ from specsched import inputs, safeio
 from specsched.contracts.builtin_curves import DRAFTERS, builtin_curve, check_domain, check_drafter
 from specsched.contracts.domains import DOMAINS
 from specsched.errors import InputError
+from specsched.results import dumps_json
 
 CURVES_VERSION = 2
 _READABLE_VERSIONS = (1, 2)
@@ -187,7 +187,7 @@ def save_curves(curves: Curves, path: str | Path) -> None:
     produce a file that `load_curves` refuses."""
     doc = curves.to_json()
     parse_curves(doc, str(path))
-    safeio.write_text(path, json.dumps(doc, indent=1) + "\n")  # atomic: a full disk keeps the old file
+    safeio.write_text(path, dumps_json(doc, indent=1, sort_keys=False))  # atomic: a full disk keeps the old
 
 
 def _numbers(value: Any, where: str, file: str, lo: float | None, hi: float | None, pos: bool = False):

@@ -78,7 +78,7 @@ def test_curves_file_of_incompatible_version(tiny_dir, tmp_path, capsys):
             str(tmp_path / "x.csv"),
             "--draft-seconds",
             "0.001",
-            "--out-dir",
+            "--out",
             str(tmp_path / "o"),
         ]
     )
@@ -101,7 +101,7 @@ def test_curves_file_of_incompatible_version(tiny_dir, tmp_path, capsys):
             "8",
             "--output-len",
             "10",
-            "--out-dir",
+            "--out",
             str(tmp_path / "o"),
         ]
     )
@@ -125,7 +125,7 @@ def test_cost_csv_with_bad_rows(tiny_dir, tmp_path, capsys, row, what):
             str(bad),
             "--draft-seconds",
             "0.001",
-            "--out-dir",
+            "--out",
             str(tmp_path / "o"),
         ]
     )

@@ -40,7 +40,7 @@ def test_adaptive_arm_goes_through_every_fidelity_step(tiny_dir, tmp_path, capsy
     argv = ["fidelity", "--checkpoints", str(tiny_dir[0]), "--drafter", "dspark1", "--policies", "dspark"]
     argv += ["--draft", "adaptive", "--requests", "6", "--concurrency", "3", "--prompt-len", "8"]
     argv += ["--output-len", "12", "--gamma", "3", "--eval-prompts", "1", "--attempts", "1", "--quiet"]
-    assert specbed(argv + ["--out-dir", str(out)]) == 0
+    assert specbed(argv + ["--out", str(out)]) == 0
     assert "dspark+adaptive" in capsys.readouterr().out
     rep = json.loads((out / "fidelity.json").read_text())
     assert list(rep["policies"]) == ["dspark+adaptive"] and rep["args"]["draft"] == "adaptive"

@@ -35,7 +35,7 @@ def test_exported_curves_and_cost_load_in_the_simulator(tiny_bundle, tmp_path):
     res = _eval(bundle, corpus)
     assert "Table 1 layout" in format_report(res)
     files = write_outputs(res, tmp_path / "eval")
-    assert (tmp_path / "eval" / "reliability_dspark1.png").stat().st_size > 1000 and len(files) == 3
+    assert (tmp_path / "eval" / "reliability_dspark1.png").stat().st_size > 1000 and len(files) == 4
     path = tmp_path / "curves.json"
     save_curves(build_curves(res, parse_map(MAP)), path)
     curves = load_curves(path)
@@ -120,7 +120,7 @@ def test_fidelity_end_to_end(tiny_dir, tmp_path, capsys):
             "2",
             "--draft",
             "full",  # the adaptive arms: tests/engine_lm/test_fidelity_draft.py
-            "--out-dir",
+            "--out",
             str(out),
             "--quiet",
         ]
@@ -155,7 +155,7 @@ def test_fidelity_end_to_end(tiny_dir, tmp_path, capsys):
             str(out / "cost_fixed.csv"),
             "--curves",
             str(out / "curves.json"),
-            "--out-dir",
+            "--out",
             str(tmp_path / "again"),
             "--quiet",
         ]

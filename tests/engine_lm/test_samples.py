@@ -78,7 +78,7 @@ def test_fidelity_refuses_a_curves_file_without_samples(tiny_dir, tmp_path, caps
     path = tmp_path / "v1.json"
     path.write_text(json.dumps(doc))
     argv = ["fidelity", "--checkpoints", str(tiny_dir[0]), "--drafter", "dspark1", "--curves", str(path)]
-    rc = specbed([*argv, "--gamma", "3", "--out-dir", str(tmp_path / "out"), "--quiet"])
+    rc = specbed([*argv, "--gamma", "3", "--out", str(tmp_path / "out"), "--quiet"])
     err = capsys.readouterr().err
     assert rc == 2 and "v1.json" in err and "samples" in err and len(err.strip().splitlines()) == 1
 

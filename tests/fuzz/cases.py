@@ -517,8 +517,8 @@ def output_cases() -> list[Case]:
         "trace convert": ("trace", "convert", "azure2023-code", "--out", under_file + ".csv"),
         "engine profile": ("engine", "profile", "--out", under_file + ".csv"),
         "engine curves": ("engine", "curves", "--out", under_file + ".json"),
-        "engine eval": ("engine", "eval", "--out-dir", under_file),
-        "fidelity": ("fidelity", "--out-dir", under_file),
+        "engine eval": ("engine", "eval", "--out", under_file),
+        "fidelity": ("fidelity", "--out", under_file),
         "demo": ("demo", "--out", under_file),
     }
     cases = []
@@ -715,6 +715,7 @@ def all_cases() -> list[Case]:
         *newcmds.search_cases(),
         *newcmds.disagg_cases(),
         *newcmds.validate_gen_cases(),
+        *newcmds.vllm_cases(),
     ]
     ids = [c.id for c in cases]
     assert len(ids) == len(set(ids)), "duplicate case ids"

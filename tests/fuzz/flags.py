@@ -88,13 +88,13 @@ FLAGS: list[tuple[str, tuple[str, ...], tuple[str, ...], bool]] = [
     ("fidelity bad drift", ("fidelity", "--max-drift", "-1"), ("--max-drift",), True),
     (
         "fidelity bad cost",
-        ("fidelity", "--cost", "{W}/bin.csv", "--out-dir", "{W}/fo"),
+        ("fidelity", "--cost", "{W}/bin.csv", "--out", "{W}/fo"),
         ("bin.csv",),
         True,
     ),
     (
         "fidelity bad curves",
-        ("fidelity", "--curves", "{W}/bin.json", "--out-dir", "{W}/fo"),
+        ("fidelity", "--curves", "{W}/bin.json", "--out", "{W}/fo"),
         ("bin.json",),
         True,
     ),
@@ -127,13 +127,13 @@ FLAGS: list[tuple[str, tuple[str, ...], tuple[str, ...], bool]] = [
     ),
     (
         "engine eval threads",
-        ("engine", "eval", "--threads", "0", "--out-dir", "{W}/ev"),
+        ("engine", "eval", "--threads", "0", "--out", "{W}/ev"),
         ("--threads",),
         True,
     ),
     (
         "engine checkpoints",
-        ("engine", "eval", "--checkpoints", "{W}/nock", "--out-dir", "{W}/ev"),
+        ("engine", "eval", "--checkpoints", "{W}/nock", "--out", "{W}/ev"),
         ("nock",),
         True,
     ),

@@ -112,7 +112,7 @@ def special_cases() -> list[Case]:
     for slot, (argv, rel) in FOLDER_SLOTS.items():
         out += [_case("special", f"{slot} {kind}", argv, rel, m) for kind, m in SPECIAL.items()]
     for flag in ("--cost", "--curves"):  # fidelity reads its files before any measuring
-        argv = ("fidelity", flag, "{F}", "--out-dir", "{W}/fo")
+        argv = ("fidelity", flag, "{F}", "--out", "{W}/fo")
         out.append(_case("special", f"fidelity {flag} fifo", argv, "f.json", FIFO, slow=True))
     return out
 

@@ -151,10 +151,28 @@ def disagg_cases() -> list[Case]:
         "out a finished sweep": ((*argv, "--out", "{W}/done"), "done"),
         "out long name": ((*argv, "--out", "{W}/" + LONG), LONG[:16]),
         "backend slurm": ((*argv, "--backend", "slurm"), "--backend"),
+        "json onto its config": ((*argv, "--json", "{W}/d.toml"), "d.toml"),
+        "json under a file": ((*argv, "--json", "{W}/afile/x.json"), "afile"),
         "set unknown": ((*argv, "--set", "workload.bogus=1"), "workload.bogus"),
     }
     out += [Case("disagg-gen", name, a, files, (w,)) for name, (a, w) in flags.items()]
     return out
+
+
+def vllm_cases() -> list[Case]:
+    """`specbed vllm VERB`: the grouped vLLM verbs take their old commands' flags and checks."""
+    files = {"afile": b"x\n", "scrape.txt": b"nothing to read\n"}
+    curves = ("vllm", "curves", "{W}/scrape.txt", "--drafter", "d", "--domain", "chat")
+    calibrate = ("vllm", "calibrate", "{W}/none.csv", "--workloads", "{W}/p.json", "--gpu", "h100")
+    cases = {
+        "unknown verb": (("vllm", "nope"), "nope"),
+        "curves onto its scrape": ((*curves, "--out", "{W}/scrape.txt"), "scrape.txt"),
+        "export no run": (("vllm", "export", "{W}/none"), "none"),
+        "compare a bad result": (("vllm", "compare", "{W}/none", "{W}/scrape.txt"), "scrape.txt"),
+        "validate json under a file": (("vllm", "validate", "{W}/s.csv", "--json", "{W}/afile/v"), "afile"),
+        "calibrate no profiles": ((*calibrate, "--out", "{W}/k.json"), "p.json"),
+    }
+    return [Case("vllm", name, argv, files, (word,)) for name, (argv, word) in cases.items()]
 
 
 BENCH_OK = {

@@ -16,6 +16,8 @@ WRITERS = {
     "report": (("report", "{W}/done"), "--out"),
     "pareto": (("pareto", "{W}/done"), "--out"),
     "export": (("export", "{W}/run"), "--out"),
+    "vllm export": (("vllm", "export", "{W}/run"), "--out"),
+    "cost check": (("cost", "check", "{W}/measured.csv", "--fit", "{W}/good-fit.json"), "--json"),
     "cost fit": (("cost", "fit", "{W}/measured.csv", *FIT_ARGS), "--out"),
     "from-vllm": (("curves", "from-vllm", "{W}/bench.json", *VLLM), "--out"),
     "plan": (("plan", "--draft-schedule", "--cost", "h200-v4flash"), "--json"),
@@ -102,7 +104,7 @@ def long_cases() -> list[Case]:
 
 # -- flags, checked before any work --------------------------------------------------------------------------
 
-_FID = ("fidelity", "--out-dir", "{W}/fo", "--quiet")
+_FID = ("fidelity", "--out", "{W}/fo", "--quiet")
 SLOW_FLAGS = [
     *[
         (f"fidelity --policies {v!r}", (*_FID, "--policies", v), "--policies")

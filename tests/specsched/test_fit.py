@@ -104,7 +104,7 @@ def test_check_json_keys(tmp_path, capsys):
         == 0
     )
     capsys.readouterr()
-    assert specbed(["cost", "check", str(SPLITWISE), "--fit", str(out), "--json"]) == 0
+    assert specbed(["cost", "check", str(SPLITWISE), "--fit", str(out), "--json", "-"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert set(doc) == {"points", "decode", "prefill", "by_tp"} and doc["points"] == 630
     assert set(doc["decode"]) == {"points", "mape_pct", "max_pct"}

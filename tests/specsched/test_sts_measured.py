@@ -1,4 +1,4 @@
-"""specsched.calibration.fit_sts_measured: the log-loss ("nll") STS fit recovers a known miscalibration and
+"""specsched.confidence.fit_sts_measured: the log-loss ("nll") STS fit recovers a known miscalibration and
 never raises ECE on its data; "ece" is fit_sts on clipped confidences."""
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specsched.calibration import confidence_quality, fit_sts_measured
+from specsched.confidence import confidence_quality, fit_sts_measured
 
 
 def _chain(rng, true: np.ndarray) -> np.ndarray:
@@ -50,7 +50,7 @@ def test_bad_shapes():
 
 
 def test_ece_objective_is_fit_sts_on_clipped_confidences_and_bad_objective_refused():
-    from specsched.calibration import fit_sts
+    from specsched.confidence import fit_sts
 
     rng = np.random.default_rng(1)
     conf = rng.random((200, 3))

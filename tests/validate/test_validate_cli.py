@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sim.vllm_deploy import Knobs
-from specbed.calibrate import FEATURES, PRIORS, bounded_lsq, solve
+from validate.calibrate import FEATURES, PRIORS, bounded_lsq, solve
 from specbed.cli import main
 
 HEADER = (

@@ -1,4 +1,4 @@
-"""Every acceptance format users paste, from the fixtures in tests/sim/vllm_samples (written from each
+"""Every acceptance format users paste, from the fixtures in tests/bridge/vllm_samples (written from each
 format's documented fields, not copied from anyone's log): τ, per-position rates and drafts against the
 hand computation; τ-only sources refused without --tau-only and fitted with it; real-world variations
 (ANSI colours, CRLF, prefixes, thousands separators, pasted tables, several engines)."""
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sim.vllm.acceptance import read_acceptance, tau_curve
+from bridge.acceptance import read_acceptance, tau_curve
 from specbed.cli import main as specbed
 from specsched.errors import InputError
 
@@ -165,7 +165,7 @@ def test_cli_prints_provenance_and_writes_it(tmp_path, capsys):
 
 
 def test_compare_reads_console_report_and_per_request_json(tmp_path, capsys):
-    from sim.vllm.bench import load_vllm_result
+    from bridge.bench import load_vllm_result
 
     console = load_vllm_result(SAMPLES / "bench_console.txt")
     assert console["mean_tpot_ms"] == 11.82 and console["p99_itl_ms"] == 71.04

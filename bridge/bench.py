@@ -194,9 +194,9 @@ def _check_result(doc: dict, file: str) -> dict:
 
 def load_vllm_result(path: str | Path) -> dict:
     """A real run as `--save-result` keys: that JSON itself, the `vllm bench serve` console report, or
-    per-request JSON (`sim.vllm.read_json.per_request_result`); compared keys, where present, are numbers."""
-    from sim.vllm.read_json import is_json, load_docs, per_request_result
-    from sim.vllm.read_reports import console_result
+    per-request JSON (`bridge.read_json.per_request_result`); compared keys, where present, are numbers."""
+    from bridge.read_json import is_json, load_docs, per_request_result
+    from bridge.read_reports import console_result
 
     file = str(path)
     text = inputs.read_text(path, what="vllm bench result", limit=inputs.LIMITS["json"])  # regular, capped

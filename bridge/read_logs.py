@@ -16,7 +16,7 @@ missing or not a number, rates that rise, a line with a different number of posi
 drafted tokens above K × the drafts Accepted / Σ rates allows, and rates whose 1 + Σ disagrees with the
 printed `Mean acceptance length` by more than its rounding (positions missing).
 
-May import: numpy, the standard library, `specsched.errors`, `sim.vllm.textutil`, `sim.vllm.counts`.
+May import: numpy, the standard library, `specsched.errors`, `bridge.textutil`, `bridge.counts`.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import re
 
 import numpy as np
 
-from sim.vllm.counts import Acceptance, TauOnly, check_counts
-from sim.vllm.textutil import field_number, lines, number
+from bridge.counts import Acceptance, TauOnly, check_counts
+from bridge.textutil import field_number, lines, number
 from specsched.errors import InputError
 
 LOG_MARK = "SpecDecoding metrics:"

@@ -1,6 +1,6 @@
 """`specbed validate`: measured vLLM runs replayed through the simulator, predicted beside measured.
 
-Role: for each `specbed.validate_runs.MeasuredRun`, regenerate its traffic (the inference-perf profile,
+Role: for each `validate.runs.MeasuredRun`, regenerate its traffic (the inference-perf profile,
 `sim.inference_perf`, or the bench file's own requests), build the deployment from the run's knobs
 (`sim.vllm_deploy`: catalogue step cost, vLLM's KV sizing, prefix caching, CUDA-graph padding, async
 scheduling), simulate it with plain autoregressive serving and compute what inference-perf reports over
@@ -9,7 +9,7 @@ streamed chunks pooled: per-token time / the model's catalogue `stream_fraction`
 API server's `frontend_s` added to each request's TTFT and end-to-end.
 `report` turns the runs into the JSON the issue fixes, a text table and a markdown report.
 
-May import: numpy, the standard library, `sim`, `specsched`, `specbed.validate_runs`.
+May import: numpy, the standard library, `sim`, `specsched`, `validate.runs`.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from sim.metrics import request_table
 from sim.vllm_deploy import Knobs
 from sim.vllm_prepare import prepare
 from sim.wiring import run_replicas
-from specbed.validate_runs import METRICS, MeasuredRun, latency_metrics
 from specsched.errors import InputError
+from validate.runs import METRICS, MeasuredRun, latency_metrics
 
 #: a run is "saturated" when requests queue this long on average: the queue grows through the run
 SATURATED_QUEUE_S = 5.0

@@ -1,6 +1,6 @@
 """The counts every vLLM acceptance reader returns: `Acceptance`, `TauOnly` and their one consistency check.
 
-Role: the floor under `sim.vllm.acceptance` and its readers (`sim.vllm.read_*`), so the readers need not
+Role: the floor under `bridge.acceptance` and its readers (`bridge.read_*`), so the readers need not
 import the dispatcher that calls them (no import circle).
 
 May import: numpy, the standard library, `specsched.errors`.

@@ -3,31 +3,31 @@
     specbed cost calibrate RUNS.csv --workloads PROFILES.json --gpu h100 --out knobs.json [--scale S]
 
 Fits `sim.vllm_deploy.Knobs` shared by every model on `--gpu` to the RUNS.csv rows on that GPU
-(`specbed.calibrate`), prints the knobs, the per-run table and the median |error| per metric in sample and
+(`validate.calibrate`), prints the knobs, the per-run table and the median |error| per metric in sample and
 leave-one-model-out, and writes knobs.json: {"gpu", "knobs", "fitted_on": {"file", "sha256", "runs"},
 "in_sample_median_error_pct", "lomo_median_error_pct", "lomo_knobs", "runs": [per-run predictions]}.
 `specbed validate --knobs knobs.json` uses it; the catalogue ships the H100 knobs it gives on
 ../shared/real-vllm/runs.csv (specsched/data/vllm_knobs.json). `--scale` shortens every stage of the
 regenerated traffic (same rates) for a quicker, noisier fit.
 
-May import: the standard library, numpy, `sim`, `specsched`, `specbed.calibrate`, `specbed.validate*`.
+May import: the standard library, numpy, `sim`, `specsched`, `validate` modules.
 """
 
 from __future__ import annotations
 
-import json
 import time
 
 from sim.inference_perf import load_profiles
 from sim.vllm_deploy import Knobs
-from specbed import calibrate as cal
-from specbed import validate as v
-from specbed.validate_runs import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_NUM_SEQS, read_runs
 from specsched import safeio
 from specsched.catalog import get_gpu
 from specsched.errors import InputError
 from specsched.fit import file_hash
 from specsched.progress import Progress
+from specsched.results import write_json
+from validate import calibrate as cal
+from validate import predict as v
+from validate.runs import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_NUM_SEQS, read_runs
 
 
 def add_parser(sub) -> None:
@@ -35,7 +35,7 @@ def add_parser(sub) -> None:
     q.add_argument("runs", help="RUNS.csv (the columns of ../shared/real-vllm/runs.csv)")
     q.add_argument("--workloads", required=True, help="PROFILES.json (inference-perf profiles)")
     q.add_argument("--gpu", required=True, help="the GPU whose runs to fit (h100, a100, ...)")
-    q.add_argument("--out", required=True, help="knobs.json to write")
+    q.add_argument("--out", required=True, metavar="FILE", help="knobs.json to write")
     q.add_argument("--scale", type=float, default=0.5, help="stage durations × this (0 < S ≤ 1; default 0.5)")
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--max-num-seqs", type=int, default=DEFAULT_MAX_NUM_SEQS)
@@ -116,7 +116,7 @@ def run(args) -> int:
             for r, a, b in zip(ins, ins, lomo)
         ],
     }
-    safeio.write_text(args.out, json.dumps(doc, indent=1) + "\n")
+    write_json(args.out, doc, field="--out", indent=1, sort_keys=False)
     print(f"knobs ({gpu}, {len(runs)} runs of {len(models)} models): {cal.describe(got['knobs'])}")
     print("\nin sample:")
     print(v.table(ins))

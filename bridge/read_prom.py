@@ -18,7 +18,7 @@ positions); per-position counts not summing to the accepted tokens (vLLM counts 
 at its position); a counter lower in the second scrape (a restart, or the files swapped). A scrape with
 drafts and accepted tokens but no per-position counter is τ-only (τ = 1 + accepted / drafts, exact).
 
-May import: numpy, the standard library, `specsched.errors`, `sim.vllm.textutil`, `sim.vllm.counts`.
+May import: numpy, the standard library, `specsched.errors`, `bridge.textutil`, `bridge.counts`.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ import re
 
 import numpy as np
 
-from sim.vllm.counts import Acceptance, TauOnly, check_counts
-from sim.vllm.textutil import lines, number
+from bridge.counts import Acceptance, TauOnly, check_counts
+from bridge.textutil import lines, number
 from specsched.errors import InputError
 
 PROM_PREFIX = "vllm:spec_decode_"

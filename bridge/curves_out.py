@@ -1,20 +1,20 @@
 """Write vLLM-measured acceptance into a curves file (the current version), alone or merged into another.
 
 Role: the writing half of `specbed curves from-vllm`: one (drafter, domain) conditional curve from an
-`Acceptance` (`sim.vllm.acceptance`), stored under any drafter name, through the contract floor's
+`Acceptance` (`bridge.acceptance`), stored under any drafter name, through the contract floor's
 `Curves` / `save_curves` (`specsched.contracts`), so the reader checks the document before it is written.
 With `into`, every other curve, confidence stat and sample of that file is kept; the entry replaced drops
 its own confidence stats (they belonged to the old curve). The file is written under a temporary name and
 renamed: bad input never leaves a half-written or lost curves file.
 
-May import: numpy, the standard library, `specsched` (errors, contracts, safeio), `sim.vllm.acceptance`.
+May import: numpy, the standard library, `specsched` (errors, contracts, safeio), `bridge.acceptance`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from sim.vllm.acceptance import Acceptance
+from bridge.acceptance import Acceptance
 from specsched import safeio
 from specsched.contracts import CURVES_VERSION, DOMAINS, Curves, load_curves, save_curves
 from specsched.contracts.curves import DRAFTER_NAME

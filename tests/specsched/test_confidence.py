@@ -1,4 +1,4 @@
-"""specsched.calibration: ECE and AUC on hand-made cases and against brute force; STS fit and apply."""
+"""specsched.confidence: ECE and AUC on hand-made cases and against brute force; STS fit and apply."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specsched.calibration import DEFAULT_GRID, apply_sts, auc, auc_binned, ece, fit_sts, survival_labels
+from specsched.confidence import DEFAULT_GRID, apply_sts, auc, auc_binned, ece, fit_sts, survival_labels
 
 
 def test_ece_hand_made():

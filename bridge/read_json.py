@@ -14,7 +14,7 @@ Role: two JSON inputs of `specbed curves from-vllm` (and `specbed compare`), tol
   all requests, drafted tokens ≤ K × steps. `null` entries (n > 1 requests) are skipped.
   `per_request_latency` gives the same files' TTFT / TPOT / ITL for `specbed compare`.
 
-May import: numpy, the standard library, `specsched` (errors, inputs), `sim.vllm.counts`.
+May import: numpy, the standard library, `specsched` (errors, inputs), `bridge.counts`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import re
 
 import numpy as np
 
-from sim.vllm.counts import Acceptance, check_counts
+from bridge.counts import Acceptance, check_counts
 from specsched import inputs
 from specsched.errors import InputError
 

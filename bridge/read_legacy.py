@@ -1,7 +1,7 @@
 """τ-only sources: vLLM v0 `Speculative metrics:` lines and SGLang `Decode batch. ... accept len:` lines.
 
 Role: sources that give the mean acceptance length τ but no per-position counts, read into a `TauOnly`
-(`sim.vllm.acceptance.from_tau` refuses it, or with `--tau-only` fits a constant-acceptance curve):
+(`bridge.acceptance.from_tau` refuses it, or with `--tau-only` fits a constant-acceptance curve):
 - vLLM v0 (0.4 – 0.7, the V0 engine): `Speculative metrics: Draft acceptance rate: 0.62, System efficiency:
   0.48, Number of speculative tokens: 5, Number of accepted tokens: N, Number of draft tokens: N, Number of
   emitted tokens: N.` The counts are CUMULATIVE since start: the last line of each file is used (summing
@@ -16,8 +16,8 @@ Role: sources that give the mean acceptance length τ but no per-position counts
   step verifying one draft per running request) — an estimate, marked so. Intervals with accept len < 1
   (speculation off) are skipped. `python -m sglang.bench_serving`'s `Accept length:` line is read alike.
 
-May import: numpy, the standard library, `specsched.errors`, `sim.vllm.textutil`, `sim.vllm.counts`,
-`sim.vllm.read_logs` (its field parser).
+May import: numpy, the standard library, `specsched.errors`, `bridge.textutil`, `bridge.counts`,
+`bridge.read_logs` (its field parser).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from __future__ import annotations
 import re
 import statistics
 
-from sim.vllm.counts import TauOnly
-from sim.vllm.read_logs import log_fields
-from sim.vllm.textutil import field_number, lines, number
+from bridge.counts import TauOnly
+from bridge.read_logs import log_fields
+from bridge.textutil import field_number, lines, number
 from specsched.errors import InputError
 
 V0_MARK = "Speculative metrics:"

@@ -1,15 +1,16 @@
-"""`specbed curves from-vllm`, `specbed export` and `specbed compare`: the vLLM bridge from the shell.
+"""`specbed vllm curves|export|compare`: the vLLM bridge from the shell.
 
-    specbed curves from-vllm FILE... --drafter NAME --domain DOMAIN [--out curves.json] [--into FILE]
+    specbed vllm curves FILE... --drafter NAME --domain DOMAIN [--out curves.json] [--into FILE]
         (--out defaults to the --into file, else curves.json, which must not exist yet)
-    specbed export RUN_DIR --format vllm-bench [--out FILE]
-    specbed compare SIM_RUN_DIR VLLM_RESULT  (--save-result JSON, console report or per-request JSON)
+    specbed vllm export RUN_DIR --format vllm-bench [--out FILE]
+    specbed vllm compare SIM_RUN_DIR VLLM_RESULT  (--save-result JSON, console report or per-request JSON)
 
-Registered for several subcommands, so `main` receives the subcommand name first. Files are written
-under a temporary name and renamed, after every input was read and checked: bad input (one line naming
-the file, line and field; exit 2 via specbed.cli) never leaves a half-written or lost file.
+The old names (`specbed curves from-vllm`, `specbed export`, `specbed compare`) run the same code until
+the next release. Registered for several subcommands, so `main` receives the subcommand name first. Files
+are written under a temporary name and renamed, after every input was read and checked: bad input (one
+line naming the file, line and field; exit 2 via specbed.cli) never leaves a half-written or lost file.
 
-May import: numpy, the standard library, `sim` modules, `specsched` (errors, contracts, safeio).
+May import: numpy, the standard library, `specsched` (errors, contracts, safeio).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from specsched import safeio
 from specsched.errors import InputError
+from specsched.results import STDOUT, write_json
 
 
 class _Parser(argparse.ArgumentParser):
@@ -39,34 +41,27 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` atomically (`specsched.safeio`: probe first; a full disk keeps the old file)."""
-    safeio.check_file(path)
-    safeio.write_text(path, text)
-
-
 def _export(argv: list[str]) -> int:
-    from sim.cli import dumps_json
-    from sim.vllm.bench import export_vllm_bench
+    from bridge.bench import export_vllm_bench
 
-    p = _Parser(prog="specbed export", description="Write a simulator run in another tool's result shape.")
+    p = _Parser(prog="specbed vllm export", description="A simulator run in another tool's result shape.")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a `specbed run --out` directory")
     p.add_argument("--format", default="vllm-bench", choices=["vllm-bench"], help="result shape")
     p.add_argument("--out", metavar="FILE", help="write here (default: print to stdout)")
     args = p.parse_args(argv)
-    text = dumps_json(export_vllm_bench(args.run_dir))
-    if args.out is None:
-        print(text, end="")
-    else:
-        write_text_atomic(Path(args.out), text)
+    if args.out is not None:
+        safeio.check_file(Path(args.out))  # probe first: a full disk keeps the old file
+    doc = export_vllm_bench(args.run_dir)
+    write_json(STDOUT if args.out is None else args.out, doc, field="--out")
+    if args.out is not None:
         print(f"wrote {args.out} (vllm bench serve result keys; latencies in ms)")
     return 0
 
 
 def _compare(argv: list[str]) -> int:
-    from sim.vllm.bench import compare_rows, export_vllm_bench, format_compare, load_vllm_result
+    from bridge.bench import compare_rows, export_vllm_bench, format_compare, load_vllm_result
 
-    p = _Parser(prog="specbed compare", description="A simulator run beside a `vllm bench serve` result.")
+    p = _Parser(prog="specbed vllm compare", description="A simulator run beside a vllm bench serve result.")
     p.add_argument("sim_run", metavar="SIM_RUN_DIR", help="a `specbed run --out` directory")
     p.add_argument(
         "vllm_result", metavar="VLLM_RESULT", help="--save-result JSON, console report or per-request JSON"
@@ -80,10 +75,10 @@ def _compare(argv: list[str]) -> int:
 
 
 def _from_vllm(argv: list[str]) -> int:
-    from sim.vllm.acceptance import read_acceptance
-    from sim.vllm.curves_out import write_acceptance_curves
+    from bridge.acceptance import read_acceptance
+    from bridge.curves_out import write_acceptance_curves
 
-    p = _Parser(prog="specbed curves from-vllm", description="A curves file from vLLM's acceptance counters.")
+    p = _Parser(prog="specbed vllm curves", description="A curves file from vLLM's acceptance counters.")
     p.add_argument("files", nargs="+", metavar="FILE",
                    help="Prometheus /metrics scrape(s) (one cumulative, or a before/after pair), vLLM logs, "
                    "or vllm bench serve --save-result JSON")  # fmt: skip
@@ -127,7 +122,7 @@ def _from_vllm(argv: list[str]) -> int:
 
 def _curves(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
-        print("usage: specbed curves from-vllm FILE... --drafter NAME --domain DOMAIN [--out F] [--into F]")
+        print("usage: specbed vllm curves FILE... --drafter NAME --domain DOMAIN [--out F] [--into F]")
         return 0
     if argv[0] != "from-vllm":
         raise InputError(f"unknown curves command {argv[0]!r} (expected from-vllm)", field="COMMAND")

@@ -1,6 +1,6 @@
 """Text that users paste: cleaning, numbers as people print them, rounded rates reconciled with exact totals.
 
-Role: the small shared layer under every `sim.vllm` reader:
+Role: the small shared layer under every `bridge` reader:
 - `read_texts`: the ONE place the bridge reads its input files (UTF-8, undecodable bytes replaced), so a
   common input layer can replace it;
 - `clean_line`: drops ANSI colour codes, a byte-order mark, NULs and trailing CR; `number`: '12,345',

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.vllm.acceptance import read_acceptance
+from bridge.acceptance import read_acceptance
 from specsched.errors import InputError
 
 SAMPLES = Path(__file__).parent / "vllm_samples"

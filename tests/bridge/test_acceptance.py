@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from sim.vllm.acceptance import read_acceptance
+from bridge.acceptance import read_acceptance
 from specsched.errors import InputError
 
 DRAFTS = 1000

@@ -12,13 +12,12 @@ validate.json and validate.png (predicted vs measured, log axes); `--json OUT` w
 input (one line naming file, row and field). Knobs: the catalogue's for each run's GPU
 (`sim.vllm_deploy.shipped_knobs`), or a `specbed cost calibrate` file for its GPU (`--knobs`).
 
-May import: the standard library, numpy, `sim`, `specsched`, `specbed.validate*`, matplotlib (plot only).
+May import: the standard library, numpy, `sim`, `specsched`, `validate` modules, matplotlib (plot only).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 import time
@@ -26,20 +25,21 @@ from pathlib import Path
 
 from sim.inference_perf import load_profiles
 from sim.vllm_deploy import Knobs, VllmSpec, shipped_knobs
-from specbed import validate as v
-from specbed.validate_runs import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_NUM_SEQS, read_bench, read_runs
 from specsched import inputs, safeio
 from specsched.catalog import find_model, get_gpu
 from specsched.errors import InputError
 from specsched.progress import Progress
+from specsched.results import STDOUT, dumps_json, write_json, write_results
+from validate import predict as v
+from validate.runs import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_NUM_SEQS, read_bench, read_runs
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="specbed validate", description="measured vLLM runs vs the simulator")
     p.add_argument("runs", nargs="+", help="RUNS.csv (runs.csv columns) or vllm bench serve detailed JSON")
     p.add_argument("--workloads", help="PROFILES.json (inference-perf profiles; needed for a RUNS.csv)")
-    p.add_argument("--out", help="folder for report.md, validate.json, validate.png")
-    p.add_argument("--json", dest="json_out", help="write the JSON result here")
+    p.add_argument("--out", metavar="DIR", help="folder: report.md, validate.json, validate.png, config.json")
+    p.add_argument("--json", dest="json_out", metavar="FILE", help="write the JSON result here ('-': stdout)")
     p.add_argument("--knobs", help="a `specbed cost calibrate` knobs file (for runs on its GPU)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
@@ -127,7 +127,7 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     if args.out:
         safeio.check_run_dir(args.out)  # never among a sweep's files
-    if args.json_out:
+    if args.json_out not in (None, STDOUT):
         given = [*args.runs, *(f for f in (args.workloads, args.knobs) if f)]
         safeio.check_file(args.json_out, field="--json", inputs=given)
     runs, profiles = read_inputs(args)
@@ -140,9 +140,9 @@ def main(argv: list[str]) -> int:
     print(v.table(results))
     print(f"({sum('error_pct' in r for r in results)} of {len(results)} runs modelled in {wall:.1f} s)")
     doc = v.as_json(results)
-    text = json.dumps(doc, indent=1) + "\n"
+    text = dumps_json(doc, indent=1, sort_keys=False)
     if args.json_out:
-        safeio.write_text(args.json_out, text, field="--json")
+        write_json(args.json_out, doc, indent=1, sort_keys=False)
     if args.out:
         note = f"--knobs {args.knobs}" if args.knobs else "the catalogue's shipped knobs per GPU"
         cmd = "specbed validate " + " ".join(shlex.quote(a) for a in argv)
@@ -150,7 +150,7 @@ def main(argv: list[str]) -> int:
         png = v.plot(results, Path(args.out) / "validate.png")
         if png is not None:
             files["validate.png"] = png
-        safeio.write_files(args.out, files)
+        write_results(args.out, files, config={"command": "validate", **vars(args)})
     if not doc["median_error_pct"]:
         print("specbed validate: no run could be modelled", file=sys.stderr)
         return 1

@@ -25,7 +25,7 @@ tokens, so compute is not identified by them.
 Leave-one-model-out: for each model, the same fit on the other models' runs (their features from
 the in-sample fixed point), then the held-out model's runs simulated from scratch with those knobs.
 
-May import: numpy, the standard library, `sim`, `specsched`, `specbed.validate*`.
+May import: numpy, the standard library, `sim`, `specsched`, `validate` modules.
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ import numpy as np
 
 from sim.vllm_deploy import HOST_BW, HOST_BW_DEFAULT, Knobs, VllmSpec, step_parts
 from sim.vllm_kv import kv_bytes_per_token_per_gpu
-from specbed import validate as v
-from specbed.validate_runs import MeasuredRun
 from specsched.graphs import vllm_capture_sizes
+from validate import predict as v
+from validate.runs import MeasuredRun
 
 FEATURES = ("step_s", "c0", "eta_bw", "eta_kv", "link_latency", "c_moe", "c_token", "c_vocab")
 #: Physical priors, (mean, sd) in the x-space of `solve` (seconds; 1/eta − 1 for the efficiencies), and

@@ -4,14 +4,14 @@ Role: turn a serving engine's own numbers into per-position counts `Acceptance` 
 conditional curve a curves file holds). `read_acceptance` recognises each input by content and hands it to
 its reader (formats, versions and what is exact: docs/vllm-formats.md):
 
-- Prometheus `/metrics` text or a table pasted from the Prometheus UI / Grafana (`sim.vllm.read_prom`);
-- vLLM v1 `SpecDecoding metrics:` log lines (`sim.vllm.read_logs`);
+- Prometheus `/metrics` text or a table pasted from the Prometheus UI / Grafana (`bridge.read_prom`);
+- vLLM v1 `SpecDecoding metrics:` log lines (`bridge.read_logs`);
 - `vllm bench serve --save-result` JSON and per-request `metrics.speculative_decoding` JSON with an
-  `acceptance_histogram` (`sim.vllm.read_json`);
+  `acceptance_histogram` (`bridge.read_json`);
 - the `vllm bench serve` console report and `examples/offline_inference/spec_decode.py`'s printout
-  (`sim.vllm.read_reports`);
+  (`bridge.read_reports`);
 - τ-only sources, vLLM v0 `Speculative metrics:` lines and SGLang `accept len` lines
-  (`sim.vllm.read_legacy`): refused unless `tau_only`, then a constant-acceptance curve fitted to τ.
+  (`bridge.read_legacy`): refused unless `tau_only`, then a constant-acceptance curve fitted to τ.
 
 vLLM's position i counts drafts with at least i + 1 tokens accepted, so its per-position rates a_i / D
 are unconditional and non-increasing, τ = 1 + Σ_i a_i / D, and the conditional curve is
@@ -19,7 +19,7 @@ c_1 = a_0 / D, c_i = a_{i−1} / a_{i−2}. Zero drafts, a rate above the previo
 position raise `InputError` naming the file (line) and field; every reader adds its own consistency
 checks (no silent partial read).
 
-May import: numpy, the standard library, `specsched` (errors, inputs), `sim.vllm.counts`, the `sim.vllm`
+May import: numpy, the standard library, `specsched` (errors, inputs), `bridge.counts`, the `bridge`
 readers (lazily).
 """
 
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.vllm.counts import Acceptance, TauOnly
+from bridge.counts import Acceptance, TauOnly
 from specsched import inputs
 from specsched.errors import InputError
 
@@ -75,7 +75,7 @@ def from_tau(t: TauOnly, tau_only: bool, k_flag: int | None) -> Acceptance:
 
 
 def _kind(text: str, file: str) -> str:
-    from sim.vllm import read_json, read_legacy, read_logs, read_prom, read_reports
+    from bridge import read_json, read_legacy, read_logs, read_prom, read_reports
 
     for name, test in (
         ("json", read_json.is_json),
@@ -101,7 +101,7 @@ def read_acceptance(
     paths: list[str | Path], *, tau_only: bool = False, k: int | None = None
 ) -> Acceptance:
     """Read one kind of input from `paths` (see the module docstring) into pooled counts."""
-    from sim.vllm.textutil import read_texts
+    from bridge.textutil import read_texts
 
     if not paths:
         raise InputError("no input files", field="FILE")
@@ -112,7 +112,7 @@ def read_acceptance(
 
 
 def _read_kind(files: list[str], texts: list[str], tau_only: bool, k: int | None) -> Acceptance:
-    from sim.vllm import read_json, read_legacy, read_logs, read_prom, read_reports
+    from bridge import read_json, read_legacy, read_logs, read_prom, read_reports
 
     kinds = [_kind(t, f) for t, f in zip(texts, files)]
     if len(set(kinds)) > 1:
