@@ -104,3 +104,7 @@ def main() -> None:
     for tp, per in summ["by_tp"].items():
         print(f"  TP{tp}: decode {per['decode']['mape_pct']:.2f}, prefill {per['prefill']['mape_pct']:.2f}")
     print(f"  all: decode {summ['decode']['mape_pct']:.2f}, prefill {summ['prefill']['mape_pct']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
