@@ -12,13 +12,16 @@ held-out GPU predicted from its datasheet and the other four GPUs' figures), the
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import time
 from pathlib import Path
 
+import numpy as np
+
 import specsched
 from specsched import safeio
-from specsched.kernels import build, figures
+from specsched.kernels import build, figures, prefill_parts
 
 OUT = Path(specsched.__file__).parent / "data" / "kernel_figures.json"
 
@@ -30,6 +33,8 @@ def _fmt(fig: dict) -> str:
             parts.append(f"L {v * 1e6:6.2f} µs")
         elif k == "q":
             parts.append(f"q {v * 1e12:6.2f} ps/elem")
+        elif k == "h":
+            parts.append(f"h {v * 1e6:6.2f} µs")
         elif k == "w":
             parts.append(f"w {v:6.3f}")
         else:
@@ -63,6 +68,52 @@ def report(res: dict) -> None:
             )
 
 
+def _splitwise() -> dict:
+    """{(prompt, tp): median prefill seconds} of the Splitwise Llama-2-70B / H100 rows at batch 1."""
+    rows: dict = {}
+    with open(Path(specsched.__file__).parent / "data" / "llama2-70b_h100.csv") as fh:
+        for r in csv.DictReader(fh):
+            if r["batch_size"] == "1":
+                rows.setdefault((int(r["prompt_size"]), int(r["tensor_parallel"])), []).append(
+                    float(r["prompt_time"]) / 1e3
+                )
+    return {k: float(np.median(v)) for k, v in rows.items()}
+
+
+def prefill_evidence() -> None:
+    """Issue 33 item 5: how a prefill's per-token time splits over the kernels, per TP, against the step
+    price's c_token term (layers · c_token · tokens, at any TP) and the Splitwise measurements."""
+    from sim.vllm_deploy import VllmSpec, shipped_knobs, step_parts
+
+    knobs = shipped_knobs("h100")
+    meas = _splitwise()
+    print("\nprefill of one prompt, Llama-2-70B on H100, ms: kernels (GEMM + attention + all-reduce = sum),")
+    print("the price's c_token term alone and its whole token-dependent part; Splitwise measured")
+    for prompt in (512, 2048, 8192):
+        for tp in (1, 2, 4, 8):
+            p = prefill_parts("llama2-70b", "h100", prompt, tp=tp)
+            parts = step_parts(VllmSpec("llama2-70b", "h100", tp=tp), knobs, np.array([float(prompt)]))
+            price = float(parts["weights_or_compute"][0] + parts["comm"][0])
+            c_tok = 80 * knobs.c_token * prompt
+            got = meas.get((prompt, tp))
+            print(
+                f"  {prompt:5} TP{tp}: {p['gemm'] * 1e3:7.1f} + {p['attention'] * 1e3:6.1f} + "
+                f"{p['allreduce'] * 1e3:6.1f} = {sum(p.values()) * 1e3:7.1f}   c_token {c_tok * 1e3:6.1f}  "
+                f"price {price * 1e3:7.1f}   Splitwise {'-' if got is None else f'{got * 1e3:7.1f}'}"
+            )
+    print(
+        "FP8 weights (measured FP8 GEMM form), Llama-3.1-70B, 8192 tokens, ms (GEMM + attention + all-reduce)"
+    )
+    for gpu in ("h100", "h200", "b200"):
+        cells = []
+        for tp in (1, 2, 4, 8):
+            p = prefill_parts("llama3.1-70b", gpu, 8192, tp=tp, fp8=True)
+            cells.append(
+                f"TP{tp} {p['gemm'] * 1e3:5.0f}+{p['attention'] * 1e3:4.0f}+{p['allreduce'] * 1e3:4.0f}"
+            )
+        print(f"  {gpu:5} " + "  ".join(cells))
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--root", type=Path, default=build.DEFAULT_ROOT)
@@ -72,6 +123,7 @@ def main(argv: list[str] | None = None) -> None:
     res = build.build(args.root)
     report(res)
     print(f"\nfitted in {time.perf_counter() - t0:.1f} s")
+    prefill_evidence()
     if args.write:
         doc = figures.document(res)
         safeio.write_text(OUT, json.dumps(doc, indent=1, sort_keys=True) + "\n")

@@ -15,6 +15,7 @@ from specsched.kernels.figures import (
     fp8_rate,
     kernel_caps,
     kv_bytes_factor,
+    prefill_parts,
     prefill_seconds,
 )
 
@@ -26,5 +27,6 @@ __all__ = [
     "fp8_rate",
     "kernel_caps",
     "kv_bytes_factor",
+    "prefill_parts",
     "prefill_seconds",
 ]

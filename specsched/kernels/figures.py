@@ -190,29 +190,46 @@ def fp8_quant_seconds(model: str, gpu: str, tokens, *, tp: int = 1, dtype: str =
 # -- prefill from the kernel forms (issue 33 item 5) ------------------------------------------------------
 
 
-def prefill_seconds(model: str, gpu: str, prompt: int, *, batch: int = 1, tp: int = 1, figs=None) -> float:
+def prefill_parts(
+    model: str, gpu: str, prompt: int, *, batch: int = 1, tp: int = 1, fp8: bool = False, figs=None
+) -> dict:
     """GPU seconds of the kernels of one prefill step of `batch` prompts of `prompt` tokens on one of
-    `tp` GPUs: each layer's four GEMMs (the gemm form, m = batch·prompt, n or k sharded by tp), its
-    causal attention (the ctx_attn form, heads/tp), two all-reduces of the step's activations (tp > 1).
-    No per-layer fixed host or small-kernel time (`c0`) and no LM head: what grows with the tokens."""
+    `tp` GPUs, by part: "gemm" (each layer's four projections, the gemm form, m = batch·prompt, n or k
+    sharded by tp: their activation bytes hidden under compute once compute-bound), "attention" (causal,
+    the ctx_attn form, heads/tp), "allreduce" (two a layer of the step's activations, tp > 1: the
+    measured custom all-reduce form — vLLM hands messages over 8 MiB to NCCL, which the tables do not
+    time, so above that this part is the custom kernel's time, an upper bound). No per-layer fixed
+    host or small-kernel time (`c0`) and no LM head: what grows with the tokens. `fp8`: FP8 weights
+    (the measured FP8 GEMMs' form: 1-byte weights, the FP8 rate, activation scaling)."""
     per = gpu_figures(gpu, figs)
     m, g = get_model(model), get_gpu(gpu)
     tokens = float(batch * prompt)
-    total = 0.0
+    f8 = per.get("fp8", {}).get("fp8") if fp8 else None
+    if fp8 and not f8:
+        raise InputError(f"no measured FP8 GEMMs for {g.key!r}", field="gpu")
+    kind, fig, a, rate = (
+        ("gemm_fp8", f8["fit"], 1.0, fp8_rate(gpu)) if f8 else ("gemm", per["gemm"], 2.0, 1.0)
+    )
+    gemm = 0.0
     for n, k in _layer_gemms(model, tp):
-        s = Shapes(np.array([2.0 * (tokens * k + k * n + tokens * n)]), np.array([2.0 * tokens * n * k]),
-                   g.gpu.hbm_bw, g.gpu.flops)  # fmt: skip
-        total += float(predict("gemm", per["gemm"], s)[0])
+        s = Shapes(np.array([a * (tokens * k + k * n) + 2.0 * tokens * n]), np.array([2.0 * tokens * n * k]),
+                   g.gpu.hbm_bw, g.gpu.flops * rate, act=np.array([tokens * k]))  # fmt: skip
+        gemm += float(predict(kind, fig, s)[0])
     heads = m.heads / tp
     units = np.array([batch * heads * np.ceil(prompt / 128.0) / g.sms])
     flops = np.array([2.0 * batch * heads * m.head_dim * float(prompt) ** 2])
     attn = Shapes(np.zeros(1), flops, g.gpu.hbm_bw, g.gpu.flops, None, units)
-    total += float(predict("ctx_attn", per["ctx_attn"], attn)[0])
+    out = {"gemm": gemm, "attention": float(predict("ctx_attn", per["ctx_attn"], attn)[0]), "allreduce": 0.0}
     if tp > 1:
         size = np.array([2.0 * (tp - 1) / tp * tokens * m.hidden * 2.0])
         ar = Shapes(size, np.zeros(1), g.link_bw, 1.0, par=np.array([tp - 1.0]))
-        total += 2.0 * float(predict("allreduce", per["allreduce"], ar)[0])
-    return total * m.layers
+        out["allreduce"] = 2.0 * float(predict("allreduce", per["allreduce"], ar)[0])
+    return {k: v * m.layers for k, v in out.items()}
+
+
+def prefill_seconds(model: str, gpu: str, prompt: int, **kw) -> float:
+    """The sum of `prefill_parts` (same keywords): the kernels' seconds of one prefill step."""
+    return sum(prefill_parts(model, gpu, prompt, **kw).values())
 
 
 def kernel_caps(gpu: str, figs=None) -> dict[str, float]:
