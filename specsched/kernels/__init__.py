@@ -8,11 +8,13 @@ May import: numpy, the standard library, `specsched.errors`, `specsched.inputs`,
 """
 
 from specsched.kernels.figures import (
+    allreduce_seconds,
     carry_dataclass,
     carry_knobs,
     fp8_knobs,
     fp8_quant_seconds,
     fp8_rate,
+    fp8_terms,
     kernel_caps,
     kv_bytes_factor,
     prefill_parts,
@@ -20,11 +22,13 @@ from specsched.kernels.figures import (
 )
 
 __all__ = [
+    "allreduce_seconds",
     "carry_dataclass",
     "carry_knobs",
     "fp8_knobs",
     "fp8_quant_seconds",
     "fp8_rate",
+    "fp8_terms",
     "kernel_caps",
     "kv_bytes_factor",
     "prefill_parts",

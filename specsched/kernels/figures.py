@@ -168,6 +168,34 @@ def fp8_knobs(knobs: dict, gpu: str, *, dtype: str = "fp8", figs=None) -> dict:
     return out
 
 
+def fp8_terms(knobs: dict, model: str, gpu: str, tokens, *, tp: int = 1, kv_cache_dtype=None, figs=None):
+    """Everything FP8 weights change in a vLLM step on `gpu`, for the step to apply (hooks:
+    docs/notes/2026-12-02-kernels.md): {"knobs": `fp8_knobs`, "peak_factor": `fp8_rate` (the tensor
+    rate the compute side runs at, 1 on A100), "quant_seconds": float64[n] `fp8_quant_seconds` at
+    `tokens`, "kv_factor": `kv_bytes_factor(kv_cache_dtype)` (KV bytes over a BF16 cache)}."""
+    return {
+        "knobs": fp8_knobs(knobs, gpu, figs=figs),
+        "peak_factor": fp8_rate(gpu),
+        "quant_seconds": fp8_quant_seconds(model, gpu, tokens, tp=tp, figs=figs),
+        "kv_factor": kv_bytes_factor(kv_cache_dtype),
+    }
+
+
+def allreduce_seconds(model: str, gpu: str, tokens, *, tp: int = 1, figs=None) -> np.ndarray:
+    """float64[n] seconds of a step's tensor-parallel all-reduces at `tokens` (two a layer of tokens ×
+    hidden BF16 activations) by the measured custom all-reduce form: latency, plus 2(n−1)/n of the
+    bytes at its achieved bandwidth — a per-token cost that does not shard with TP and is 0 at TP 1
+    (issue 33 item 5: the measured form of what a TP-blind `c_token` stood in for)."""
+    tokens = np.asarray(tokens, dtype=np.float64)
+    if tp <= 1:
+        return np.zeros_like(tokens)
+    per = gpu_figures(gpu, figs)
+    m, g = get_model(model), get_gpu(gpu)
+    size = 2.0 * (tp - 1) / tp * tokens * m.hidden * 2.0
+    ar = Shapes(size, np.zeros_like(tokens), g.link_bw, 1.0, par=np.full_like(tokens, tp - 1.0))
+    return 2.0 * m.layers * predict("allreduce", per["allreduce"], ar)
+
+
 def _layer_gemms(model: str, tp: int) -> list[tuple[float, float]]:
     """(n, k) of one decoder layer's projections on one of `tp` GPUs: qkv, o, gate+up, down."""
     m = get_model(model)
@@ -218,7 +246,8 @@ def prefill_parts(
     heads = m.heads / tp
     units = np.array([batch * heads * np.ceil(prompt / 128.0) / g.sms])
     flops = np.array([2.0 * batch * heads * m.head_dim * float(prompt) ** 2])
-    attn = Shapes(np.zeros(1), flops, g.gpu.hbm_bw, g.gpu.flops, None, units)
+    moved = np.array([tokens * m.head_dim * 2.0 * (2.0 * heads + 4.0 * m.kv_heads / tp)])
+    attn = Shapes(moved, flops, g.gpu.hbm_bw, g.gpu.flops, None, units)
     out = {"gemm": gemm, "attention": float(predict("ctx_attn", per["ctx_attn"], attn)[0]), "allreduce": 0.0}
     if tp > 1:
         size = np.array([2.0 * (tp - 1) / tp * tokens * m.hidden * 2.0])

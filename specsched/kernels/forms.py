@@ -12,10 +12,13 @@ bandwidth and dense tensor FLOP/s; `clock`: the max boost clock):
     gemm_fp8  the gemm form at the FP8 rate and 1-byte operands, + q·m·k: vLLM quantizes the BF16
               activations to FP8 on the fly (a dynamic scale: a max-reduction, then a scaling pass), q
               seconds per activation element — the scaling overhead, fitted per GPU
-    ctx_attn  t = L + flops / (eta_f·F·u)        flops = 2·b·h·d·isl² (causal QKᵀ and PV)
+    ctx_attn  t = L + flops / (eta_f·F·u) + bytes / (eta_bw·BW)
+              flops = 2·b·h·d·isl² (causal QKᵀ and PV); bytes = b·isl·d·2·(2·h + 4·kv_heads): Q read,
+              O written, K and V read and written to the paged cache
               u = P / (P + w): the share of the GPU a kernel of P parallel work units per SM keeps busy
               (P = b·h·⌈isl/128⌉ query tiles over the SMs); w fitted
-    gen_attn  t = L + bytes / (eta_bw·BW)        bytes = b·kv_heads·d·2·2·ctx (K and V, 2-byte cache)
+    gen_attn  t = L + bytes / (eta_bw·BW) + s·b·h     bytes = b·kv_heads·d·2·2·ctx (K and V, 2-byte
+              cache); s: per query row (a sequence's head: set-up, Q, the split-KV reduction, O)
     allreduce t = L + h·(n−2) + 2·(n−1)/n · size / (eta_bw·link_bw)   (n GPUs; ring-equivalent traffic;
               h: the latency each GPU beyond two adds — small over NVLink, large over PCIe)
 
@@ -37,8 +40,8 @@ import numpy as np
 KINDS: dict[str, tuple[str, ...]] = {
     "gemm": ("L", "eta_bw", "eta_f"),
     "gemm_fp8": ("L", "eta_bw", "eta_f", "q"),
-    "ctx_attn": ("L", "eta_f", "w"),
-    "gen_attn": ("L", "eta_bw"),
+    "ctx_attn": ("L", "eta_f", "w", "eta_bw"),
+    "gen_attn": ("L", "eta_bw", "s"),
     "allreduce": ("L", "eta_bw", "h"),
 }
 
@@ -78,9 +81,9 @@ def predict(kind: str, fig: dict, s: Shapes) -> np.ndarray:
         quant = fig["q"] * s.act if kind == "gemm_fp8" and s.act is not None else 0.0
         return fig["L"] + np.maximum(t_mem, t_cmp) + quant
     if kind == "ctx_attn":
-        return fig["L"] + s.flops / (fig["eta_f"] * s.peak * _busy(fig, s))
+        return fig["L"] + s.flops / (fig["eta_f"] * s.peak * _busy(fig, s)) + s.bytes / (fig["eta_bw"] * s.bw)
     if kind == "gen_attn":
-        return fig["L"] + s.bytes / (fig["eta_bw"] * s.bw)
+        return fig["L"] + s.bytes / (fig["eta_bw"] * s.bw) + fig["s"] * s.par
     if kind == "allreduce":
         return fig["L"] + fig["h"] * (s.par - 1.0) + s.bytes / (fig["eta_bw"] * s.bw)
     raise ValueError(f"unknown kernel kind {kind!r} (known: {', '.join(KINDS)})")
@@ -98,10 +101,11 @@ _FIXED = (1e-8, 1e-3)  # fixed times: 10 ns .. 1 ms
 
 _WORK = (1e-3, 1e3)  # work units per SM at which a kernel keeps half the GPU busy
 _QUANT = (1e-15, 1e-9)  # seconds per activation element quantized (≥ 1 G elements/s)
+_ROW = (1e-13, 1e-6)  # seconds per query row (a sequence's head) of decode attention
 
 
 def _bounds(name: str) -> tuple[float, float]:
-    return {"L": _FIXED, "h": _FIXED, "w": _WORK, "q": _QUANT}.get(name, _EFF)
+    return {"L": _FIXED, "h": _FIXED, "w": _WORK, "q": _QUANT, "s": _ROW}.get(name, _EFF)
 
 
 def _to_fig(kind: str, x: np.ndarray) -> dict:
@@ -132,7 +136,7 @@ def fit(kind: str, s: Shapes, *, iters: int = 100) -> dict:
     def res(x: np.ndarray) -> np.ndarray:
         return np.log(predict(kind, _to_fig(kind, x), s)) - logy
 
-    x = _to_x(kind, {"L": 5e-6, "eta_bw": 0.7, "eta_f": 0.6, "w": 1.0, "q": 1e-12, "h": 1e-6})
+    x = _to_x(kind, {"L": 5e-6, "eta_bw": 0.7, "eta_f": 0.6, "w": 1.0, "q": 1e-12, "h": 1e-6, "s": 1e-9})
     r, lam = res(x), 1e-2
     cost = float(r @ r)
     for _ in range(iters):

@@ -8,8 +8,9 @@ nothing but the standard library. Rows kept per kind (the shapes a vLLM step run
     gemm       bfloat16 (or the dtype asked), decode-shaped m ≤ 16 with n·k ≥ 2²³ (≥ 16 MB of weights:
                a transformer projection, larger than what L2 keeps between timed calls) and large
                m ≥ 1024, n, k ≥ 1024
-    ctx_attn   bf16 KV cache, head_dim 128, isl ≥ 128
-    gen_attn   bf16 KV cache, head_dim 128, ≥ 256 MB of KV read (more than L2 holds)
+    ctx_attn   bf16 KV cache, head_dim 128, isl ≥ 128 (bytes: Q read, O written, K and V read and
+               written to the cache; parallel units: query tiles of 128 per SM)
+    gen_attn   bf16 KV cache, head_dim 128, ≥ 256 MB of KV read (more than L2 holds); rows: batch·heads
     allreduce  bfloat16, CUDA-graph backend
 
 May import: numpy, the standard library, `specsched.errors`, `specsched.catalog`, `specsched.kernels.forms`.
@@ -105,13 +106,16 @@ def attention_shapes(root: Path, gpu: str, kind: str) -> Shapes:
     sh = sheet(gpu)
     sel = {k: v[keep] for k, v in dict(b=b, h=h, kvh=kvh, d=d, isl=isl, ctx=ctx).items()}
     flops = 2.0 * sel["b"] * sel["h"] * sel["d"] * sel["isl"] ** 2
-    kv = sel["b"] * sel["kvh"] * sel["d"] * 4.0 * (sel["isl"] if kind == "ctx_attn" else sel["ctx"])
-    if kind == "ctx_attn":
-        units = sel["b"] * sel["h"] * np.ceil(sel["isl"] / 128.0)
+    if kind == "ctx_attn":  # Q read and O written, K and V read and written to the cache (2 bytes each)
+        kv = sel["b"] * sel["isl"] * sel["d"] * 2.0 * (2.0 * sel["h"] + 4.0 * sel["kvh"])
     else:
-        units = sel["b"] * sel["kvh"] * np.ceil(sel["ctx"] / 512.0)
+        kv = sel["b"] * sel["kvh"] * sel["d"] * 4.0 * sel["ctx"]
+    if kind == "ctx_attn":  # query tiles per SM
+        par = sel["b"] * sel["h"] * np.ceil(sel["isl"] / 128.0) / get_gpu(gpu).sms
+    else:  # query rows: each sequence's heads (set-up, Q read, split-KV reduction, O write)
+        par = sel["b"] * sel["h"]
     seconds = c["latency"][keep].astype(np.float64) * 1e-3
-    return Shapes(kv, flops, sh.bw, sh.flops, seconds, units / get_gpu(gpu).sms)
+    return Shapes(kv, flops, sh.bw, sh.flops, seconds, par)
 
 
 def allreduce_shapes(root: Path, gpu: str) -> Shapes:

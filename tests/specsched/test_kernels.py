@@ -148,3 +148,24 @@ def test_fp8_per_gpu():
     assert fp8["gemm"] < prefill_parts("llama3.1-70b", "b200", 8192, tp=8)["gemm"] * 1.5
     with pytest.raises(InputError, match="FP8"):
         prefill_parts("llama2-70b", "a100", 512, fp8=True)
+
+
+def test_allreduce_seconds_is_zero_at_tp1_and_per_token_beyond_its_latency():
+    from specsched.kernels import allreduce_seconds
+
+    tok = np.array([1.0, 4096.0, 8192.0])
+    assert not allreduce_seconds("llama2-70b", "h100", tok, tp=1).any()
+    t8 = allreduce_seconds("llama2-70b", "h100", tok, tp=8)
+    assert t8[2] - t8[1] == pytest.approx((t8[1] - t8[0]) * 4096 / 4095, rel=1e-6)  # linear in tokens
+    assert t8[0] > 0  # two latencies a layer
+
+
+def test_fp8_terms_bundle_what_the_step_needs():
+    from specsched.kernels import fp8_terms
+
+    got = fp8_terms(
+        {"eta_bw": 0.9, "eta_f": 0.6}, "llama3.1-70b", "a100", np.array([8.0]), kv_cache_dtype="fp8"
+    )
+    assert got["peak_factor"] == 1.0 and got["kv_factor"] == 0.5 and got["quant_seconds"][0] == 0.0
+    h = fp8_terms({"eta_bw": 0.9, "eta_f": 0.6}, "llama3.1-70b", "h100", np.array([8.0]), tp=4)
+    assert h["peak_factor"] == 2.0 and h["quant_seconds"][0] > 0 and h["kv_factor"] == 1.0
