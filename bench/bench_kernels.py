@@ -103,6 +103,15 @@ def prefill_evidence() -> None:
                 f"{p['allreduce'] * 1e3:6.1f} = {sum(p.values()) * 1e3:7.1f}   c_token {c_tok * 1e3:6.1f}  "
                 f"price {price * 1e3:7.1f}   Splitwise {'-' if got is None else f'{got * 1e3:7.1f}'}"
             )
+    cells = []
+    for tp in (2, 4, 8):
+        t = allreduce_seconds("llama2-70b", "h100", np.array([4096.0, 8192.0]), tp=tp)
+        cells.append(f"TP{tp} {(t[1] - t[0]) / 4096 / 80 * 1e6:5.3f}")
+    print(
+        "all-reduce bytes per token per layer (measured form, Llama-2-70B, H100), µs: "
+        + ", ".join(cells)
+        + f"; TP1 0; c_token {knobs.c_token * 1e6:5.3f} at every TP"
+    )
     print(
         "FP8 weights (measured FP8 GEMM form), Llama-3.1-70B, 8192 tokens, ms (GEMM + attention + all-reduce)"
     )
