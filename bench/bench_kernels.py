@@ -125,6 +125,22 @@ def prefill_evidence() -> None:
         print(f"  {gpu:5} " + "  ".join(cells))
 
 
+def report_kv_fp8(res: dict) -> None:
+    print(
+        "\nFP8 KV cache, decode attention: MAPE % carried from BF16 figures (1 byte a KV element) | fitted;"
+    )
+    print("median FP8/BF16 time of the same shapes (the price's KV factor, kv_bytes_factor)")
+    for gpu, d in res["gpus"].items():
+        f = d.get("kv_fp8")
+        if not f:
+            print(f"  {gpu:5} no FP8-cache rows")
+            continue
+        print(
+            f"  {gpu:5} n={f['rows']:<5} carried {f['carried_mape']:5.1f} | fit {f['fit_mape']:5.1f}  "
+            f"FP8/BF16 time {f['time_ratio']:5.3f}  {_fmt(f['fit'])}"
+        )
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--root", type=Path, default=build.DEFAULT_ROOT)
@@ -133,6 +149,7 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.perf_counter()
     res = build.build(args.root)
     report(res)
+    report_kv_fp8(res)
     print(f"\nfitted in {time.perf_counter() - t0:.1f} s")
     if args.write:
         doc = figures.document(res)

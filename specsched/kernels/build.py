@@ -65,6 +65,38 @@ def fp8_check(root: Path, gpu: str, bf16: dict) -> dict:
     return out
 
 
+def _kv_time_ratio(root: Path, gpu: str) -> float:
+    """Median FP8-cache over BF16-cache decode-attention time of the same shape (≥ 256 MB of BF16 KV)."""
+    c = tables._columns(root, gpu, "gen_attn")
+    cols = ("batch_size", "num_heads", "num_key_value_heads", "head_dim", "step", "isl")
+    keys = list(zip(*(c[x].tolist() for x in cols)))
+    bf = {k: t for k, t, d in zip(keys, c["latency"], c["kv_cache_dtype"]) if d == "bfloat16"}
+    ratios = [
+        t / bf[k]
+        for k, t, d in zip(keys, c["latency"], c["kv_cache_dtype"])
+        if d == "fp8" and k in bf and k[0] * k[2] * k[3] * 4.0 * (k[4] + k[5]) >= 2.0**28
+    ]
+    return float(np.median(ratios))
+
+
+def kv_fp8_check(root: Path, gpu: str, bf16: dict) -> dict:
+    """Decode attention over an FP8 KV cache on `gpu`: {"rows", "carried_mape" (the BF16 figures with
+    one byte a KV element), "fit" (the gen_attn form on the FP8 rows), "fit_mape", "time_ratio" (median
+    FP8 over BF16 time of the same shape: what an FP8 cache saves)}; {} where the tables hold none."""
+    try:
+        s = tables.attention_shapes(root, gpu, "gen_attn", kv_dtype="fp8")
+    except Exception:
+        return {}
+    fig = forms.fit("gen_attn", s)
+    return {
+        "rows": int(s.seconds.size),
+        "carried_mape": float(np.mean(np.abs(forms.errors_pct("gen_attn", bf16, s)))),
+        "fit": fig,
+        "fit_mape": float(np.mean(np.abs(forms.errors_pct("gen_attn", fig, s)))),
+        "time_ratio": _kv_time_ratio(root, gpu),
+    }
+
+
 def build(root: Path = DEFAULT_ROOT, gpus: tuple[str, ...] = GPUS) -> dict:
     """{"gpus": {gpu: {kind: figures, "floor", "ar_small", "fp8": {...}}}, "errors": {kind: {gpu:
     {"in_mape", "logo_mape", "carried"}}}, "regimes": {gpu: {"decode", "large"}} (GEMM in-sample MAPE)}."""
@@ -86,6 +118,8 @@ def build(root: Path = DEFAULT_ROOT, gpus: tuple[str, ...] = GPUS) -> dict:
         per[g]["floor"] = _floor(root, g)
         per[g]["ar_small"] = _ar_small(root, g)
         per[g]["fp8"] = fp8_check(root, g, per[g]["gemm"]) if sheets[g].fp8 else {}
+    for g in gpus:
+        per[g]["kv_fp8"] = kv_fp8_check(root, g, per[g]["gen_attn"])
     fp8 = {g: tables.gemm_shapes(root, g, "fp8")[0] for g in gpus if sheets[g].fp8}
     errors["gemm_fp8"] = {
         g: {k: r[k] for k in ("in_mape", "logo_mape", "carried")}

@@ -148,9 +148,17 @@ def fp8_rate(gpu: str) -> float:
     return FP8_RATE.get(get_gpu(gpu).key, 1.0)
 
 
-def kv_bytes_factor(kv_cache_dtype: str | None) -> float:
-    """KV bytes per element over BF16's: 0.5 for `fp8` (vLLM's fp8, fp8_e4m3, fp8_e5m2), else 1."""
-    return 0.5 if (kv_cache_dtype or "auto").lower().startswith("fp8") else 1.0
+def kv_bytes_factor(kv_cache_dtype: str | None, gpu: str | None = None, figs=None) -> float:
+    """Decode attention's KV read time over a BF16 cache's: 1 unless `kv_cache_dtype` is an FP8 one
+    (vLLM's fp8, fp8_e4m3, fp8_e5m2); then the median FP8/BF16 time of the same shapes in `gpu`'s
+    measured decode-attention tables (half the bytes, read by kernels that dequantize as they go: H100
+    0.75, B200 0.56 — not 0.5); 0.5, the bytes alone, where the tables time no FP8 cache (or no `gpu`)."""
+    if not (kv_cache_dtype or "auto").lower().startswith("fp8"):
+        return 1.0
+    if gpu is None:
+        return 0.5
+    kv8 = gpu_figures(gpu, figs).get("kv_fp8") or {}
+    return float(kv8.get("time_ratio", 0.5))
 
 
 def fp8_knobs(knobs: dict, gpu: str, *, dtype: str = "fp8", figs=None) -> dict:
@@ -172,12 +180,12 @@ def fp8_terms(knobs: dict, model: str, gpu: str, tokens, *, tp: int = 1, kv_cach
     """Everything FP8 weights change in a vLLM step on `gpu`, for the step to apply (hooks:
     docs/notes/2026-12-02-kernels.md): {"knobs": `fp8_knobs`, "peak_factor": `fp8_rate` (the tensor
     rate the compute side runs at, 1 on A100), "quant_seconds": float64[n] `fp8_quant_seconds` at
-    `tokens`, "kv_factor": `kv_bytes_factor(kv_cache_dtype)` (KV bytes over a BF16 cache)}."""
+    `tokens`, "kv_factor": `kv_bytes_factor(kv_cache_dtype, gpu)` (KV read time over a BF16 cache's)}."""
     return {
         "knobs": fp8_knobs(knobs, gpu, figs=figs),
         "peak_factor": fp8_rate(gpu),
         "quant_seconds": fp8_quant_seconds(model, gpu, tokens, tp=tp, figs=figs),
-        "kv_factor": kv_bytes_factor(kv_cache_dtype),
+        "kv_factor": kv_bytes_factor(kv_cache_dtype, gpu, figs),
     }
 
 

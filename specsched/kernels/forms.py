@@ -126,9 +126,16 @@ def _to_x(kind: str, fig: dict) -> np.ndarray:
     return np.array(x)
 
 
+_STARTS = (
+    {"L": 5e-6, "eta_bw": 0.7, "eta_f": 0.6, "w": 1.0, "q": 1e-12, "h": 1e-6, "s": 1e-9},
+    {"L": 2e-5, "eta_bw": 0.9, "eta_f": 0.8, "w": 0.1, "q": 1e-11, "h": 1e-7, "s": 1e-10},
+)
+
+
 def fit(kind: str, s: Shapes, *, iters: int = 100) -> dict:
-    """Figures of `kind` minimising Σ log(pred/measured)² over rows `s` (Levenberg–Marquardt, each figure
-    held strictly inside its physical interval by a logistic map in log space)."""
+    """Figures of `kind` minimising Σ log(pred/measured)² over rows `s` (Levenberg–Marquardt from two
+    starts, the better kept; each figure held strictly inside its physical interval by a logistic map in
+    log space)."""
     if s.seconds is None or s.seconds.size < len(KINDS[kind]):
         raise ValueError(f"kernel fit {kind}: needs ≥ {len(KINDS[kind])} measured rows")
     logy = np.log(s.seconds)
@@ -136,7 +143,12 @@ def fit(kind: str, s: Shapes, *, iters: int = 100) -> dict:
     def res(x: np.ndarray) -> np.ndarray:
         return np.log(predict(kind, _to_fig(kind, x), s)) - logy
 
-    x = _to_x(kind, {"L": 5e-6, "eta_bw": 0.7, "eta_f": 0.6, "w": 1.0, "q": 1e-12, "h": 1e-6, "s": 1e-9})
+    best = min((_lm(res, _to_x(kind, start), iters) for start in _STARTS), key=lambda xc: xc[1])
+    return _to_fig(kind, best[0])
+
+
+def _lm(res, x: np.ndarray, iters: int) -> tuple[np.ndarray, float]:
+    """(x, Σ r²) after Levenberg–Marquardt on residuals `res` from `x` (forward-difference Jacobian)."""
     r, lam = res(x), 1e-2
     cost = float(r @ r)
     for _ in range(iters):
@@ -146,6 +158,7 @@ def fit(kind: str, s: Shapes, *, iters: int = 100) -> dict:
             dx[j] = 1e-6
             jac[:, j] = (res(x + dx) - r) / 1e-6
         a, g = jac.T @ jac, jac.T @ r
+        done = True
         while lam < 1e10:
             x_new = x + np.linalg.solve(a + lam * np.diag(np.diag(a) + 1e-12), -g)
             r_new = res(x_new)
@@ -154,11 +167,9 @@ def fit(kind: str, s: Shapes, *, iters: int = 100) -> dict:
                 x, r, cost, lam = x_new, r_new, float(r_new @ r_new), max(lam / 3, 1e-9)
                 break
             lam *= 4
-        else:
-            break
         if done:
             break
-    return _to_fig(kind, x)
+    return x, cost
 
 
 def carried(kind: str, others: dict[str, dict], sheets: dict[str, Sheet], target: str) -> dict:

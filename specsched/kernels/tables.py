@@ -92,14 +92,17 @@ def gemm_shapes(root: Path, gpu: str, dtype: str = "bfloat16") -> tuple[Shapes, 
     )
 
 
-def attention_shapes(root: Path, gpu: str, kind: str) -> Shapes:
-    """Context (`ctx_attn`) or generation (`gen_attn`) attention rows with a bf16 KV cache."""
+def attention_shapes(root: Path, gpu: str, kind: str, kv_dtype: str = "bfloat16") -> Shapes:
+    """Context (`ctx_attn`) or generation (`gen_attn`) attention rows with a `kv_dtype` KV cache
+    (bfloat16, or fp8: one byte a KV element; the decode filter stays ≥ 256 MB of BF16-equivalent KV)."""
     c = _columns(root, gpu, kind)
     b, h, kvh, d = (
         c[x].astype(np.float64) for x in ("batch_size", "num_heads", "num_key_value_heads", "head_dim")
     )
     isl, step = c["isl"].astype(np.float64), c["step"].astype(np.float64)
-    keep = (c["kv_cache_dtype"] == "bfloat16") & (d == 128)
+    keep = (c["kv_cache_dtype"] == kv_dtype) & (d == 128)
+    if not keep.any():
+        raise InputError(f"no {kind} rows with a {kv_dtype} KV cache", file=str(root / FOLDERS[gpu][0]))
     ctx = step + isl
     # decode attention: ≥ 256 MB of KV read, more than any of these GPUs' L2 keeps between timed calls
     keep &= (isl >= 128) if kind == "ctx_attn" else (ctx * b * kvh * d * 4.0 >= 2.0**28)
@@ -109,7 +112,14 @@ def attention_shapes(root: Path, gpu: str, kind: str) -> Shapes:
     if kind == "ctx_attn":  # Q read and O written, K and V read and written to the cache (2 bytes each)
         kv = sel["b"] * sel["isl"] * sel["d"] * 2.0 * (2.0 * sel["h"] + 4.0 * sel["kvh"])
     else:
-        kv = sel["b"] * sel["kvh"] * sel["d"] * 4.0 * sel["ctx"]
+        kv = (
+            sel["b"]
+            * sel["kvh"]
+            * sel["d"]
+            * 2.0
+            * _BYTES["fp8" if kv_dtype == "fp8" else "bfloat16"]
+            * sel["ctx"]
+        )
     if kind == "ctx_attn":  # query tiles per SM
         par = sel["b"] * sel["h"] * np.ceil(sel["isl"] / 128.0) / get_gpu(gpu).sms
     else:  # query rows: each sequence's heads (set-up, Q read, split-KV reduction, O write)
