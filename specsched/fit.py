@@ -28,7 +28,9 @@ A point with `tokens` query tokens, `requests` requests and `context` KV tokens 
 (a prefill point: at least layers·eager_s), which is `CostTable.step_seconds` of the table
 `load_cost(FIT.json, tp=...)` builds but for the eager floor (the sim's steps are graph-captured).
 
-Robust least squares on relative error: residuals are log(predicted / measured); Levenberg–Marquardt on
+Robust least squares on relative error: residuals are log(predicted / measured), each weighted by 1 / the
+number of points of its setting (a setting measured 45 times counts as much as one measured 5 times);
+Levenberg–Marquardt on
 the knobs mapped to unbounded coordinates (a logistic map onto each interval), with Huber weights
 (scale 5 %); then points off by more than max(3 robust σ of their phase, 25 %) are flagged as outliers and
 the knobs refitted without them — outliers are reported, never bent to.
@@ -278,17 +280,30 @@ def _lm(x: np.ndarray, points: Points, model, gpu, weights: np.ndarray, sp: _Spa
     return x
 
 
+def _setting_weights(points: Points) -> np.ndarray:
+    """float64[n]: 1 / the number of points of the same setting (phase, tp, requests, tokens, context):
+    each measured setting weighs the same however many repeats or rows share it (the Splitwise file
+    holds the 512-token prompt 45 times per TP, every other prompt length 5 times)."""
+    keys = list(zip(points.phase.tolist(), points.tp.tolist(), points.requests.tolist(),
+                    points.tokens.tolist(), np.round(points.context, 6).tolist()))  # fmt: skip
+    counts: dict = {}
+    for k in keys:
+        counts[k] = counts.get(k, 0) + 1
+    return np.array([1.0 / counts[k] for k in keys])
+
+
 def _robust(points: Points, model, gpu, starts: list[dict], sp: _Space) -> np.ndarray:
     """Huber-weighted LM (reweighted a few times) from each start; the best by robust loss."""
     best, best_loss = None, math.inf
+    share = _setting_weights(points)
     for start in starts:
         x = _to_x(start, sp)
-        w = np.ones(len(points))
+        w = share.copy()
         for _ in range(4):
             x = _lm(x, points, model, gpu, w, sp)
             r = np.abs(_residuals(x, points, model, gpu, sp))
-            w = np.minimum(1.0, _HUBER / np.maximum(r, 1e-12))
-        loss = float(np.sum(np.where(r <= _HUBER, r * r / 2, _HUBER * (r - _HUBER / 2))))
+            w = share * np.minimum(1.0, _HUBER / np.maximum(r, 1e-12))
+        loss = float(np.sum(share * np.where(r <= _HUBER, r * r / 2, _HUBER * (r - _HUBER / 2))))
         if loss < best_loss:
             best, best_loss = x, loss
     return best
