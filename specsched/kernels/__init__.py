@@ -17,6 +17,7 @@ from specsched.kernels.figures import (
     fp8_terms,
     kernel_caps,
     kv_bytes_factor,
+    per_token_terms,
     prefill_parts,
     prefill_seconds,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "fp8_terms",
     "kernel_caps",
     "kv_bytes_factor",
+    "per_token_terms",
     "prefill_parts",
     "prefill_seconds",
 ]

@@ -204,6 +204,20 @@ def allreduce_seconds(model: str, gpu: str, tokens, *, tp: int = 1, figs=None) -
     return 2.0 * m.layers * predict("allreduce", per["allreduce"], ar)
 
 
+def per_token_terms(model: str, gpu: str, tokens, *, tp: int = 1, c_token: float = 0.0, figs=None) -> dict:
+    """The two per-token terms of a vLLM step in the form the kernel tables support (issue 33 item 5),
+    float64[n] seconds at `tokens`: "sharded" = layers · c_token · tokens / tp — per-token traffic of each
+    GPU's shard, to add on the memory side of max(memory, compute) so it gives way to compute; and
+    "allreduce" = `allreduce_seconds` — the collectives' bytes, which do not shard (2(n−1)/n of the
+    activations per GPU) and are 0 at TP 1, in place of a catalogue-link term and a TP-blind c_token."""
+    tokens = np.asarray(tokens, dtype=np.float64)
+    layers = get_model(model).layers
+    return {
+        "sharded": layers * c_token * tokens / tp,
+        "allreduce": allreduce_seconds(model, gpu, tokens, tp=tp, figs=figs),
+    }
+
+
 def _layer_gemms(model: str, tp: int) -> list[tuple[float, float]]:
     """(n, k) of one decoder layer's projections on one of `tp` GPUs: qkv, o, gate+up, down."""
     m = get_model(model)
