@@ -31,8 +31,8 @@ A point with `tokens` query tokens, `requests` requests and `context` KV tokens 
 Robust least squares on relative error: residuals are log(predicted / measured), each weighted by 1 / the
 number of points of its setting (a setting measured 45 times counts as much as one measured 5 times);
 Levenberg–Marquardt on the knobs mapped to unbounded coordinates (a logistic map onto each interval), with
-Huber weights (scale 5 %); then points off by more than max(3 robust σ of their phase, 25 %) are flagged as outliers and
-the knobs refitted without them — outliers are reported, never bent to.
+Huber weights (scale 5 %); then points off by more than max(3 robust σ of their phase, 25 %) are flagged as
+outliers and the knobs refitted without them — outliers are reported, never bent to.
 
 May import: numpy, the standard library, `specsched.errors`, `specsched.hardware`, `specsched.cost`,
 `specsched.measured`, `specsched.safeio`, `specsched.inputs`, `specsched.kernels`.
