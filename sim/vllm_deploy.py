@@ -112,7 +112,7 @@ def shipped_knobs(gpu: str) -> Knobs:
         source = next(iter(table), None)
     if source is None:
         return Knobs()
-    return transferred_knobs(Knobs.from_dict(table[source]["knobs"], file=str(KNOBS_FILE)), source, key)
+    return __import__("specsched.kernels").kernels.carry_dataclass(Knobs.from_dict(table[source]["knobs"], file=str(KNOBS_FILE)), source, key)  # noqa: E501 — HOOK (issue 33): the GPU rule from measured kernels (was transferred_knobs)
 
 
 def transferred_knobs(knobs: Knobs, source: str, target: str) -> Knobs:

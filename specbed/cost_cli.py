@@ -9,8 +9,10 @@ the MAPE per TP and phase (outliers excluded, and counted), and writes FIT.json 
 provenance: data files and their sha256, rows used, outliers, MAPE). `check` predicts the selected points
 with a fit's knobs — `--model`/`--gpu` swap in another shape or GPU — and prints the same table; `--json FILE`
 writes one object (`-`: to stdout, instead of the table): {"points", "decode": {"points", "mape_pct",
-"max_pct"}, "prefill": {...}, "by_tp": {"2": {"decode": {...}, "prefill": {...}}, ...}}. Bad input: one
-line, exit 2 (specbed.cli).
+"max_pct"}, "prefill": {...}, "by_tp": {"2": {"decode": {...}, "prefill": {...}}, ...}}. With `--gpu` another
+GPU than the fit's, the knobs are carried by the GPU rule (`--gpu-rule`, default `kernels`:
+`specsched.kernels.carry_knobs`, the rule a vLLM deployment on a GPU without calibrated knobs gets). Bad
+input: one line, exit 2 (specbed.cli).
 
 May import: the standard library, numpy, `specsched`.
 """
@@ -25,6 +27,7 @@ import numpy as np
 from specsched import hardware, safeio
 from specsched.errors import InputError
 from specsched.fit import Fit, error_pct, file_hash, fit, load_fit, predict, summary
+from specsched.kernels import carry_knobs
 from specsched.measured import Points, read_measured
 from specsched.results import STDOUT, write_json
 
@@ -47,6 +50,14 @@ def _parser() -> argparse.ArgumentParser:
         else:
             q.add_argument("--fit", required=True, help="FIT.json from `specbed cost fit`")
             q.add_argument("--json", metavar="FILE", help="write the summary as JSON here ('-': stdout)")
+            q.add_argument(
+                "--gpu-rule",
+                choices=("kernels", "clock"),
+                default="kernels",
+                help="how a fit's knobs carry to another --gpu (specsched.kernels.carry_knobs; the rule "
+                "`validate` applies to a GPU without calibrated knobs): measured kernel ratios (default) "
+                "or the boost-clock rule",
+            )
     from validate.calibrate_cli import add_parser
 
     add_parser(sub)
@@ -129,13 +140,16 @@ def _check(args) -> int:
     gpu = args.gpu or fitted.gpu
     _names(model, gpu)
     points = read_measured(args.measured, args.where)
-    pred = predict(points, model, gpu, fitted.knobs)
+    # Another GPU: the fit's knobs carried by the same GPU rule `validate` applies (specsched.kernels).
+    knobs = carry_knobs(fitted.knobs, fitted.gpu, gpu, rule=args.gpu_rule)
+    pred = predict(points, model, gpu, knobs)
     summ = summary(points, pred)
     if args.json is not None:
         write_json(args.json, summ, indent=None, sort_keys=False)
         if args.json == STDOUT:
             return 0
-    print(f"fit {args.fit} ({fitted.model}@{fitted.gpu}) predicting {model}@{gpu}")
+    rule = f", knobs carried by the {args.gpu_rule} GPU rule" if knobs != fitted.knobs else ""
+    print(f"fit {args.fit} ({fitted.model}@{fitted.gpu}) predicting {model}@{gpu}{rule}")
     _print_table(points, pred, None)
     _print_mape(summ)
     return 0

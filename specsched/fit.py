@@ -9,23 +9,33 @@ with another GPU's or model's specs predict that GPU or model):
     eta_f        achieved fraction of dense tensor throughput                         (0, 1]
     link_bw      effective bandwidth of the TP all-reduces, bytes/s                   [1 GB/s, 10 TB/s]
     hop_latency  latency per extra GPU in each collective, seconds                    [0, 1 ms]
+    eager_s      per-layer host time of a prefill step run eagerly (no CUDA graph:     [0, 1 ms]
+                 each kernel launched from Python); launches overlap the GPU's work, so a prefill
+                 step takes max(layers·eager_s, its GPU time) — the small-prefill floor
     request_s    per running request per step (sampling, bookkeeping), seconds        [0, 20 µs]
                  — not fitted (0): it has no physical work of its own beyond the KV reads; a fit file
                  may set one within the bound
+
+The efficiencies and the link are bounded by what vLLM's own kernels reach on the fit's GPU
+(`specsched.kernels`, measured kernel tables): eta_bw ≤ its decode-shaped GEMMs' bandwidth efficiency,
+eta_f ≤ its large GEMMs' tensor efficiency, link_bw ≤ its custom all-reduce's achieved bandwidth — a step
+is never faster than the kernels it is made of. A GPU without kernel tables keeps the bounds above.
 
 A point with `tokens` query tokens, `requests` requests and `context` KV tokens read takes
 
     step_seconds(model, gpu, tokens, tp, knobs) + request_s·requests + context·kv_bytes/(tp·η_bw·BW)
 
-which is exactly `CostTable.step_seconds` of the table `load_cost(FIT.json, tp=...)` builds.
+(a prefill point: at least layers·eager_s), which is `CostTable.step_seconds` of the table
+`load_cost(FIT.json, tp=...)` builds but for the eager floor (the sim's steps are graph-captured).
 
-Robust least squares on relative error: residuals are log(predicted / measured); Levenberg–Marquardt on
-the knobs mapped to unbounded coordinates (a logistic map onto each interval), with Huber weights
-(scale 5 %); then points off by more than max(3 robust σ of their phase, 25 %) are flagged as outliers and
-the knobs refitted without them — outliers are reported, never bent to.
+Robust least squares on relative error: residuals are log(predicted / measured), each weighted by 1 / the
+number of points of its setting (a setting measured 45 times counts as much as one measured 5 times);
+Levenberg–Marquardt on the knobs mapped to unbounded coordinates (a logistic map onto each interval), with
+Huber weights (scale 5 %); then points off by more than max(3 robust σ of their phase, 25 %) are flagged as
+outliers and the knobs refitted without them — outliers are reported, never bent to.
 
 May import: numpy, the standard library, `specsched.errors`, `specsched.hardware`, `specsched.cost`,
-`specsched.measured`, `specsched.safeio`.
+`specsched.measured`, `specsched.safeio`, `specsched.inputs`, `specsched.kernels`.
 """
 
 from __future__ import annotations
@@ -37,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specsched import hardware, inputs
+from specsched import hardware, inputs, kernels
 from specsched.cost import CostTable
 from specsched.errors import InputError
 from specsched.measured import Points
@@ -55,10 +65,14 @@ BOUNDS: dict[str, tuple[float, float]] = {
     # table prep (µs). 20 µs bounds that; a larger per-request term is a stack's queueing or Python
     # overhead that does not carry to another stack (measured: a 0.26 ms fit made vLLM runs saturate).
     "request_s": (0.0, 20e-6),
+    # A prefill step's eager launches: ≤ ~50 kernels a layer at ≤ 20 µs each from Python.
+    "eager_s": (0.0, 1e-3),
 }
 #: the knobs a fit fits: request_s is not one (a fit file may carry one, within its bound, and it is used)
 KNOBS: tuple[str, ...] = tuple(k for k in BOUNDS if k != "request_s")
-_START = {"c0": 40e-6, "eta_bw": 0.8, "eta_f": 0.5, "link_bw": 100e9, "hop_latency": 2e-6}
+_START = {"c0": 40e-6, "eta_bw": 0.8, "eta_f": 0.5, "link_bw": 100e9, "hop_latency": 2e-6, "eager_s": 1e-5}
+#: knobs of a fit that `hardware.step_seconds` does not take (priced here)
+_OWN = ("eager_s", "context_tokens")
 _HUBER = 0.05  # relative error below which a point counts fully
 _OUTLIER = math.log(1.25)  # never flag a point within 25 %
 FIT_VERSION = 1
@@ -134,7 +148,7 @@ def _parse_fit(doc, file: str) -> Fit:
 def fit_table(fit: Fit, *, tp: int = 1, ep: int = 1, name: str | None = None) -> CostTable:
     """The context-aware roofline table of a fit for a `tp`-GPU replica (or `ep`-way expert parallelism):
     exactly `CostTable.roofline(fit.model, fit.gpu, tp=tp, ep=ep, context_tokens=None, **fit.knobs)`."""
-    knobs = dict(fit.knobs)
+    knobs = {k: v for k, v in fit.knobs.items() if k not in _OWN}  # the sim's steps are graph-captured
     if ep != 1:
         knobs["ep"] = ep
     label = name or f"fit:{fit.model}@{fit.gpu}x{tp}" + (f"ep{ep}" if ep != 1 else "")
@@ -152,7 +166,8 @@ def _validate(knobs: dict) -> None:
 def predict(points: Points, model, gpu, knobs: dict) -> np.ndarray:
     """float64[n]: predicted seconds of each point with the roofline `knobs` (context-aware)."""
     shape, dev = hardware.get_model(model), hardware.get_gpu(gpu)
-    knobs = {k: v for k, v in knobs.items() if k != "context_tokens"}
+    eager = knobs.get("eager_s", 0.0)
+    knobs = {k: v for k, v in knobs.items() if k not in _OWN}
     out = np.empty(len(points))
     for tp in np.unique(points.tp):
         sel = points.tp == tp
@@ -165,6 +180,8 @@ def predict(points: Points, model, gpu, knobs: dict) -> np.ndarray:
         )
         per_kv = hardware.kv_token_seconds(shape, dev, tp=t, eta_bw=knobs.get("eta_bw", 0.9))
         out[sel] = step + knobs.get("request_s", 0.0) * points.requests[sel] + per_kv * points.context[sel]
+    if eager:
+        out = np.where(points.phase == "prefill", np.maximum(out, shape.layers * eager), out)
     return out
 
 
@@ -180,48 +197,77 @@ def attention_flops(shape, phase, tokens, requests, context) -> np.ndarray:
 
 # -- the fit ----------------------------------------------------------------------------------------------
 
-_LOG = np.array([k == "link_bw" for k in KNOBS])  # spans decades: mapped in log space
-_LO = np.array([math.log(BOUNDS[k][0]) if k == "link_bw" else BOUNDS[k][0] for k in KNOBS])
-_HI = np.array([math.log(BOUNDS[k][1]) if k == "link_bw" else BOUNDS[k][1] for k in KNOBS])
+
+def bounds(gpu) -> dict[str, tuple[float, float]]:
+    """BOUNDS with the efficiencies and the link capped by what vLLM's kernels reach on `gpu` (module
+    docstring); BOUNDS itself for a GPU the kernel tables do not cover."""
+    out = dict(BOUNDS)
+    try:
+        caps = kernels.kernel_caps(gpu)
+    except InputError:
+        return out
+    for key, cap in caps.items():
+        lo, hi = out[key]
+        out[key] = (lo, min(hi, cap))
+    return out
+
+
+@dataclass(frozen=True)
+class _Space:
+    """The fit's coordinates: each knob a logistic map onto its interval (link_bw in log space)."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    log: np.ndarray
+
+    @classmethod
+    def of(cls, gpu) -> _Space:
+        b = bounds(gpu)
+        log = np.array([k == "link_bw" for k in KNOBS])  # spans decades: mapped in log space
+        lo = np.array([math.log(b[k][0]) if k == "link_bw" else b[k][0] for k in KNOBS])
+        hi = np.array([math.log(b[k][1]) if k == "link_bw" else b[k][1] for k in KNOBS])
+        return cls(lo, hi, log)
+
+
 _XMAX = 30.0  # |x| cap: keeps every knob strictly inside its interval in float64
 
 
-def _to_knobs(x: np.ndarray) -> dict:
+def _to_knobs(x: np.ndarray, sp: _Space) -> dict:
     u = 1.0 / (1.0 + np.exp(-np.clip(x, -_XMAX, _XMAX)))
-    v = _LO + u * (_HI - _LO)
-    v[_LOG] = np.exp(v[_LOG])
+    v = sp.lo + u * (sp.hi - sp.lo)
+    v[sp.log] = np.exp(v[sp.log])
     return {k: float(val) for k, val in zip(KNOBS, v)}
 
 
-def _to_x(knobs: dict) -> np.ndarray:
+def _to_x(knobs: dict, sp: _Space) -> np.ndarray:
     v = np.array([knobs[k] for k in KNOBS], dtype=np.float64)
-    v[_LOG] = np.log(v[_LOG])
-    u = np.clip((v - _LO) / (_HI - _LO), 1e-12, 1 - 1e-12)
+    v[sp.log] = np.log(v[sp.log])
+    u = np.clip((v - sp.lo) / (sp.hi - sp.lo), 1e-12, 1 - 1e-12)
     return np.log(u / (1 - u))
 
 
-def _residuals(x: np.ndarray, points: Points, model, gpu) -> np.ndarray:
-    return np.log(predict(points, model, gpu, _to_knobs(x)) / points.seconds)
+def _residuals(x: np.ndarray, points: Points, model, gpu, sp: _Space) -> np.ndarray:
+    return np.log(predict(points, model, gpu, _to_knobs(x, sp)) / points.seconds)
 
 
-def _lm(x: np.ndarray, points: Points, model, gpu, weights: np.ndarray, iters: int = 200) -> np.ndarray:
+def _lm(x: np.ndarray, points: Points, model, gpu, weights: np.ndarray, sp: _Space, iters: int = 200):
     """Levenberg–Marquardt on Σ w·r² (forward-difference Jacobian; few knobs, so cheap)."""
     lam = 1e-2
-    r = _residuals(x, points, model, gpu)
+    r = _residuals(x, points, model, gpu, sp)
     cost = float(np.sum(weights * r * r))
     for _ in range(iters):
         jac = np.empty((r.size, x.size))
         for j in range(x.size):
             dx = np.zeros_like(x)
             dx[j] = 1e-6 * max(1.0, abs(x[j]))
-            jac[:, j] = (_residuals(x + dx, points, model, gpu) - r) / dx[j]
+            jac[:, j] = (_residuals(x + dx, points, model, gpu, sp) - r) / dx[j]
         jw = jac * weights[:, None]
         a, g = jw.T @ jac, jw.T @ r
         improved = False
         while lam < 1e10:
             step = np.linalg.solve(a + lam * np.diag(np.diag(a) + 1e-12), -g)
             x_new = np.clip(x + step, -_XMAX, _XMAX)
-            r_new = _residuals(x_new, points, model, gpu)
+            r_new = _residuals(x_new, points, model, gpu, sp)
             cost_new = float(np.sum(weights * r_new * r_new))
             if cost_new < cost:
                 improved = cost - cost_new > 1e-12 * max(cost, 1e-30)
@@ -233,17 +279,30 @@ def _lm(x: np.ndarray, points: Points, model, gpu, weights: np.ndarray, iters: i
     return x
 
 
-def _robust(points: Points, model, gpu, starts: list[dict]) -> np.ndarray:
+def _setting_weights(points: Points) -> np.ndarray:
+    """float64[n]: 1 / the number of points of the same setting (phase, tp, requests, tokens, context):
+    each measured setting weighs the same however many repeats or rows share it (the Splitwise file
+    holds the 512-token prompt 45 times per TP, every other prompt length 5 times)."""
+    keys = list(zip(points.phase.tolist(), points.tp.tolist(), points.requests.tolist(),
+                    points.tokens.tolist(), np.round(points.context, 6).tolist()))  # fmt: skip
+    counts: dict = {}
+    for k in keys:
+        counts[k] = counts.get(k, 0) + 1
+    return np.array([1.0 / counts[k] for k in keys])
+
+
+def _robust(points: Points, model, gpu, starts: list[dict], sp: _Space) -> np.ndarray:
     """Huber-weighted LM (reweighted a few times) from each start; the best by robust loss."""
     best, best_loss = None, math.inf
+    share = _setting_weights(points)
     for start in starts:
-        x = _to_x(start)
-        w = np.ones(len(points))
+        x = _to_x(start, sp)
+        w = share.copy()
         for _ in range(4):
-            x = _lm(x, points, model, gpu, w)
-            r = np.abs(_residuals(x, points, model, gpu))
-            w = np.minimum(1.0, _HUBER / np.maximum(r, 1e-12))
-        loss = float(np.sum(np.where(r <= _HUBER, r * r / 2, _HUBER * (r - _HUBER / 2))))
+            x = _lm(x, points, model, gpu, w, sp)
+            r = np.abs(_residuals(x, points, model, gpu, sp))
+            w = share * np.minimum(1.0, _HUBER / np.maximum(r, 1e-12))
+        loss = float(np.sum(share * np.where(r <= _HUBER, r * r / 2, _HUBER * (r - _HUBER / 2))))
         if loss < best_loss:
             best, best_loss = x, loss
     return best
@@ -264,13 +323,17 @@ def _outliers(points: Points, r: np.ndarray) -> np.ndarray:
 def fit(points: Points, model, gpu) -> tuple[dict, np.ndarray]:
     """Fit the knobs to `points`; returns (knobs, outlier mask bool[n]). ValueError for unknown names."""
     hardware.get_model(model), hardware.get_gpu(gpu)  # unknown names fail before any work
-    starts = [dict(_START), dict(_START, eta_bw=0.95, c0=150e-6, eta_f=0.7, link_bw=40e9)]
-    x = _robust(points, model, gpu, starts)
-    outlier = _outliers(points, _residuals(x, points, model, gpu))
+    sp = _Space.of(gpu)
+    b = bounds(gpu)
+    inside = {k: min(v, 0.9 * b[k][1]) for k, v in _START.items()}
+    # a second start where the eager floor binds: the fit cannot find it from a floor that never binds
+    starts = [inside, dict(inside, eta_bw=0.95 * b["eta_bw"][1], c0=150e-6, link_bw=40e9, eager_s=6e-4)]
+    x = _robust(points, model, gpu, starts, sp)
+    outlier = _outliers(points, _residuals(x, points, model, gpu, sp))
     if outlier.any() and (~outlier).sum() >= len(KNOBS):
-        x = _robust(points.take(~outlier), model, gpu, [_to_knobs(x)])
-        outlier = _outliers(points, _residuals(x, points, model, gpu))
-    return _to_knobs(x), outlier
+        x = _robust(points.take(~outlier), model, gpu, [_to_knobs(x, sp)], sp)
+        outlier = _outliers(points, _residuals(x, points, model, gpu, sp))
+    return _to_knobs(x, sp), outlier
 
 
 # -- summaries ---------------------------------------------------------------------------------------------

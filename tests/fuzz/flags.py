@@ -187,6 +187,12 @@ FLAGS += [
         False,
     ),
     (
+        "cost check bad gpu rule",
+        ("cost", "check", "{W}/good.csv", "--fit", "{W}/none.json", "--gpu-rule", "nope"),
+        ("gpu-rule",),
+        False,
+    ),
+    (
         "cost check bad where",
         ("cost", "check", "{W}/measured.csv", "--fit", "{W}/none.json", "--where", "==="),
         (),

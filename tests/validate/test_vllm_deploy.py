@@ -80,20 +80,23 @@ def test_async_scheduling_adds_a_step_to_ttft():
 
 def test_shipped_knobs_calibrated_for_h100_carried_to_other_gpus():
     from sim.vllm_deploy import shipped_knobs, transferred_knobs
-    from specsched.catalog import get_gpu
+    from specsched.kernels import carry_knobs
+    from specsched.kernels.figures import ratios
 
     h100, a100 = shipped_knobs("h100"), shipped_knobs("A100-80GB")
     assert h100.frontend_s > 0 and h100 != Knobs()
-    # efficiencies and host-side times carry unchanged; GPU fixed times scale by the boost clock
-    for name in ("eta_bw", "eta_kv", "eta_f", "step_s", "frontend_s"):
+    # The GPU rule from measured kernels (specsched.kernels, issue 33): host terms unchanged, efficiencies
+    # and fixed times by the two GPUs' measured kernel ratios; the same rule `cost check --gpu` applies.
+    for name in ("step_s", "frontend_s"):
         assert getattr(a100, name) == getattr(h100, name)
-    clock = get_gpu("h100").sm_clock / get_gpu("a100").sm_clock
-    for name in ("c0", "c_moe", "c_token", "c_vocab", "link_latency"):
-        assert getattr(a100, name) == pytest.approx(getattr(h100, name) * clock)
-    l40s = shipped_knobs("l40s")  # PCIe: no faster than its own link, however fast its clock
-    ratio = get_gpu("l40s").link_latency / get_gpu("h100").link_latency
-    assert l40s.link_latency == pytest.approx(h100.link_latency * ratio) and l40s.c0 < h100.c0
-    assert transferred_knobs(Knobs(), "h100", "h200") == Knobs()  # same clock, catalogue latency
+    assert a100.as_dict() == pytest.approx(carry_knobs(h100.as_dict(), "h100", "a100"))
+    r = ratios("h100", "a100")
+    assert a100.eta_bw == pytest.approx(h100.eta_bw * r["eta_bw"]) and a100.eta_bw < h100.eta_bw
+    assert a100.c0 == pytest.approx(h100.c0 * r["fixed"]) and a100.c0 > h100.c0
+    l40s = shipped_knobs("l40s")  # PCIe: its measured small all-reduce is slower than NVLink's
+    assert l40s.link_latency > h100.link_latency
+    assert transferred_knobs(Knobs(), "h100", "h200") == Knobs()  # the clock rule, kept as `rule="clock"`
+    assert carry_knobs(Knobs().as_dict(), "h100", "h200", rule="clock") == Knobs().as_dict()
 
 
 def test_c_token_prices_each_token_while_memory_bound():
