@@ -119,7 +119,7 @@ def test_cost_check_on_another_gpu_carries_by_the_rule(tmp_path, capsys):
     runs = {}
     for rule in ("kernels", "clock"):
         capsys.readouterr()
-        assert specbed([*base, "--gpu", "a100", "--gpu-rule", rule, "--json"]) == 0
+        assert specbed([*base, "--gpu", "a100", "--gpu-rule", rule, "--json", "-"]) == 0
         runs[rule] = json.loads(capsys.readouterr().out)
     assert runs["kernels"]["decode"]["mape_pct"] != runs["clock"]["decode"]["mape_pct"]
     assert specbed([*base, "--gpu", "a100"]) == 0

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from sim.vllm_deploy import Knobs
-from validate.calibrate import FEATURES, PRIORS, bounded_lsq, solve
 from specbed.cli import main
+from validate.calibrate import FEATURES, PRIORS, bounded_lsq, solve
 
 HEADER = (
     "exp_id,folder,model,hardware,tp,dp,workload,max_num_batched_tokens,cpu_offload,gpu_mem_util,precision,"
