@@ -28,7 +28,7 @@ class SearchModel:
             return run_job(job)
         from sim.config_io import load_config
         from sim.run import prepare, results
-        from sim.wiring import run_replicas
+        from sim.wiring import run_pool
 
         cfg = load_config(None, [f"{k}={set_text(v)}" for k, v in flatten(job["sim"]).items()])
         start = time.perf_counter()
@@ -39,7 +39,7 @@ class SearchModel:
             watch = Watch(prep, parse_slo(stop["slo"]), float(stop["tol"]))
         loop = time.perf_counter()
         try:
-            rec = run_replicas(prep, watch=watch)
+            rec = run_pool(prep, watch=watch)
         except StopRun as why:
             return {"stopped": why.reason, "stopped_at_s": why.now, "requests_total": len(prep.workload),
                     "peak_running": watch.peak}  # fmt: skip

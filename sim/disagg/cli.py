@@ -1,76 +1,16 @@
-"""`specbed disagg CONFIG [--set k=v ...] [--out DIR] [--json]`: run one disaggregated config.
+"""`specbed disagg CONFIG [...]`: the old name of `specbed run` for configs with `[[pool]]` tables.
 
-Role: the command line of `sim.disagg`: load a config with `[[pool]]` tables (sim.disagg.config), run it
-(sim.disagg.run) and print the fleet's figures — prefill input tok/s per GPU (with prefix hits),
-decode output tok/s per GPU, per-user tok/s, TTFT, hand-off bytes and exposed seconds — then each
-pool's. `--out DIR` writes summary.json there (proved writable before the run; atomic). `--backend ray`
-shards each pool by replica (`sim.disagg.shard`; the same figures).
+Role: an alias that runs the same code as `specbed run` (`sim.cli`: a fleet's config runs its pools,
+prints the fleet's figures and then each pool's, and `--out DIR` writes summary.json, requests.csv and
+config.toml), plus its old flag `--json` (print the summary as strict JSON instead of the table).
 
-May import: the standard library, `sim.disagg`, `sim.config_io`, `specsched` (errors, safeio).
+May import: the standard library, `sim.cli`.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import math
-import sys
-
-from specsched import safeio
-from specsched.errors import InputError
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="specbed disagg", description=__doc__.splitlines()[0])
-    p.add_argument("config", help="TOML config with [[pool]] tables (docs/disaggregation.md)")
-    example = "workload.rate=8, pool.decode.replicas=2, handoff.link=roce-400g"
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=f"override: {example}")
-    p.add_argument("--out", help="folder for summary.json")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.add_argument(
-        "--backend",
-        choices=("local", "ray"),
-        default="local",
-        help="ray: shard each pool's replicas over Ray tasks (state-free routers; sim.disagg.shard)",
-    )
-    p.add_argument("--address", help="Ray cluster address (default: a local 2-CPU instance)")
-    return p
-
-
-def _fmt(value) -> str:
-    if isinstance(value, float):
-        return "nan" if math.isnan(value) else f"{value:.6g}"
-    return str(value)
-
 
 def main(argv: list[str]) -> int:
-    from sim.config_io import locate
-    from sim.disagg import load_disagg, simulate_disagg
+    from sim.cli import main as run
 
-    args = _parser().parse_args(argv)
-    if args.out is not None:
-        safeio.check_run_dir(args.out)  # never among a sweep's files
-    try:
-        cfg = load_disagg(args.config, args.set)
-        if args.backend == "ray":
-            from sim.disagg.shard import disagg_shard_reason, simulate_disagg_sharded
-
-            reason = disagg_shard_reason(cfg)
-            if reason is not None:
-                raise InputError(f"cannot shard this run: {reason}", field="--backend")
-            result = simulate_disagg_sharded(cfg, args.address)
-        else:
-            result = simulate_disagg(cfg)
-    except InputError as err:
-        raise locate(err, args.config, args.set) from None
-    doc = {"fleet": result.summary, "prefill": result.prefill, "decode": result.decode}
-    text = json.dumps(doc, indent=1, default=float, allow_nan=True)
-    if args.out is not None:
-        safeio.write_files(args.out, {"summary.json": text + "\n"})
-    if args.json:
-        print(text)
-        return 0
-    for key, value in result.summary.items():
-        print(f"{key:<34} {_fmt(value)}")
-    print(f"(simulated in {result.timing['total_s']:.2f} s)", file=sys.stderr)
-    return 0
+    return run([a for a in argv if a != "--json"], print_json="--json" in argv)
