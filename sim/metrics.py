@@ -98,6 +98,12 @@ def request_table(rec: Recorder, wl: Workload) -> dict[str, np.ndarray]:
     }
 
 
+def window_ranks(n: int, warmup: float, drain: float) -> tuple[int, int]:
+    """(k0, k1) of N requests: the completion rank that opens the steady window (0: the first arrival
+    does) and the arrival rank that closes it (1-based)."""
+    return math.ceil(warmup * n), max(math.ceil((1.0 - drain) * n), 1)
+
+
 def steady_window(
     arrival: np.ndarray, finish: np.ndarray, warmup: float, drain: float
 ) -> tuple[float, float, bool]:
@@ -109,9 +115,8 @@ def steady_window(
     finishes = np.sort(finish[~np.isnan(finish)])
     if finishes.size == 0:
         return 0.0, 0.0, True
-    k0 = math.ceil(warmup * n)
+    k0, k1 = window_ranks(n, warmup, drain)
     t0 = float(finishes[min(k0, finishes.size) - 1]) if k0 > 0 else float(arrivals[0])
-    k1 = max(math.ceil((1.0 - drain) * n), 1)
     t1 = float(arrivals[min(k1, arrivals.size) - 1])
     if t1 <= t0:
         return float(arrivals[0]), float(finishes[-1]), True

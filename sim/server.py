@@ -25,8 +25,8 @@ One engine step of a replica, at time t (`Replica._plan`, then `yield timeout`, 
    the budget and free KV allow (no admission in a step that preempted). Chunks are limited by free KV.
    One rule for every pool (vLLM v1's waiting queue): a request holds the longer of its external KV
    (`Deployment.external`, vLLM's `num_external_computed_tokens`; used once) and its prefix-cache hit,
-   and is admitted if that plus its first chunk (+ γ + 1 lookahead with external KV, as vLLM reserves
-   it only for a request with computed tokens) fits in the KV left after reservations and planned
+   and is admitted if that plus its first chunk plus the γ + 1 slots a decoding request reserves (vLLM
+   allocates the speculative lookahead at admission) fits in the KV left after reservations and planned
    chunks, and (async scheduling) it arrived before the step in flight was scheduled.
 4. Time: the step's `StepShape` (running and decoding requests, batched and verify tokens, prefilling
    requests, padded verify slots, KV held, longest context) priced by the deployment's
@@ -298,7 +298,7 @@ class Replica:
             held = max(ext, 0 if cache is None else cache.hit_tokens(eng.block_keys[rid], prompt + done))
             todo = prompt + done - held  # the rest of its prompt + emitted tokens
             chunk = min(todo, room)
-            if self.n and held + chunk + (eng.gamma + 1 if ext else 0) > free:
+            if self.n and held + chunk + eng.gamma + 1 > free:
                 break  # wait for KV to free up
             self.queue.popleft()
             rec.admitted(rid, now, self.index)

@@ -1,9 +1,13 @@
 """The cell model of `specbed search`: one job (`analysis.search.early`'s docstring) run to its end or
-to its early stop.
+to its early stop, for a colocated or a pooled candidate alike.
 
 Role: `SearchModel.run(job) -> summary`, picklable and stateless, so `analysis.runner.execute` runs it on
-any backend; a colocated candidate runs `sim.run` under an `analysis.search.early.Watch`, a disaggregated
-one `analysis.search.pools.run_job`.
+any backend. A colocated candidate runs `sim.wiring.run_pool` under an `analysis.search.early.Watch`; a
+pooled one (`[[pool]]` tables: `analysis.search.pools`) runs `sim.disagg.simulate_disagg`, its prefill
+stage watched on TTFT and E2E when the fleet's steady window is known before its decode stage
+(metrics.warmup = 0: the window starts at the first arrival; with a warm-up it starts at a fleet
+completion, which only the decode stage tells). Either way the summary is the simulator's
+(`analysis.model.scalar_summary`: a fleet's has `specbed run`'s keys, its pools summed) plus `stopped`.
 
 May import: the standard library, `analysis.model`, `analysis.search` (early, pools, slo), `sim` (lazily).
 """
@@ -14,7 +18,7 @@ import time
 
 from analysis.model import flatten, scalar_summary, set_text
 from analysis.search.early import StopRun, Watch, peak_running
-from analysis.search.pools import run_job
+from analysis.search.pools import disagg_config
 from analysis.search.slo import parse_slo
 
 
@@ -24,8 +28,9 @@ class SearchModel:
     name = "sim-search"
 
     def run(self, job: dict) -> dict:
-        if "pool" in job["sim"]:  # a disaggregated candidate: sim.disagg, run to the end
-            return run_job(job)
+        stop = job.get("stop")
+        if "pool" in job["sim"]:
+            return _fleet(job["sim"], stop)
         from sim.config_io import load_config
         from sim.run import prepare, results
         from sim.wiring import run_pool
@@ -33,7 +38,6 @@ class SearchModel:
         cfg = load_config(None, [f"{k}={set_text(v)}" for k, v in flatten(job["sim"]).items()])
         start = time.perf_counter()
         prep = prepare(cfg)
-        stop = job.get("stop")
         watch = None
         if stop and cfg.workload.kind != "closed":
             watch = Watch(prep, parse_slo(stop["slo"]), float(stop["tol"]))
@@ -47,3 +51,22 @@ class SearchModel:
         summary["stopped"] = None
         summary["peak_running"] = peak_running(rec)
         return summary
+
+
+def _fleet(config: dict, stop: dict | None) -> dict:
+    """A pooled job's summary (module docstring), or {"stopped": why, ...} when its prefill stage already
+    lost a TTFT/E2E term."""
+    from sim.disagg.run import simulate_disagg
+
+    cfg = disagg_config(config)
+    watch = None
+    if stop and cfg.base.metrics.warmup == 0:
+        slo, tol = parse_slo(stop["slo"]), float(stop["tol"])
+        watch = lambda pprep: Watch(pprep, slo, tol, heads=("ttft", "e2e"))  # noqa: E731
+    try:
+        summary = scalar_summary(simulate_disagg(cfg, watch=watch).summary)
+    except StopRun as why:
+        total = cfg.base.workload.num_requests
+        return {"stopped": why.reason, "stopped_at_s": why.now, "requests_total": total}
+    summary["stopped"] = None
+    return summary

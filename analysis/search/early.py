@@ -21,13 +21,13 @@ max_num_seqs of the longest requests), since a preemption adds a gap.
 Every colocated run also reports `peak_running` (`peak_running`: the most requests a replica held at
 once, up to where it stopped), which tells the search when `server.max_num_seqs` never bound
 (`analysis.search.siblings`).
-A disaggregated run (`analysis.search.pools.run_job`) is watched the same way during its prefill stage
+A disaggregated run (`analysis.search.cellmodel`) is watched the same way during its prefill stage
 when metrics.warmup = 0 (its window then starts at the first arrival, known up front; with a warm-up it
 starts at a fleet completion, known only after the decode stage), on TTFT and E2E only: a request's first
 token after the hand-off comes no earlier than its prefill's, so the prefill pool's waits are lower
 bounds of both; it is watched once more when the prefill stage ends, so a lost TTFT skips the decode stage.
 
-May import: numpy, the standard library.
+May import: numpy, the standard library, `sim.metrics` (lazily: the window's ranks).
 """
 
 from __future__ import annotations
@@ -53,12 +53,14 @@ class Watch:
 
     def __init__(self, prep, slo, tol: float, heads: tuple[str, ...] = WATCHED) -> None:
         """`heads`: the latencies watched."""
+        from sim.metrics import window_ranks  # the one steady window's ranks
+
         cfg, wl = prep.config, prep.workload
         n = len(wl)
         self.arrival = np.asarray(wl.arrival_s, dtype=np.float64)
         order = np.sort(self.arrival)
-        self.k0 = math.ceil(cfg.metrics.warmup * n)
-        self.t1 = float(order[min(max(math.ceil((1.0 - cfg.metrics.drain) * n), 1), n) - 1])
+        self.k0, k1 = window_ranks(n, cfg.metrics.warmup, cfg.metrics.drain)
+        self.t1 = float(order[min(k1, n) - 1])
         self.out = np.asarray(wl.output_tokens, dtype=np.float64)
         self.terms, self.gaps = [], []
         for term in slo.terms:

@@ -5,16 +5,14 @@ Role: when a search space's `base` is a disaggregated config (`sim.disagg.config
 `pool.decode.replicas`, `pool.decode.cost`, `handoff.link`, … (`--set` spelling of `specbed disagg`) —
 and every candidate runs through `sim.disagg.simulate_disagg` instead of `sim.simulate`. `PoolModel` is
 that space's cell model (resolve: base + overrides -> one JSON-able dict, the colocated sections plus
-`pool` {prefill, decode} and `handoff`); `run_job` returns the fleet's summary (`sim.disagg.run.results`:
-`specbed run`'s keys over the fleet, `gpus` = prefill + decode), which the SLO, ranking and output read;
-`price` prices both pools;
+`pool` {prefill, decode} and `handoff`; a job runs in the one cell model,
+`analysis.search.cellmodel.SearchModel`); `price` prices both pools;
 `launch_files` writes the winner's two `vllm serve` lines as a stated template, and its TOML.
 
-The analytical screen bounds both pools (`analysis.search.screen`; EP pools are not screened), and the
-early stop watches the prefill stage (`_simulate`: TTFT and E2E, when the window is known up front).
+The analytical screen bounds both pools (`analysis.search.screen`; EP pools are not screened).
 
 May import: the standard library, `specsched.errors`, `analysis.model`, `analysis.search.prices`,
-`analysis.search.launch`, `analysis.search.early`, `analysis.search.slo`, `sim` (lazily).
+`analysis.search.launch`, `sim` (lazily).
 """
 
 from __future__ import annotations
@@ -23,7 +21,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from analysis.model import SimModel, flatten, policy_label, scalar_summary, set_text
+from analysis.model import SimModel, flatten, policy_label, set_text
 from specsched.errors import InputError
 
 SECTIONS = ("pool", "handoff")
@@ -85,38 +83,6 @@ def disagg_config(config: dict):
     base = load_config(None, [f"{k}={set_text(v)}" for k, v in flatten(colocated(config)).items()])
     pools = {r: PoolConfig(**config["pool"][r]) for r in ROLES}
     return DisaggConfig(base, pools["prefill"], pools["decode"], HandoffConfig(**config["handoff"]))
-
-
-def _simulate(cfg, stop: dict | None):
-    """`sim.disagg.run.simulate_disagg`, its prefill stage watched by the search's early stop
-    (`analysis.search.early.Watch` on TTFT and E2E: every 1,024 steps and once when it ends, before the
-    decode stage) when `stop` is given and the steady window is known before the decode stage
-    (metrics.warmup = 0: the window starts at the first arrival; with a warm-up it starts at a fleet
-    completion, which only the decode stage tells)."""
-    from analysis.search.early import Watch
-    from analysis.search.slo import parse_slo
-    from sim.disagg.run import simulate_disagg
-
-    if not stop or cfg.base.metrics.warmup > 0:
-        return simulate_disagg(cfg)
-    slo, tol = parse_slo(stop["slo"]), float(stop["tol"])
-    return simulate_disagg(cfg, watch=lambda pprep: Watch(pprep, slo, tol, heads=("ttft", "e2e")))
-
-
-def run_job(job: dict) -> dict:
-    """A search job's summary for a pooled config (module docstring), or {"stopped": why, ...} when its
-    prefill stage already lost a TTFT/E2E term (`_simulate`)."""
-    from analysis.search.early import StopRun
-
-    cfg = disagg_config(job["sim"])
-    try:
-        r = _simulate(cfg, job.get("stop"))
-    except StopRun as why:
-        total = cfg.base.workload.num_requests
-        return {"stopped": why.reason, "stopped_at_s": why.now, "requests_total": total}
-    s = scalar_summary(r.summary)  # the fleet's: `specbed run`'s keys, the pools summed (sim.disagg.run)
-    s["stopped"] = None
-    return s
 
 
 def pool_dict(config: dict, role: str) -> dict:
