@@ -263,9 +263,12 @@ def _run_fleet(args, cfg, out: Path | None, fresh: bool, notes: list[str], print
     if print_json:
         print(dumps_json(doc), end="")
     elif not args.quiet:
-        for key, value in result.summary.items():
-            text = f"{value:.6g}" if isinstance(value, float) else str(value)
-            print(f"{key:<34} {text}")
+        from sim.disagg.run import POOL_FIGURES
+
+        print(format_table(result.summary))
+        for key in POOL_FIGURES:
+            value = result.summary[key]
+            print(f"  {key:<30} {value:>14.6g}")
         print(f"(simulated in {result.timing['total_s']:.2f} s)", file=sys.stderr)
     return 0
 

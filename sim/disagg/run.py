@@ -240,6 +240,9 @@ def results(cfg: DisaggConfig, pre, dec, hand_off, marks) -> DisaggResult:
     psum = summarize(prec, wl, request_table(prec, wl), pprep.config, gpus=pprep.gpus, confidence={})
     dsum = summarize(drec, dwl, request_table(drec, dwl), dprep.config, gpus=dprep.gpus,
                      confidence=dprep.model.report)  # fmt: skip
+    base = cfg.base
+    s.update(policy=base.policy.name, drafter=base.drafter.name, gamma=base.drafter.effective_gamma,
+             cost=f"{pprep.cost.name} (prefill) + {dprep.cost.name} (decode)", seed=base.seed)  # fmt: skip
     s.update(_pool_figures(cfg, (pprep, prec), (dprep, dsum), (hand, exposed, prompt, cached), s))
     s.update(_ep_parts(cfg, dsum))
     requests = {"arrival_s": prec.arrival_s, "prefill_done_s": prec.first_token_s, "ready_s": ready,
@@ -248,6 +251,22 @@ def results(cfg: DisaggConfig, pre, dec, hand_off, marks) -> DisaggResult:
                 "handoff_exposed_s": exposed}  # fmt: skip
     timing = {"loop_s": marks[1] - marks[0], "total_s": time.perf_counter() - marks[0]}
     return DisaggResult(cfg, s, psum, dsum, requests, timing)
+
+
+#: the figures only a fleet of two pools has (`_pool_figures`), in the order `specbed run` prints them
+POOL_FIGURES = (
+    "prefill_gpus",
+    "decode_gpus",
+    "prefill_input_tok_s_per_gpu",
+    "prefill_computed_tok_s_per_gpu",
+    "prefix_hit_rate",
+    "decode_output_tok_s_per_gpu",
+    "handoff_bytes_mean",
+    "handoff_exposed_s_mean",
+    "handoff_exposed_s_p99",
+    "decode_batch_mean",
+    "decode_step_s_mean",
+)
 
 
 def _pool_figures(cfg: DisaggConfig, pre, dec, hand_off, fleet: dict) -> dict:
