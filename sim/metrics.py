@@ -2,7 +2,8 @@
 
 Role: every aggregate the simulator reports, each defined once here.
 
-Steady-state window [t0, t1] (warm-up and drain excluded; `MetricsConfig`):
+Steady-state window [t0, t1] (warm-up and drain excluded; `MetricsConfig`; `steady_window`, the one
+definition for every run: a fleet's completions are its decode pool's):
 - t0 = the time by which ⌈warmup·N⌉ requests have completed (0 when warmup = 0);
 - t1 = the arrival time of the request of rank ⌈(1 − drain)·N⌉ in arrival order (arrivals still coming).
 If t1 ≤ t0 (tiny runs), the window is the whole run [first arrival, last completion] and

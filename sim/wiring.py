@@ -1,11 +1,14 @@
-"""Wire one prepared run's simpy model (deployment, replicas, router, arrivals) and run it to a Recorder.
+"""Wire one pool's simpy model (deployment, replicas, router, arrivals) and run it to a Recorder.
 
-Role: `run_replicas(prep)` builds the `Deployment` every replica shares, the replicas and how requests
-reach them, runs the event loop and returns the closed `Recorder`; `sim.run.simulate` runs it whole and
-`sim.shard` runs subsets of replicas of the same run in separate processes (`only`). With a router in
-`sim.routing.STATE_FREE` in open loop, arrivals are routed up front (`route`) and each replica is fed its
-own (`OpenLoop` with rids and the replica's own horizon), in both cases, so a replica's events, draws and
-`Recorder` tally do not depend on which other replicas run beside it.
+Role: `run_pool(prep, feed)` — the one run loop of every pool — builds the `Deployment` every replica
+shares, the replicas and how requests reach them, runs the event loop and returns the closed `Recorder`.
+A colocated pool takes the workload's own arrivals; a `Feed` says how requests reach any other pool (a
+decode pool: at their KV's ready times, holding it; a prefill pool: through cache-aware routing, one
+prefix cache per replica). `sim.run.simulate` runs a colocated pool whole, `sim.disagg.run` a fleet's
+pools one after the other, and `sim.shard` subsets of a pool's replicas in separate processes (`only`).
+With a router in `sim.routing.STATE_FREE` in open loop, arrivals are routed up front (`route`) and each
+replica is fed its own (`OpenLoop` with rids and the replica's own horizon), in both cases, so a replica's
+events, draws and `Recorder` tally do not depend on which other replicas run beside it.
 
 `Prepared` (a config resolved into the objects a run needs) is defined here, below `sim.run`, which builds it.
 

@@ -144,3 +144,21 @@ def test_a_request_arriving_with_its_kv_is_an_external_hit():
     assert np.array_equal(rec.generated, wl.output_tokens)
     colocated = run_pool(prepare(cfg))
     assert np.all(rec.first_token_s - rec.arrival_s < colocated.first_token_s - colocated.arrival_s)
+
+
+def test_specbed_disagg_is_an_alias_of_specbed_run(tmp_path, capsys):
+    from sim.disagg.cli import main as disagg_cli
+
+    small = str(ROOT / "configs" / "disagg-small.toml")
+    sets = ["--set", "workload.num_requests=80"]
+    assert run_cli([small, *sets, "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    assert disagg_cli([small, *sets, "--out", str(tmp_path / "alias"), "--json"]) == 0
+    printed = capsys.readouterr().out
+    files = sorted(p.name for p in (tmp_path / "run").iterdir())
+    assert files == ["config.toml", "requests.csv", "summary.json"]
+    for name in files:
+        assert (tmp_path / "alias" / name).read_bytes() == (tmp_path / "run" / name).read_bytes(), name
+    assert printed == (tmp_path / "run" / "summary.json").read_text()  # strict JSON: NaN is null
+    from sim.disagg.config import load_pools
+
+    assert load_pools(tmp_path / "run" / "config.toml") == load_pools(small, sets[1:])
