@@ -108,27 +108,15 @@ def price(config: dict, prices, gpus_map: dict[str, str]) -> tuple[str, int, flo
     return "+".join(dict.fromkeys(kinds)), total, usd / total
 
 
-def _toml_value(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return json.dumps(v) if isinstance(v, str) else repr(v)
-
-
 def winner_toml(config: dict, header: str) -> str:
-    """The winner as a `specbed disagg` config: the colocated sections, [handoff] and two [[pool]]s."""
+    """The winner as a pooled config: the colocated sections, [handoff] and two [[pool]]s (their keys that
+    differ from the defaults)."""
     from analysis.search.launch import winner_toml as colocated_toml
-    from sim.disagg.config import HandoffConfig, PoolConfig
+    from sim.disagg.config import fleet_tables
 
-    lines = [colocated_toml(colocated(config), header).rstrip("\n"), "", "[handoff]"]
-    ho = HandoffConfig()
-    lines += [f"{k} = {_toml_value(v)}" for k, v in config["handoff"].items()
-              if v is not None and v != getattr(ho, k)]  # fmt: skip
-    for role in ROLES:
-        lines += ["", "[[pool]]", f'role = "{role}"']
-        dflt = PoolConfig(role=role)
-        lines += [f"{k} = {_toml_value(v)}" for k, v in config["pool"][role].items()
-                  if k != "role" and v is not None and v != getattr(dflt, k)]  # fmt: skip
-    return "\n".join(lines) + "\n"
+    pools = [config["pool"][role] for role in ROLES]
+    tables = fleet_tables(config["handoff"], pools, changed_only=True)
+    return "\n".join([colocated_toml(colocated(config), header).rstrip("\n"), *tables]) + "\n"
 
 
 def _one_replica(config: dict) -> dict:

@@ -358,13 +358,24 @@ def load_disagg(path: str | Path, overrides: typing.Iterable[str] = ()) -> Disag
 
 def fleet_to_toml(cfg: DisaggConfig) -> str:
     """TOML text that `load_pools` reads back to an equal DisaggConfig (None values left out)."""
-    lines = [config_to_toml(cfg.base).rstrip("\n")]
-    tables = (("[handoff]", cfg.handoff), ("[[pool]]", cfg.prefill), ("[[pool]]", cfg.decode))
-    for header, table in tables:
-        lines += ["", header]
-        values = dataclasses.asdict(table)
-        lines += [f"{k} = {_toml_value(v)}" for k, v in values.items() if v is not None]
-    return "\n".join(lines) + "\n"
+    pools = [dataclasses.asdict(cfg.prefill), dataclasses.asdict(cfg.decode)]
+    tables = fleet_tables(dataclasses.asdict(cfg.handoff), pools)
+    return "\n".join([config_to_toml(cfg.base).rstrip("\n"), *tables]) + "\n"
+
+
+def fleet_tables(handoff: dict, pools: list[dict], changed_only: bool = False) -> list[str]:
+    """TOML lines of a fleet's `[handoff]` and `[[pool]]` tables (values by key; None left out; with
+    `changed_only` also the defaults, but a pool's role)."""
+    lines = ["", "[handoff]"]
+    dflt = dataclasses.asdict(HandoffConfig())
+    lines += [f"{k} = {_toml_value(v)}" for k, v in handoff.items()
+              if v is not None and not (changed_only and v == dflt[k])]  # fmt: skip
+    for pool in pools:
+        dflt = dataclasses.asdict(PoolConfig(role=pool["role"]))
+        lines += ["", "[[pool]]"]
+        lines += [f"{k} = {_toml_value(v)}" for k, v in pool.items()
+                  if v is not None and not (changed_only and v == dflt[k] and k != "role")]  # fmt: skip
+    return lines
 
 
 def is_disaggregated(path: str | Path) -> bool:
