@@ -3,10 +3,9 @@ to its early stop, for a colocated or a pooled candidate alike.
 
 Role: `SearchModel.run(job) -> summary`, picklable and stateless, so `analysis.runner.execute` runs it on
 any backend. A colocated candidate runs `sim.wiring.run_pool` under an `analysis.search.early.Watch`; a
-pooled one (`[[pool]]` tables: `analysis.search.pools`) runs `sim.disagg.simulate_disagg`, its prefill
-stage watched on TTFT and E2E when the fleet's steady window is known before its decode stage
-(metrics.warmup = 0: the window starts at the first arrival; with a warm-up it starts at a fleet
-completion, which only the decode stage tells). Either way the summary is the simulator's
+pooled one (`[[pool]]` tables: `analysis.search.pools`) runs `sim.disagg.simulate_disagg` under the
+same watch of the fleet (its prefill stage on TTFT and E2E when the window is known up front, its decode
+stage on every head: `simulate_disagg`). Either way the summary is the simulator's
 (`analysis.model.scalar_summary`: a fleet's has `specbed run`'s keys, its pools summed) plus `stopped`.
 
 May import: the standard library, `analysis.model`, `analysis.search` (early, pools, slo), `sim` (lazily).
@@ -54,15 +53,15 @@ class SearchModel:
 
 
 def _fleet(config: dict, stop: dict | None) -> dict:
-    """A pooled job's summary (module docstring), or {"stopped": why, ...} when its prefill stage already
-    lost a TTFT/E2E term."""
+    """A pooled job's summary (module docstring), or {"stopped": why, ...} when the fleet already lost a
+    term of its SLO."""
     from sim.disagg.run import simulate_disagg
 
     cfg = disagg_config(config)
     watch = None
-    if stop and cfg.base.metrics.warmup == 0:
+    if stop:
         slo, tol = parse_slo(stop["slo"]), float(stop["tol"])
-        watch = lambda pprep: Watch(pprep, slo, tol, heads=("ttft", "e2e"))  # noqa: E731
+        watch = lambda prep, heads: Watch(prep, slo, tol, heads=heads)  # noqa: E731
     try:
         summary = scalar_summary(simulate_disagg(cfg, watch=watch).summary)
     except StopRun as why:

@@ -21,11 +21,12 @@ max_num_seqs of the longest requests), since a preemption adds a gap.
 Every colocated run also reports `peak_running` (`peak_running`: the most requests a replica held at
 once, up to where it stopped), which tells the search when `server.max_num_seqs` never bound
 (`analysis.search.siblings`).
-A disaggregated run (`analysis.search.cellmodel`) is watched the same way during its prefill stage
-when metrics.warmup = 0 (its window then starts at the first arrival, known up front; with a warm-up it
-starts at a fleet completion, known only after the decode stage), on TTFT and E2E only: a request's first
-token after the hand-off comes no earlier than its prefill's, so the prefill pool's waits are lower
-bounds of both; it is watched once more when the prefill stage ends, so a lost TTFT skips the decode stage.
+A disaggregated run (`analysis.search.cellmodel`, `sim.disagg.run.simulate_disagg`) is watched over the
+fleet: during its prefill stage on TTFT and E2E only, when metrics.warmup = 0 (the window then opens at
+the first arrival; with a warm-up it opens at a fleet completion, which only the decode stage tells): a
+request's first token after the hand-off comes no earlier than its prefill's, so the prefill pool's waits
+are lower bounds of both; once more when the prefill stage ends, so a lost TTFT skips the decode stage;
+and during its decode stage on every latency, over the fleet as it stands (`sim.disagg.run.FleetView`).
 
 May import: numpy, the standard library, `sim.metrics` (lazily: the window's ranks).
 """

@@ -191,21 +191,59 @@ def rebuild_tokens(cfg: DisaggConfig, prompt: np.ndarray) -> np.ndarray:
 
 
 def simulate_disagg(cfg: DisaggConfig, watch=None) -> DisaggResult:
-    """Run the three stages of the module docstring and summarize them. watch: prepared prefill pool ->
-    a `run_pool` watch over its stage, called once more when it ends (`specbed search`'s early stop)."""
+    """Run the three stages of the module docstring and summarize them.
+
+    watch: (prepared decode pool, heads) -> a `run_pool` watch of the fleet (`specbed search`'s early
+    stop, `analysis.search.early.Watch`): the prefill stage on TTFT and E2E (its first tokens and
+    finishes are lower bounds of the fleet's) when the steady window is known before the decode stage
+    (metrics.warmup = 0: it opens at the first arrival, not at a fleet completion), every 1,024 steps
+    and once when it ends; the decode stage on every head, over the fleet as it stands (`FleetView`)."""
     t0 = time.perf_counter()
     pprep, cached, prompt = prefill_prep(cfg)
-    feed = prefill_feed(cfg, pprep, prompt)
-    watch = None if watch is None else watch(pprep)
-    prec = run_pool(pprep, feed, watch=watch)
-    if watch is not None:
-        watch(prec, float(np.nanmax(prec.finish_s)))  # every prefill is done: decode may be moot
+    dprep = decode_prep(cfg)
+    early = watch is not None and cfg.base.metrics.warmup == 0
+    pwatch = watch(dprep, ("ttft", "e2e")) if early else None
+    prec = run_pool(pprep, prefill_feed(cfg, pprep, prompt), watch=pwatch)
+    if pwatch is not None:
+        pwatch(prec, float(np.nanmax(prec.finish_s)))  # every prefill is done: decode may be moot
     hand, exposed = handoff(cfg, prec, prompt)
     ready = prec.first_token_s + exposed
-    dprep = decode_prep(cfg)
-    drec = run_pool(dprep, decode_feed(cfg, dprep, ready))
+    feed = decode_feed(cfg, dprep, ready)
+    dwatch = None
+    if watch is not None:
+        view, fleet_watch = FleetView(prec, ready, feed), watch(dprep, WATCHED)
+        dwatch = lambda rec, now: fleet_watch(view.at(rec, now), now)  # noqa: E731
+    drec = run_pool(dprep, feed, watch=dwatch)
     t1 = time.perf_counter()
     return results(cfg, (pprep, prec), (dprep, drec), (hand, exposed, prompt, cached), (t0, t1))
+
+
+#: the latencies a fleet's decode stage is watched on (all of `analysis.search.early.WATCHED`)
+WATCHED = ("ttft", "tpot", "e2e", "queue", "itl")
+
+
+class FleetView:
+    """The fleet as its decode stage stands at `now`, read by a `run_pool` watch as a Recorder: a request's
+    arrival and first admission are its prefill pool's, its first token is at `ready` (float64[N] s), its
+    finish the decode pool's (at `ready` for one-token outputs); `completed` counts both by `now`;
+    everything else (tallies, tokens, preemptions, replicas) is the decode pool's."""
+
+    def __init__(self, prec: Recorder, ready: np.ndarray, feed: Feed) -> None:
+        self.arrival_s, self.admit_s, self.first_token_s = prec.arrival_s, prec.admit_s, ready
+        self._sent = np.zeros(ready.size, dtype=bool)
+        self._sent[feed.rids] = True
+        self._early = np.sort(ready[~self._sent])  # one-token outputs: done when their KV would be ready
+        self._rec = None
+        self.completed, self.finish_s = 0, ready
+
+    def at(self, rec: Recorder, now: float) -> FleetView:
+        self._rec = rec
+        self.completed = rec.completed + int(np.searchsorted(self._early, now, side="right"))
+        self.finish_s = np.where(self._sent, rec.finish_s, self.first_token_s)
+        return self
+
+    def __getattr__(self, name: str):
+        return getattr(self._rec, name)
 
 
 def _ep_parts(cfg: DisaggConfig, dsum: dict) -> dict:
