@@ -20,6 +20,11 @@ rate with its lengths, round-robin) in one process and on a local 2-CPU Ray inst
 the two summaries are identical, and prints both wall times, the ratio (goal ≥ 1.7×), the per-replica-hour
 cost and the cluster-day estimate of docs/notes/2026-11-30-speed.md.
 
+The fleet replay (issue 24; was bench/bench_disagg.py): configs/azure-conv-disagg.toml (the same trace on
+20 prefill + 80 decode GPUs, DSpark, KV hand-off over 400 Gb/s IB) beside the trace on 100 colocated
+replicas (same tables, policy, least-outstanding router), both in this process through the one run loop;
+goal: the fleet replay ≤ 2 min of CPU on 2 cores. `SPECBED_BENCH_NO_FLEET=1` skips it.
+
 May import: numpy, the standard library, sim, specsched.
 """
 
@@ -35,6 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_COMMIT = "8d90704"
 REPEAT = int(os.environ.get("SPECBED_BENCH_REPEAT", "2"))
+FLEET_GOAL_S = 120.0
 
 #: R ≈ 128 running requests (closed loop), DSpark γ = 7 on the V4-Flash-like table.
 STEPS_SETS = [
@@ -213,6 +219,37 @@ def _sharded() -> None:
     )
 
 
+def _timed(fn):
+    import time
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def _fleet() -> None:
+    """The fleet replay beside 100 colocated replicas (module docstring)."""
+    from sim.config_io import load_config
+    from sim.disagg import load_disagg, simulate_disagg
+    from sim.run import simulate
+
+    fleet, fwall, fcpu = _timed(
+        lambda: simulate_disagg(load_disagg(ROOT / "configs" / "azure-conv-disagg.toml"))
+    )
+    sets = ["server.replicas=100", "server.router=least_outstanding"]
+    colo_cfg = load_config(ROOT / "configs" / "azure-conv-replay.toml", sets)
+    colo, cwall, ccpu = _timed(lambda: simulate(colo_cfg))
+    print("sim fleet: Azure 2023 conv trace, 19,366 requests, one simulated hour, 100 GPUs")
+    print(f"  {'run':<36} {'wall s':>8} {'cpu s':>8} {'out tok/s/GPU':>14} {'TTFT s':>8}")
+    for name, r, wall, cpu in (("fleet: 20 prefill + 80 decode GPUs", fleet, fwall, fcpu),
+                               ("colocated: 100 replicas", colo, cwall, ccpu)):  # fmt: skip
+        tok, ttft = r.summary["throughput_tok_s_per_gpu"], r.summary["ttft_s_mean"]
+        print(f"  {name:<36} {wall:>8.1f} {cpu:>8.1f} {tok:>14.2f} {ttft:>8.3f}")
+    verdict = "met" if fcpu <= FLEET_GOAL_S else "MISSED"
+    goal = f"fleet replay ≤ {FLEET_GOAL_S:.0f} s CPU on 2 cores"
+    print(f"  goal: {goal}: {verdict} ({fcpu:.1f} s CPU, {fwall:.1f} s wall)")
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ref_root = None if os.environ.get("SPECBED_BENCH_NO_REF") else _reference(tmp)
@@ -229,6 +266,8 @@ def main() -> None:
                 new = _best(new, _run(ROOT, config, sets))
             _compare(title, new, ref)
     print("  (shared machine: absolute times are inflated by other load; the ratios are the figures to read)")
+    if not os.environ.get("SPECBED_BENCH_NO_FLEET"):
+        _fleet()
     if os.environ.get("SPECBED_BENCH_1M"):
         _million()
     else:

@@ -1,7 +1,10 @@
 """`specbed run [CONFIG.toml] [--set section.key=value ...] [--out DIR]`: one simulator run from the shell.
 
 Role: parse flags, run `sim.simulate` (or, with --backend ray, `sim.shard.simulate_sharded`: the same
-results computed by replica on Ray), print a summary table, and write the results:
+results computed by replica on Ray), print a summary table, and write the results. A config with
+`[[pool]]` tables is a fleet (`sim.disagg.config.load_pools`): one `both` pool runs exactly as the
+colocated config it stands for; a prefill and a decode pool run `sim.disagg.simulate_disagg` (its
+summary.json holds the fleet's, the prefill pool's and the decode pool's figures). A colocated run writes:
 DIR/summary.json (the summary dict; NaN written as null), DIR/requests.csv (one row per request),
 DIR/series.csv (time series), DIR/confidence.json (the acceptance model's ECE/AUC report) and
 DIR/config.toml (the resolved config, which `specbed run DIR/config.toml` replays); with --timeline also
@@ -30,11 +33,12 @@ from typing import TextIO
 
 import numpy as np
 
+from sim.config import SimConfig
 from sim.config_io import config_to_toml, load_config, locate
 from sim.curves import DOMAINS
 from specsched import inputs, safeio
 from specsched.errors import InputError
-from specsched.results import dumps_json, write_csv, write_results
+from specsched.results import STDOUT, dumps_json, write_csv, write_json, write_results
 
 #: rows of the printed table: (summary key, label, format)
 _TABLE = (
@@ -79,6 +83,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--out", metavar="DIR", help="write summary.json, requests.csv, series.csv, config.toml here"
+    )
+    p.add_argument(
+        "--json",
+        metavar="FILE",
+        help="also write the summary as strict JSON here ('-': standard output, instead of the table)",
     )
     p.add_argument("--quiet", action="store_true", help="print no table and no progress")
     p.add_argument(
@@ -159,25 +168,94 @@ def _sharded(args: argparse.Namespace, cfg) -> bool:
     return True
 
 
+def _load(path: str | None, sets: list[str]):
+    """The SimConfig of `path` (a fleet of one `both` pool included), or the `DisaggConfig` of a fleet of
+    a prefill and a decode pool (`[[pool]]` tables: `sim.disagg.config.load_pools`)."""
+    if path is not None:
+        from sim.disagg.config import is_disaggregated, load_pools
+
+        if is_disaggregated(path):
+            return load_pools(path, sets)
+    return load_config(path, sets)
+
+
 def main(argv: list[str]) -> int:
+    """`specbed run` (and its alias `specbed disagg`)."""
     try:
         args = _parser().parse_args(argv)
     except SystemExit as exit_:  # --help
         return int(exit_.code or 0)
     out = Path(args.out) if args.out else None
+    print_json = args.json == STDOUT
+    if args.json is not None and not print_json:
+        safeio.check_file(args.json, field="--json", inputs=[args.config] if args.config else [])
     with inputs.collect_warnings("specbed run") as notes:  # one line each, recorded in summary.json
-        cfg = load_config(args.config, args.sets)
+        cfg = _load(args.config, args.sets)
         if args.timeline and out is None:
             raise InputError("needs --out DIR (timeline.json is written there)", field="--timeline")
         fresh = out is not None and not os.path.lexists(out)
+        run = _run if isinstance(cfg, SimConfig) else _run_fleet
         if out is None:
-            return _run(args, cfg, None, fresh, notes)
+            return run(args, cfg, None, fresh, notes, print_json)
         safeio.check_run_dir(out)  # before simulating: a bad --out (or a sweep's folder) is refused
         with safeio.held(out):  # one run or one sweep per folder: a sweep cannot start here meanwhile
-            return _run(args, cfg, out, fresh, notes)
+            return run(args, cfg, out, fresh, notes, print_json)
 
 
-def _run(args: argparse.Namespace, cfg, out: Path | None, fresh: bool, notes: list[str]) -> int:
+def _run_fleet(args, cfg, out: Path | None, fresh: bool, notes: list[str], print_json: bool) -> int:
+    """A fleet of a prefill and a decode pool (`sim.disagg.simulate_disagg`, or `sim.shard` on Ray): prints
+    the fleet's figures (or, with `print_json`, the whole summary); writes summary.json (fleet, prefill,
+    decode), requests.csv (per-request fleet columns) and config.toml (the resolved fleet) to `out`."""
+    from sim.disagg.config import fleet_to_toml
+    from sim.disagg.run import simulate_disagg
+
+    if args.timeline:
+        raise InputError("records one pool's steps: not for a fleet of two pools", field="--timeline")
+    try:
+        if _sharded(args, cfg):
+            from sim.shard import simulate_disagg_sharded
+
+            result = simulate_disagg_sharded(cfg, args.address)
+        else:
+            result = simulate_disagg(cfg)
+    except BaseException as err:
+        if fresh:  # the folder we made for a run that failed: leave no trace (only if still empty)
+            with contextlib.suppress(OSError):
+                out.rmdir()
+        if isinstance(err, InputError):
+            raise locate(err, args.config, args.sets) from None
+        raise
+    doc = {"fleet": result.summary, "prefill": result.prefill, "decode": result.decode}
+    if notes:
+        doc["warnings"] = list(notes)
+    if out is not None:
+        files = {"summary.json": dumps_json(doc), "requests.csv": lambda h: write_csv(h, result.requests),
+                 "config.toml": fleet_to_toml(cfg)}  # fmt: skip
+        safeio.write_files(out, files)
+    _write_json(args, doc)
+    if print_json:
+        print(dumps_json(doc), end="")
+    elif not args.quiet:
+        from sim.disagg.run import POOL_FIGURES
+
+        print(format_table(result.summary))
+        for key in POOL_FIGURES:
+            value = result.summary[key]
+            print(f"  {key:<30} {value:>14.6g}")
+        print(f"(simulated in {result.timing['total_s']:.2f} s)", file=sys.stderr)
+    return 0
+
+
+def _write_json(args: argparse.Namespace, doc: dict) -> None:
+    """`--json FILE`: the summary as strict JSON, atomically (`-`: the caller prints it instead)."""
+    if args.json is not None and args.json != STDOUT:
+        write_json(args.json, doc, field="--json")
+
+
+def _run(
+    args: argparse.Namespace, cfg, out: Path | None, fresh: bool, notes: list[str], print_json: bool
+) -> int:
+    """One colocated pool (`sim.run.simulate`, or `sim.shard` on Ray); print_json: the summary as JSON."""
     from sim.run import simulate
 
     timeline = None
@@ -209,7 +287,10 @@ def _run(args: argparse.Namespace, cfg, out: Path | None, fresh: bool, notes: li
     wall = time.perf_counter() - start
     if notes:  # legal but surprising input, said on stderr: kept beside the results too
         result.summary["warnings"] = list(notes)
-    if not args.quiet:
+    _write_json(args, result.summary)
+    if print_json:
+        print(dumps_json(result.summary), end="")
+    elif not args.quiet:
         print(format_table(result.summary))
         print(f"  {'wall time (s)':<30} {wall:>14.2f}")
     if out is not None:
@@ -234,7 +315,7 @@ def _run(args: argparse.Namespace, cfg, out: Path | None, fresh: bool, notes: li
         finally:
             if timeline is not None:
                 timeline.abort()  # no partial timeline left behind (nothing to do after close)
-        if not args.quiet:
+        if not args.quiet and not print_json:
             extra = ", timeline.json" if timeline is not None else ""
             print(f"wrote {out}/summary.json, requests.csv, series.csv, confidence.json, config.toml{extra}")
     return 0

@@ -71,6 +71,10 @@ class Deployment:
     #: vLLM v1's async scheduling: step k+1 is scheduled while step k runs, so a request that arrives
     #: during step k joins step k+2 at the earliest (unless the engine is idle)
     async_scheduling: bool = False
+    #: int64[N] tokens of KV each request holds when it arrives (a prefill pool's hand-off: vLLM's
+    #: `num_external_computed_tokens`), used at its first admission and zeroed then (a preempted request
+    #: recomputes); None = none (a colocated pool). The run owns this copy.
+    external: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.views: list[CostTable | None] = [None] * (self.max_num_seqs + 1)

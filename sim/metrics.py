@@ -2,7 +2,8 @@
 
 Role: every aggregate the simulator reports, each defined once here.
 
-Steady-state window [t0, t1] (warm-up and drain excluded; `MetricsConfig`):
+Steady-state window [t0, t1] (warm-up and drain excluded; `MetricsConfig`; `steady_window`, the one
+definition for every run: a fleet's completions are its decode pool's):
 - t0 = the time by which ⌈warmup·N⌉ requests have completed (0 when warmup = 0);
 - t1 = the arrival time of the request of rank ⌈(1 − drain)·N⌉ in arrival order (arrivals still coming).
 If t1 ≤ t0 (tiny runs), the window is the whole run [first arrival, last completion] and
@@ -98,15 +99,25 @@ def request_table(rec: Recorder, wl: Workload) -> dict[str, np.ndarray]:
     }
 
 
-def _window(rec: Recorder, cfg: SimConfig) -> tuple[float, float, bool]:
-    n = rec.n
-    arrivals = np.sort(rec.arrival_s[~np.isnan(rec.arrival_s)])
-    finishes = np.sort(rec.finish_s[~np.isnan(rec.finish_s)])
+def window_ranks(n: int, warmup: float, drain: float) -> tuple[int, int]:
+    """(k0, k1) of N requests: the completion rank that opens the steady window (0: the first arrival
+    does) and the arrival rank that closes it (1-based)."""
+    return math.ceil(warmup * n), max(math.ceil((1.0 - drain) * n), 1)
+
+
+def steady_window(
+    arrival: np.ndarray, finish: np.ndarray, warmup: float, drain: float
+) -> tuple[float, float, bool]:
+    """The steady-state window (t0, t1, fallback) of the module docstring, from each request's arrival and
+    finish (float64[N] seconds, NaN: not arrived / not finished). The one definition of every run's window:
+    a colocated pool's and a fleet's (finish = the decode pool's, `sim.disagg.run`)."""
+    n = arrival.size
+    arrivals = np.sort(arrival[~np.isnan(arrival)])
+    finishes = np.sort(finish[~np.isnan(finish)])
     if finishes.size == 0:
         return 0.0, 0.0, True
-    k0 = math.ceil(cfg.metrics.warmup * n)
+    k0, k1 = window_ranks(n, warmup, drain)
     t0 = float(finishes[min(k0, finishes.size) - 1]) if k0 > 0 else float(arrivals[0])
-    k1 = max(math.ceil((1.0 - cfg.metrics.drain) * n), 1)
     t1 = float(arrivals[min(k1, arrivals.size) - 1])
     if t1 <= t0:
         return float(arrivals[0]), float(finishes[-1]), True
@@ -132,7 +143,7 @@ def summarize(
     rec: Recorder, wl: Workload, req: dict[str, np.ndarray], cfg: SimConfig, *, gpus: int, confidence: dict
 ) -> dict:
     """The summary dict described in the module docstring (NaN where undefined)."""
-    t0, t1, fallback = _window(rec, cfg)
+    t0, t1, fallback = steady_window(rec.arrival_s, rec.finish_s, cfg.metrics.warmup, cfg.metrics.drain)
     span = t1 - t0
     done = ~np.isnan(rec.finish_s)
     measured = done & (rec.arrival_s >= t0) & (rec.arrival_s <= t1)
@@ -178,7 +189,7 @@ def summarize(
     s["in_system_mean"] = _ratio(bins.window_sum(BIN_SYSTEM_AREA, t0, t1), span)
     s["queue_area_s"] = float(rec.queue_area)
     s["system_area_s"] = float(rec.system_area)
-    s["busy_frac"] = _ratio(bins.window_sum(BIN_BUSY, t0, t1), span * cfg.server.replicas)
+    s["busy_frac"] = _ratio(bins.window_sum(BIN_BUSY, t0, t1), span * len(rec.parts))
     s["draft_time_frac"] = _ratio(rec.draft_s, rec.draft_s + rec.verify_s)
     s["step_s_mean"] = _ratio(rec.draft_s + rec.verify_s, rec.steps)
     s["draft_s_mean"] = _ratio(rec.draft_s, rec.steps)

@@ -276,6 +276,26 @@ class Recorder:
             part.advance(now)
         self.merge()
 
+    @classmethod
+    def fleet(cls, prefill: Recorder, decode: Recorder, ready: np.ndarray) -> Recorder:
+        """One Recorder of a fleet whose requests pass through the pool `prefill` and then, those with more
+        to emit, the pool `decode`: the pools' tallies side by side (prefill replicas first) and summed;
+        a request's arrival and first admission are its prefill pool's, its first token is when the decode
+        side holds its KV (`ready`: float64[N] seconds), its finish, tokens and speculation counters are
+        its decode pool's (its prefill pool's for one-token outputs), its preemptions both pools'."""
+        rec = cls(prefill.n, 1, 0, 0)
+        sent = ~np.isnan(decode.arrival_s)
+        rec.parts = prefill.parts + decode.parts
+        rec.arrival_s, rec.admit_s, rec.first_token_s = prefill.arrival_s, prefill.admit_s, ready
+        rec.finish_s = np.where(sent, decode.finish_s, ready)
+        rec.generated = np.where(sent, decode.generated, prefill.generated)
+        rec.replica = np.where(sent, decode.replica + len(prefill.parts), prefill.replica)
+        for name in ("decode_steps", "accepted", "verify_tokens", "preemptions"):
+            setattr(rec, name, getattr(prefill, name) + getattr(decode, name))
+        rec.completed = int(np.count_nonzero(~np.isnan(rec.finish_s)))
+        rec.merge()
+        return rec
+
     def merge(self) -> None:
         """The run's totals from `parts`, added in replica order (the module's order-independence)."""
         parts = self.parts

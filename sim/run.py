@@ -35,7 +35,7 @@ from sim.empirical import EmpiricalModel
 from sim.metrics import request_table, summarize, time_series
 from sim.recorder import Recorder
 from sim.streams import stream_rngs
-from sim.wiring import Prepared, run_replicas
+from sim.wiring import Prepared, run_pool
 from sim.workload import build_workload
 from specsched import inputs
 from specsched.errors import InputError
@@ -284,7 +284,7 @@ def simulate(
     t_start = time.perf_counter()
     prep = prepare(config)
     t_loop = time.perf_counter()
-    rec = run_replicas(prep, progress=progress, observer=observer)
+    rec = run_pool(prep, progress=progress, observer=observer)
     return results(prep, rec, t_start, t_loop)
 
 

@@ -23,6 +23,11 @@ One engine step of a replica, at time t (`Replica._plan`, then `yield timeout`, 
 3. Prefill: the token budget left after verify tokens (verify first, as vLLM) goes to running requests
    still prefilling, in admission order, then to waiting requests admitted FIFO while `max_num_seqs`,
    the budget and free KV allow (no admission in a step that preempted). Chunks are limited by free KV.
+   One rule for every pool (vLLM v1's waiting queue): a request holds the longer of its external KV
+   (`Deployment.external`, vLLM's `num_external_computed_tokens`; used once) and its prefix-cache hit,
+   and is admitted if that plus its first chunk plus the γ + 1 slots a decoding request reserves (vLLM
+   allocates the speculative lookahead at admission) fits in the KV left after reservations and planned
+   chunks, and (async scheduling) it arrived before the step in flight was scheduled.
 4. Time: the step's `StepShape` (running and decoding requests, batched and verify tokens, prefilling
    requests, padded verify slots, KV held, longest context) priced by the deployment's
    `specsched.StepCost` into a `StepBill`: draft + fixed + context + forward + prefill + pad +
@@ -35,8 +40,8 @@ Runs of pure-decode steps with a fixed batch are decided several steps per vecto
 and no observer a run takes one simpy timeout and one `Recorder.steps_run` (`Replica._decode_run`), else
 one of each per step. `Deployment.max_run = 1` turns runs off.
 
-Time and tie-breaks: time is float seconds. Events at the same instant run in simpy's scheduling order
-(FIFO by event id), so a run is a deterministic function of config and seed. Completion callbacks (closed
+Time and tie-breaks: time is float seconds; events at the same instant run in simpy's order (FIFO by
+event id), so a run is a deterministic function of config and seed. Completion callbacks (closed
 loop) run synchronously inside `_apply`, so a user with zero think time re-enters the queue before the
 replica plans its next step at the same instant. Routers and arrival processes live in `sim.routing`.
 
@@ -105,6 +110,9 @@ class Replica:
         self.horizon = None
         self.tau_seen = 2.0  # tokens per request-step in pure-decode runs so far (sizes the next run)
         self.last_start = -np.inf  # start of the step in flight before this one (async scheduling)
+        #: this replica's prefix cache (`sim.prefix_cache.PrefixCache`; the deployment's unless the pool
+        #: gives each replica its own, `sim.wiring.Feed.cache`); None = off
+        self.cache = eng.prefix_cache
         eng.replicas += 1
         self.process = eng.env.process(self.run())
 
@@ -274,29 +282,33 @@ class Replica:
         self.queue.appendleft(rid)
 
     def _admit(self, pf, chunks, room: int, now: float):
-        """Admit waiting requests FIFO into free slots; returns prefill slots/chunks and the room left."""
+        """Admit waiting requests FIFO into free slots (module docstring, step 3: the one admission rule of
+        every pool); returns prefill slots/chunks and the room left."""
         eng, rec = self.eng, self.eng.recorder
         new_slots, new_chunks = [], []
-        cache, busy = eng.prefix_cache, eng.async_scheduling and self.n > 0
+        cache, external, busy = self.cache, eng.external, eng.async_scheduling and self.n > 0
+        pending = 0 if chunks is None else int(np.add.reduce(chunks))
+        free = eng.kv_tokens - self.kv_used - (eng.gamma + 1) * self.n_decoding - pending
         while self.queue and room > 0 and self.n < eng.max_num_seqs:
-            if busy and rec.arrival_s[self.queue[0]] > self.last_start:
+            rid = self.queue[0]
+            if busy and rec.arrival_s[rid] > self.last_start:
                 break  # async scheduling: it arrived after the step in flight was scheduled
-            rid = self.queue.popleft()
-            rec.admitted(rid, now, self.index)
-            s = self.n
-            self.n += 1
-            done = int(rec.generated[rid])
-            prompt = int(eng.input_tokens[rid])
-            # A preempted request recomputes its prompt and the tokens it already emitted, less the whole
-            # leading blocks the prefix cache holds (vLLM v1's automatic prefix caching).
-            cached = 0 if cache is None else cache.hit_tokens(eng.block_keys[rid], prompt + done)
-            self.kv_used += cached
-            todo = prompt + done - cached
-            row = (rid, todo, done, eng.output_tokens[rid], eng.domain[rid], prompt, 0, 0, 0, 0)
-            self.state[:, s] = row
-            self.lat[s] = eng.latent[rid]
+            done, prompt = int(rec.generated[rid]), int(eng.input_tokens[rid])
+            ext = 0 if external is None else int(external[rid])
+            held = max(ext, 0 if cache is None else cache.hit_tokens(eng.block_keys[rid], prompt + done))
+            todo = prompt + done - held  # the rest of its prompt + emitted tokens
             chunk = min(todo, room)
-            room -= chunk
+            if self.n and held + chunk + eng.gamma + 1 > free:
+                break  # wait for KV to free up
+            self.queue.popleft()
+            rec.admitted(rid, now, self.index)
+            if ext:
+                external[rid] = 0  # handed-off KV is used once: a preempted request recomputes
+            s, self.n = self.n, self.n + 1
+            self.state[:, s] = (rid, todo, done, eng.output_tokens[rid], eng.domain[rid], prompt, 0, 0, 0, 0)
+            self.lat[s] = eng.latent[rid]
+            self.kv_used += held
+            free, room = free - held - chunk, room - chunk
             new_slots.append(s)
             new_chunks.append(chunk)
         slots = np.asarray(new_slots, dtype=np.int64)
@@ -328,7 +340,7 @@ class Replica:
             self.pleft[pf] -= chunks
             ready = pf[self.pleft[pf] == 0]
             if ready.size:  # prefill complete: the step also samples the next token
-                if eng.prefix_cache is not None:
+                if self.cache is not None:
                     self._cache_prompts(ready)
                 self.gen[ready] += 1
                 self.pend[ready] = 1
@@ -358,7 +370,7 @@ class Replica:
     def _cache_prompts(self, slots: np.ndarray) -> None:
         """Cache the prompt blocks of requests whose prefill just completed; the cache keeps to the blocks
         that the running requests' KV leaves free (vLLM evicts only free blocks, LRU)."""
-        eng, cache = self.eng, self.eng.prefix_cache
+        eng, cache = self.eng, self.cache
         for rid in self.rid[slots].tolist():
             cache.insert(eng.block_keys[rid])
         cache.resize(max(0, (eng.kv_tokens - self.kv_used) // cache.block_size))

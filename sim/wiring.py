@@ -1,11 +1,14 @@
-"""Wire one prepared run's simpy model (deployment, replicas, router, arrivals) and run it to a Recorder.
+"""Wire one pool's simpy model (deployment, replicas, router, arrivals) and run it to a Recorder.
 
-Role: `run_replicas(prep)` builds the `Deployment` every replica shares, the replicas and how requests
-reach them, runs the event loop and returns the closed `Recorder`; `sim.run.simulate` runs it whole and
-`sim.shard` runs subsets of replicas of the same run in separate processes (`only`). With a router in
-`sim.routing.STATE_FREE` in open loop, arrivals are routed up front (`route`) and each replica is fed its
-own (`OpenLoop` with rids and the replica's own horizon), in both cases, so a replica's events, draws and
-`Recorder` tally do not depend on which other replicas run beside it.
+Role: `run_pool(prep, feed)` — the one run loop of every pool — builds the `Deployment` every replica
+shares, the replicas and how requests reach them, runs the event loop and returns the closed `Recorder`.
+A colocated pool takes the workload's own arrivals; a `Feed` says how requests reach any other pool (a
+decode pool: at their KV's ready times, holding it; a prefill pool: through cache-aware routing, one
+prefix cache per replica). `sim.run.simulate` runs a colocated pool whole, `sim.disagg.run` a fleet's
+pools one after the other, and `sim.shard` subsets of a pool's replicas in separate processes (`only`).
+With a router in `sim.routing.STATE_FREE` in open loop, arrivals are routed up front (`route`) and each
+replica is fed its own (`OpenLoop` with rids and the replica's own horizon), in both cases, so a replica's
+events, draws and `Recorder` tally do not depend on which other replicas run beside it.
 
 `Prepared` (a config resolved into the objects a run needs) is defined here, below `sim.run`, which builds it.
 
@@ -57,6 +60,27 @@ class Prepared:
     async_scheduling: bool = False
 
 
+@dataclass(frozen=True)
+class Feed:
+    """How requests reach a pool when not as the workload's own arrivals (None fields: the workload's).
+
+    arrival_s: float64[N] when each request reaches the pool (a decode pool: when its KV is in place);
+    rids: int64[M] the requests the pool serves, in arrival order (default all N);
+    external: int64[N] KV tokens each holds on arrival (`Deployment.external`);
+    emitted: int64[N] tokens each has already emitted on arrival (a prefill pool's first token);
+    cache: () -> a fresh `PrefixCache`, one per replica over `block_keys` (a prefill pool's caches);
+    router: replicas -> submit(rid), a router that reads the replicas (cache affinity).
+    """
+
+    arrival_s: np.ndarray | None = None
+    rids: np.ndarray | None = None
+    external: np.ndarray | None = None
+    emitted: np.ndarray | None = None
+    cache: Callable[[], PrefixCache] | None = None
+    block_keys: list | None = None
+    router: Callable[[list[Replica]], Callable[[int], None]] | None = None
+
+
 def route(prep: Prepared) -> np.ndarray:
     """int64[N]: each open-loop request's replica, for a router in `sim.routing.STATE_FREE` (drawn from
     the "router" stream for "random": call it once per Prepared)."""
@@ -64,15 +88,17 @@ def route(prep: Prepared) -> np.ndarray:
     return route_up_front(cfg.server.router, cfg.server.replicas, len(wl), prep.rngs["router"], wl.session)
 
 
-def run_replicas(
+def run_pool(
     prep: Prepared,
+    feed: Feed = Feed(),
     *,
     only: list[int] | None = None,
     progress: bool | Callable[[int, float], None] = False,
     observer: Callable[..., None] | None = None,
     watch: Callable[[Recorder, float], None] | None = None,
 ) -> Recorder:
-    """Simulate the run of `prep` and return its closed Recorder.
+    """Simulate the pool of `prep` fed by `feed` and return its closed Recorder (the one run loop of
+    every pool: colocated, prefill, decode).
 
     watch: called as watch(recorder, now) every 1024 engine steps, beside `progress`; it may raise to stop
     the run early (`specbed search` stops runs whose SLO is already lost).
@@ -82,52 +108,26 @@ def run_replicas(
     each exactly as in the whole run: every replica is built, so each draws from its own child stream.
     """
     cfg, wl = prep.config, prep.workload
-    kind = cfg.server.router
-    if only is not None and (cfg.workload.kind == "closed" or kind not in STATE_FREE):
-        raise ValueError("run_replicas: only an open-loop run with a state-free router can be sharded")
-    n = len(wl)
-    rec = Recorder(
-        n,
-        max_bins=4 * cfg.metrics.series_bins,
-        gamma=cfg.drafter.effective_gamma,
-        replicas=cfg.server.replicas,
-    )
+    closed = cfg.workload.kind == "closed" and feed.arrival_s is None
+    if only is not None and (closed or cfg.server.router not in STATE_FREE or feed.router is not None):
+        raise ValueError("run_pool: only an open-loop pool with a state-free router can be sharded")
+    rec = Recorder(len(wl), max_bins=4 * cfg.metrics.series_bins, gamma=cfg.drafter.effective_gamma,
+                   replicas=cfg.server.replicas)  # fmt: skip
+    if feed.emitted is not None:
+        rec.generated[:] = feed.emitted
     env = simpy.Environment()
-    eng = _deployment(prep, env, rec, observer)
+    eng = _deployment(prep, env, rec, observer, feed)
     replicas = [Replica(i, eng) for i in range(cfg.server.replicas)]
-    expected = n
-    if cfg.workload.kind == "closed":
-        loop = ClosedLoop(
-            env, Router(replicas, kind, prep.rngs["router"]), cfg.workload.concurrency, wl.think_s
-        )
-        eng.on_complete = loop.on_complete
-    elif kind in STATE_FREE:
-        target = route(prep)
-        fed = range(cfg.server.replicas) if only is None else only
-        expected = 0
-        for k in fed:
-            rids = np.flatnonzero(target == k)
-            expected += rids.size
-            replicas[k].horizon = OpenLoop(env, replicas[k].enqueue, wl.arrival_s, rids).horizon
-    else:
-        eng.horizon = OpenLoop(env, Router(replicas, kind).submit, wl.arrival_s).horizon
+    if feed.cache is not None:
+        for rep in replicas:
+            rep.cache = feed.cache()
+    expected = _arrivals(prep, feed, eng, replicas, only, closed)
     if progress or watch is not None:
-        report = _progress_printer(n) if progress is True else (progress or None)
-        counter = [0]
-
-        def on_step(now: float) -> None:
-            counter[0] += 1
-            if counter[0] & 1023 == 0:
-                if report is not None:
-                    report(rec.completed, now)
-                if watch is not None:
-                    watch(rec, now)
-
-        eng.on_step = on_step
+        eng.on_step = _on_step(rec, len(wl), progress, watch)
     with np.errstate(divide="ignore", over="ignore"):  # once per run: the hot path's logits of 0 and 1
         env.run()
     rec.close(env.now)
-    rec.prefix_cache_stats = None if eng.prefix_cache is None else eng.prefix_cache.stats()
+    rec.prefix_cache_stats = _cache_stats(replicas)
     if rec.completed != expected or any(rep.n or rep.kv_used or rep.queue for rep in replicas):
         raise RuntimeError(
             f"simulation ended with {expected - rec.completed} of {expected} requests unfinished"
@@ -135,7 +135,65 @@ def run_replicas(
     return rec
 
 
-def _deployment(prep: Prepared, env: simpy.Environment, rec: Recorder, observer) -> Deployment:
+#: the old name of `run_pool`, for callers outside the simulator (validate, paper figures) until they move
+run_replicas = run_pool
+
+
+def _arrivals(prep: Prepared, feed: Feed, eng: Deployment, replicas: list[Replica], only, closed) -> int:
+    """Start the processes that bring requests to `replicas`; returns how many requests they bring."""
+    cfg, wl = prep.config, prep.workload
+    kind = cfg.server.router
+    if closed:
+        router = Router(replicas, kind, prep.rngs["router"])
+        eng.on_complete = ClosedLoop(eng.env, router, cfg.workload.concurrency, wl.think_s).on_complete
+        return len(wl)
+    times = wl.arrival_s if feed.arrival_s is None else feed.arrival_s
+    order = feed.rids
+    if feed.router is not None:
+        eng.horizon = OpenLoop(eng.env, feed.router(replicas), times, order).horizon
+    elif kind in STATE_FREE:
+        target = route(prep)
+        expected = 0
+        for k in range(len(replicas)) if only is None else only:
+            mine = np.flatnonzero(target == k) if order is None else order[target[order] == k]
+            expected += mine.size
+            replicas[k].horizon = OpenLoop(eng.env, replicas[k].enqueue, times, mine).horizon
+        return expected
+    else:
+        eng.horizon = OpenLoop(eng.env, Router(replicas, kind).submit, times, order).horizon
+    return len(times) if order is None else order.size
+
+
+def _on_step(rec: Recorder, n: int, progress, watch) -> Callable[[float], None]:
+    """The per-step callback reporting progress and calling `watch` every 1024 engine steps."""
+    report = _progress_printer(n) if progress is True else (progress or None)
+    counter = [0]
+
+    def on_step(now: float) -> None:
+        counter[0] += 1
+        if counter[0] & 1023 == 0:
+            if report is not None:
+                report(rec.completed, now)
+            if watch is not None:
+                watch(rec, now)
+
+    return on_step
+
+
+def _cache_stats(replicas: list[Replica]) -> dict | None:
+    """The prefix caches' counters, summed over distinct caches (None when there is none)."""
+    caches = list({id(rep.cache): rep.cache for rep in replicas if rep.cache is not None}.values())
+    if not caches:
+        return None
+    if len(caches) == 1:
+        return caches[0].stats()
+    stats = [c.stats() for c in caches]
+    total = {k: sum(s[k] for s in stats) for k in ("lookups", "tokens_asked", "tokens_hit", "evictions")}
+    total["hit_rate"] = total["tokens_hit"] / total["tokens_asked"] if total["tokens_asked"] else 0.0
+    return total
+
+
+def _deployment(prep: Prepared, env: simpy.Environment, rec: Recorder, observer, feed: Feed) -> Deployment:
     """The `Deployment` every replica of `prep`'s run shares."""
     cfg, wl = prep.config, prep.workload
     return Deployment(
@@ -158,8 +216,9 @@ def _deployment(prep: Prepared, env: simpy.Environment, rec: Recorder, observer)
         plan=None if prep.policy_cost is None else step_cost(cfg, prep.policy_cost),
         observer=observer,
         prefix_cache=_prefix_cache(prep),
-        block_keys=prep.block_keys,
+        block_keys=prep.block_keys if feed.block_keys is None else feed.block_keys,
         async_scheduling=prep.async_scheduling,
+        external=None if feed.external is None else feed.external.astype(np.int64),  # a copy: used up
     )
 
 

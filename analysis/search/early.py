@@ -5,7 +5,7 @@ run by `analysis.runner.execute` on any backend). A job is a plain dict: {"sim":
 {"slo", "tol"} or None}; its summary is the simulator's (`analysis.model.scalar_summary`) plus `stopped`
 (None, or why).
 
-Early stop, every 1,024 engine steps (`sim.wiring.run_replicas(watch=...)`), for open-loop traffic: the
+Early stop, every 1,024 engine steps (`sim.wiring.run_pool(watch=...)`), for open-loop traffic: the
 run's measured requests are those arriving in its steady window [t0, t1] (`sim.metrics`); t1 is known
 up front, t0 once ⌈warmup·N⌉ requests have finished. For each quantile term of the SLO over a per-request
 latency (ttft, tpot, e2e, queue at p50/p90/p99) the watch counts the measured requests already certain to
@@ -21,12 +21,14 @@ max_num_seqs of the longest requests), since a preemption adds a gap.
 Every colocated run also reports `peak_running` (`peak_running`: the most requests a replica held at
 once, up to where it stopped), which tells the search when `server.max_num_seqs` never bound
 (`analysis.search.siblings`).
-A disaggregated run (`analysis.search.pools.run_job`) is watched the same way during its prefill stage,
-over its arrival window (known up front) and on TTFT and E2E only: a request's first token after the
-hand-off comes no earlier than its prefill's, so the prefill pool's waits are lower bounds of both; it
-is watched once more when the prefill stage ends, so a lost TTFT skips the whole decode stage.
+A disaggregated run (`analysis.search.cellmodel`, `sim.disagg.run.simulate_disagg`) is watched over the
+fleet: during its prefill stage on TTFT and E2E only, when metrics.warmup = 0 (the window then opens at
+the first arrival; with a warm-up it opens at a fleet completion, which only the decode stage tells): a
+request's first token after the hand-off comes no earlier than its prefill's, so the prefill pool's waits
+are lower bounds of both; once more when the prefill stage ends, so a lost TTFT skips the decode stage;
+and during its decode stage on every latency, over the fleet as it stands (`sim.disagg.run.FleetView`).
 
-May import: numpy, the standard library.
+May import: numpy, the standard library, `sim.metrics` (lazily: the window's ranks).
 """
 
 from __future__ import annotations
@@ -50,15 +52,16 @@ class StopRun(Exception):
 class Watch:
     """watch(recorder, now): raise StopRun once a watched SLO term is provably lost (module docstring)."""
 
-    def __init__(self, prep, slo, tol: float, window=None, heads: tuple[str, ...] = WATCHED) -> None:
-        """`window`: (t0, t1) known up front (the arrival window of a disaggregated run) instead of the
-        colocated one; `heads`: the latencies watched."""
+    def __init__(self, prep, slo, tol: float, heads: tuple[str, ...] = WATCHED) -> None:
+        """`heads`: the latencies watched."""
+        from sim.metrics import window_ranks  # the one steady window's ranks
+
         cfg, wl = prep.config, prep.workload
         n = len(wl)
         self.arrival = np.asarray(wl.arrival_s, dtype=np.float64)
         order = np.sort(self.arrival)
-        self.k0 = math.ceil(cfg.metrics.warmup * n)
-        self.t1 = float(order[min(max(math.ceil((1.0 - cfg.metrics.drain) * n), 1), n) - 1])
+        self.k0, k1 = window_ranks(n, cfg.metrics.warmup, cfg.metrics.drain)
+        self.t1 = float(order[min(k1, n) - 1])
         self.out = np.asarray(wl.output_tokens, dtype=np.float64)
         self.terms, self.gaps = [], []
         for term in slo.terms:
@@ -71,9 +74,6 @@ class Watch:
         self.prev = 0.0
         self.peak = -1  # peak_running when it stopped the run
         self.window = None  # (upper-bound mask of measured requests, mask of certainly measured ones)
-        if window is not None:
-            inside = (self.arrival >= window[0]) & (self.arrival <= window[1])
-            self.window = (inside, inside)
 
     def __call__(self, rec, now: float) -> None:
         for name, _, q, bound in self.gaps:

@@ -5,29 +5,23 @@ Role: when a search space's `base` is a disaggregated config (`sim.disagg.config
 `pool.decode.replicas`, `pool.decode.cost`, `handoff.link`, … (`--set` spelling of `specbed disagg`) —
 and every candidate runs through `sim.disagg.simulate_disagg` instead of `sim.simulate`. `PoolModel` is
 that space's cell model (resolve: base + overrides -> one JSON-able dict, the colocated sections plus
-`pool` {prefill, decode} and `handoff`); `run_job` turns a run into the summary keys the SLO, ranking and
-output read (fleet TTFT / TPOT / E2E from the per-request columns; ITL, busy and draft share from the
-decode pool; queue from the prefill pool; `gpus` = prefill + decode); `price` prices both pools;
+`pool` {prefill, decode} and `handoff`; a job runs in the one cell model,
+`analysis.search.cellmodel.SearchModel`); `price` prices both pools;
 `launch_files` writes the winner's two `vllm serve` lines as a stated template, and its TOML.
 
-The analytical screen bounds both pools (`analysis.search.screen`; EP pools are not screened), and the
-early stop watches the prefill stage (`_simulate`: TTFT and E2E over the arrival window; a prefill pool
-with a prefix cache is not watched).
+The analytical screen bounds both pools (`analysis.search.screen`; EP pools are not screened).
 
-May import: the standard library, numpy, `specsched.errors`, `analysis.model`, `analysis.search.prices`,
-`analysis.search.launch`, `analysis.search.early`, `analysis.search.slo`, `sim` (lazily).
+May import: the standard library, `specsched.errors`, `analysis.model`, `analysis.search.prices`,
+`analysis.search.launch`, `sim` (lazily).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from pathlib import Path
 
-import numpy as np
-
-from analysis.model import SimModel, flatten, policy_label, scalar_summary, set_text
+from analysis.model import SimModel, flatten, policy_label, set_text
 from specsched.errors import InputError
 
 SECTIONS = ("pool", "handoff")
@@ -91,82 +85,6 @@ def disagg_config(config: dict):
     return DisaggConfig(base, pools["prefill"], pools["decode"], HandoffConfig(**config["handoff"]))
 
 
-def _stats(name: str, values: np.ndarray, out: dict) -> None:
-    v = values[np.isfinite(values)]
-    out[f"{name}_mean"] = float(v.mean()) if v.size else math.nan
-    for q, tag in ((0.5, "p50"), (0.9, "p90"), (0.99, "p99")):
-        out[f"{name}_{tag}"] = float(np.quantile(v, q)) if v.size else math.nan
-
-
-def _simulate(cfg, stop: dict | None):
-    """`sim.disagg.run.simulate_disagg`'s three stages, with the prefill stage watched by the search's
-    early stop (`analysis.search.early.Watch` over the run's arrival window, TTFT and E2E: every 1,024
-    steps and once when it ends, before the decode stage) when `stop` is given and the prefill pool has
-    no prefix cache (that stage runs its own loop: not watched)."""
-    import time
-
-    from analysis.search.early import Watch
-    from analysis.search.slo import parse_slo
-    from sim.disagg import run as dr
-    from sim.wiring import run_replicas
-
-    if not stop or cfg.prefill.prefix_cache:
-        return dr.simulate_disagg(cfg)
-    t0 = time.perf_counter()
-    pprep, cached, prompt = dr.prefill_prep(cfg)
-    m = cfg.base.metrics
-    window = dr._window(np.asarray(pprep.workload.arrival_s, dtype=np.float64), m.warmup, m.drain)
-    watch = Watch(pprep, parse_slo(stop["slo"]), float(stop["tol"]), window=window, heads=("ttft", "e2e"))
-    prec = run_replicas(pprep, watch=watch)
-    watch(prec, float(np.nanmax(prec.finish_s)))  # every prefill is done: the decode stage may be moot
-    hand, exposed = dr.handoff(cfg, prec, prompt)
-    ready = prec.first_token_s + exposed
-    dprep = dr.decode_prep(cfg)
-    send = np.flatnonzero(dprep.workload.output_tokens > 1)
-    drec = dr.run_decode(dprep, ready, send, dr.rebuild_tokens(cfg, prompt))
-    marks = (t0, time.perf_counter())
-    return dr.results(cfg, (pprep, prec), (dprep, drec), (hand, exposed, prompt, cached), marks, None)
-
-
-def run_job(job: dict) -> dict:
-    """A search job's summary for a pooled config (module docstring), or {"stopped": why, ...} when its
-    prefill stage already lost a TTFT/E2E term (`_simulate`)."""
-    from analysis.search.early import StopRun
-
-    cfg = disagg_config(job["sim"])
-    try:
-        r = _simulate(cfg, job.get("stop"))
-    except StopRun as why:
-        total = cfg.base.workload.num_requests
-        return {"stopped": why.reason, "stopped_at_s": why.now, "requests_total": total}
-    req, s, dec = r.requests, dict(r.summary), r.decode
-    arrival = req["arrival_s"]
-    t0, t1 = s["window_start_s"], s["window_end_s"]
-    span = max(t1 - t0, 1e-12)
-    measured = (arrival >= t0) & (arrival <= t1)
-    ttft, tpot = req["ttft_s"], req["tpot_s"]
-    _stats("ttft_s", ttft[measured], s)
-    _stats("tpot_s", tpot[measured], s)
-    _stats("e2e_s", (req["finish_s"] - arrival)[measured], s)
-    speed = 1.0 / tpot[measured & np.isfinite(tpot) & (tpot > 0)]
-    s["per_user_tok_s_mean"] = float(speed.mean()) if speed.size else math.nan
-    s["per_user_tok_s_p50"] = float(np.median(speed)) if speed.size else math.nan
-    for key in ("itl_s_mean", "itl_s_p50", "itl_s_p90", "itl_s_p99", "busy_frac", "draft_time_frac"):
-        s[key] = dec.get(key, math.nan)
-    for key in ("queue_s_mean", "queue_s_p50", "queue_s_p90", "queue_s_p99"):
-        s[key] = r.prefill.get(key, math.nan)
-    m = cfg.base.metrics
-    with np.errstate(invalid="ignore"):
-        ok = measured & (ttft <= m.slo_ttft_s) & (np.isnan(tpot) | (tpot <= m.slo_tpot_s))
-    s["slo_attainment"] = float(ok.sum() / max(measured.sum(), 1))
-    s["goodput_tok_s"] = float(req["output_tokens"][ok].sum() / span)
-    s["throughput_tok_s"] = float(dec["throughput_tok_s"])
-    s["gpus"] = int(s["prefill_gpus"] + s["decode_gpus"])
-    s = scalar_summary(s)
-    s["stopped"] = None
-    return s
-
-
 def pool_dict(config: dict, role: str) -> dict:
     """The colocated config dict one pool's replicas run as."""
     from sim.config_io import config_to_dict
@@ -190,27 +108,15 @@ def price(config: dict, prices, gpus_map: dict[str, str]) -> tuple[str, int, flo
     return "+".join(dict.fromkeys(kinds)), total, usd / total
 
 
-def _toml_value(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return json.dumps(v) if isinstance(v, str) else repr(v)
-
-
 def winner_toml(config: dict, header: str) -> str:
-    """The winner as a `specbed disagg` config: the colocated sections, [handoff] and two [[pool]]s."""
+    """The winner as a pooled config: the colocated sections, [handoff] and two [[pool]]s (their keys that
+    differ from the defaults)."""
     from analysis.search.launch import winner_toml as colocated_toml
-    from sim.disagg.config import HandoffConfig, PoolConfig
+    from sim.disagg.config import fleet_tables
 
-    lines = [colocated_toml(colocated(config), header).rstrip("\n"), "", "[handoff]"]
-    ho = HandoffConfig()
-    lines += [f"{k} = {_toml_value(v)}" for k, v in config["handoff"].items()
-              if v is not None and v != getattr(ho, k)]  # fmt: skip
-    for role in ROLES:
-        lines += ["", "[[pool]]", f'role = "{role}"']
-        dflt = PoolConfig(role=role)
-        lines += [f"{k} = {_toml_value(v)}" for k, v in config["pool"][role].items()
-                  if k != "role" and v is not None and v != getattr(dflt, k)]  # fmt: skip
-    return "\n".join(lines) + "\n"
+    pools = [config["pool"][role] for role in ROLES]
+    tables = fleet_tables(config["handoff"], pools, changed_only=True)
+    return "\n".join([colocated_toml(colocated(config), header).rstrip("\n"), *tables]) + "\n"
 
 
 def _one_replica(config: dict) -> dict:

@@ -1,10 +1,12 @@
-"""The configuration of a disaggregated run: a prefill pool, a decode pool and the KV hand-off between them.
+"""The configuration of a fleet: `[[pool]]` tables — one `both` pool (colocated), or a prefill pool, a
+decode pool and the KV hand-off between them.
 
-Role: frozen, validated dataclasses for the `[[pool]]` tables and the `[handoff]` table of a disaggregated
-config, and `load_disagg` (TOML + `--set` overrides → `DisaggConfig`). Every other section of the file
-(`[workload]`, `[drafter]`, `[policy]`, `[acceptance]`, `[metrics]`, `seed`) means what it means for a
-colocated run (`sim.config`); `[server]` gives the defaults each pool starts from. A config without
-`[[pool]]` tables is an ordinary colocated config (`specbed run`), unchanged.
+Role: frozen, validated dataclasses for the `[[pool]]` tables and the `[handoff]` table, and `load_pools`
+(TOML + `--set` overrides → the SimConfig of a one-pool fleet, or a `DisaggConfig`). Every other section
+of the file (`[workload]`, `[drafter]`, `[policy]`, `[acceptance]`, `[metrics]`, `seed`) means what it
+means for a colocated run (`sim.config`); `[server]` gives the defaults each pool starts from. A config
+without `[[pool]]` tables is an ordinary colocated config; one with a single `role = "both"` pool runs
+exactly as that config with the pool's keys in `[server]` (`specbed run` takes both).
 
     [handoff]
     link = "ib-400g"            # specsched.comm.LINKS, or bandwidth + latency below
@@ -13,7 +15,7 @@ colocated run (`sim.config`); `[server]` gives the defaults each pool starts fro
     model = "deepseek-v3"       # the KV layout (kv bytes per token) and the drafter's share of it
 
     [[pool]]
-    role = "prefill"            # exactly one "prefill" and one "decode" pool
+    role = "prefill"            # one "prefill" and one "decode" pool (or one "both" pool alone)
     replicas = 4
     cost = "..."                # any server.cost; default [server]'s
     prefix_hit = 0.563          # stated share of every prompt served from a prefix cache (0 = none)
@@ -40,14 +42,15 @@ from typing import ClassVar
 
 from sim.bounds import check_bounds, check_choice, check_range, fail
 from sim.config import ROUTERS, SimConfig
-from sim.config_io import coerce, load_config, parse_override
+from sim.config_io import _toml_value, coerce, config_to_toml, load_config, parse_override
 from specsched import inputs
 from specsched.comm import LINKS
 from specsched.ep_decode import ATTENTION
 from specsched.errors import InputError
 from specsched.hardware import GPUS, MODELS
 
-ROLES = ("prefill", "decode")
+ROLES = ("prefill", "decode")  # the two pools of a disaggregated fleet
+BOTH = "both"  # the one pool of a colocated fleet: prefills and decodes its own requests
 DRAFT_KV = ("transfer", "rebuild")
 BUDGETS = ("group", "rank")
 CACHE_ROUTING = ("affinity", "least_outstanding")
@@ -102,8 +105,8 @@ class HandoffConfig:
 class PoolConfig:
     """One pool: `replicas` engines of one role. Unset (None) keys take `[server]`'s value.
 
-    role: "prefill" (prefills only; each request leaves after its first token) or "decode" (receives the
-        KV and decodes with speculation). replicas: engines (or EP groups) in the pool.
+    role: "prefill" (prefills only; each request leaves after its first token), "decode" (receives the
+        KV and decodes with speculation), or "both" (the one pool of a colocated fleet: runs as [server]). replicas: engines (or EP groups) in the pool.
     cost: the pool's cost table, as server.cost. tp: GPUs per replica, as server.tp.
     max_num_seqs: running requests per replica, as in `[server]`. max_num_batched_tokens: per-step token
         budget, as in `[server]`. kv_tokens: KV capacity per replica, as in `[server]` — a replica being
@@ -170,9 +173,9 @@ class PoolConfig:
     query_tokens: float = 2.0
 
     def __post_init__(self) -> None:
-        s = f"pool.{self.role}" if self.role in ROLES else "pool"
+        s = f"pool.{self.role}" if self.role in (*ROLES, BOTH) else "pool"
         check_bounds(s, self)
-        check_choice("pool", "role", self.role, ROLES)
+        check_choice("pool", "role", self.role, (*ROLES, BOTH))
         check_range(s, "replicas", self.replicas, 1)
         for key in ("tp", "max_num_seqs", "max_num_batched_tokens", "kv_tokens"):
             if getattr(self, key) is not None:
@@ -191,6 +194,10 @@ class PoolConfig:
             raise fail(s, "prefix_cache", "applies to the prefill pool (the decode pool receives whole KV)")
         if self.prefix_cache and self.prefix_hit:
             raise fail(s, "prefix_hit", "a simulated prefix_cache replaces the stated prefix_hit: set one")
+        if self.role == BOTH:
+            for key in ("prefix_hit", "prefix_cache", "ep_gpus"):
+                if getattr(self, key):
+                    raise fail(s, key, "applies to a prefill or decode pool (a 'both' pool runs as [server])")
         self._check_ep(s)
 
     def _check_ep(self, s: str) -> None:
@@ -240,21 +247,25 @@ class DisaggConfig:
             )
 
     def pool_config(self, pool: PoolConfig) -> SimConfig:
-        """The colocated SimConfig one pool's replicas run as ([server] with the pool's keys)."""
-        keys = ("cost", "tp", "max_num_seqs", "max_num_batched_tokens", "kv_tokens", "router")
-        server = {k: getattr(pool, k) for k in keys if getattr(pool, k) is not None}
-        server["replicas"] = pool.replicas
-        if pool.ep_gpus is not None:
-            per_rank = pool.budget == "rank" or pool.role == "prefill"
-            server["tp"] = pool.ep_gpus // pool.attention_ranks if per_rank else pool.ep_gpus
-        try:
-            srv = dataclasses.replace(self.base.server, **server)
-            return dataclasses.replace(self.base, server=srv)
-        except InputError as err:  # a [server] check failing on the pool's values names the pool's key
-            name = (err.field or "").removeprefix("server.")
-            raise InputError(
-                f"{err.message} (the {pool.role} pool's)", field=f"pool.{pool.role}.{name}"
-            ) from None
+        """The SimConfig one pool's replicas run as ([server] with the pool's keys)."""
+        return pool_config(self.base, pool)
+
+
+def pool_config(base: SimConfig, pool: PoolConfig) -> SimConfig:
+    """The SimConfig `pool`'s replicas run as: `base` with the pool's keys in its [server]."""
+    keys = ("cost", "tp", "max_num_seqs", "max_num_batched_tokens", "kv_tokens", "router")
+    server = {k: getattr(pool, k) for k in keys if getattr(pool, k) is not None}
+    server["replicas"] = pool.replicas
+    if pool.ep_gpus is not None:
+        per_rank = pool.budget == "rank" or pool.role == "prefill"
+        server["tp"] = pool.ep_gpus // pool.attention_ranks if per_rank else pool.ep_gpus
+    try:
+        srv = dataclasses.replace(base.server, **server)
+        return dataclasses.replace(base, server=srv)
+    except InputError as err:  # a [server] check failing on the pool's values names the pool's key
+        name = (err.field or "").removeprefix("server.")
+        where = f"pool.{pool.role}.{name}"
+        raise InputError(f"{err.message} (the {pool.role} pool's)", field=where) from None
 
 
 def _hints(cls: type) -> dict[str, object]:
@@ -281,29 +292,16 @@ def _make(cls: type, section: str, values: dict, texts: set[str], fname: str | N
         raise InputError(err.message, file=None if key in texts else fname, field=err.field) from None
 
 
-def load_disagg(path: str | Path, overrides: typing.Iterable[str] = ()) -> DisaggConfig:
-    """The disaggregated config in TOML file `path`, with `--set` overrides (`pool.<role>.key=v`,
-    `handoff.key=v`, and any colocated key). InputError naming the file and key when it is wrong."""
+def load_pools(path: str | Path, overrides: typing.Iterable[str] = ()) -> SimConfig | DisaggConfig:
+    """The fleet in TOML file `path` (`[[pool]]` tables), with `--set` overrides (`pool.<role>.key=v`,
+    `handoff.key=v`, and any colocated key): one `both` pool → the SimConfig it runs as (a fleet of one
+    colocated pool is an ordinary `specbed run`); one prefill and one decode pool → a DisaggConfig.
+    InputError naming the file and key when it is wrong."""
     overrides = list(overrides)
     fname = str(path)
     base = load_config(path, overrides, skip=("pool", "handoff"))
-    text = inputs.read_text(path, what="config", limit=inputs.LIMITS["config"])
-    data = inputs.parse_toml(text, fname)
-    pools = data.get("pool", [])
-    if not isinstance(pools, list) or not all(isinstance(p, dict) for p in pools):
-        raise InputError("must be an array of tables [[pool]]", file=fname, field="pool")
-    handoff = data.get("handoff", {})
-    if not isinstance(handoff, dict):
-        raise InputError("must be a table [handoff]", file=fname, field="handoff")
-    by_role: dict[str, dict] = {}
-    for p in pools:
-        role = p.get("role", "decode")
-        if role in by_role:
-            raise InputError(f"two pools with role {role!r}: one prefill and one decode pool", file=fname,
-                             field="pool.role")  # fmt: skip
-        by_role[str(role)] = dict(p)
-    handoff = dict(handoff)
-    texts: dict[str, set[str]] = {"handoff": set(), "prefill": set(), "decode": set()}
+    by_role, handoff = _tables(path, fname)
+    texts: dict[str, set[str]] = {"handoff": set(), **{role: set() for role in by_role}}
     for item in overrides:
         section, key, text = parse_override(item)
         top, _, role = section.partition(".")
@@ -315,6 +313,11 @@ def load_disagg(path: str | Path, overrides: typing.Iterable[str] = ()) -> Disag
                 raise InputError(f"no pool with role {role!r} (in --set)", field=f"{section}.{key}")
             by_role[role][key] = text
             texts[role].add(key)
+    if BOTH in by_role:
+        if len(by_role) > 1 or handoff:
+            raise InputError("a 'both' pool is the whole fleet: no other pool and no [handoff]", file=fname,
+                             field="pool.role")  # fmt: skip
+        return pool_config(base, _make(PoolConfig, "pool.both", by_role[BOTH], texts[BOTH], fname))
     missing = [r for r in ROLES if r not in by_role]
     if missing:
         raise InputError(f"no [[pool]] with role {missing[0]!r}: a disaggregated config needs one "
@@ -322,6 +325,57 @@ def load_disagg(path: str | Path, overrides: typing.Iterable[str] = ()) -> Disag
     made = {r: _make(PoolConfig, f"pool.{r}", by_role[r], texts[r], fname) for r in ROLES}
     ho = _make(HandoffConfig, "handoff", handoff, texts["handoff"], fname)
     return DisaggConfig(base, made["prefill"], made["decode"], ho)
+
+
+def _tables(path: str | Path, fname: str) -> tuple[dict[str, dict], dict]:
+    """The file's `[[pool]]` tables by role and its `[handoff]` table (copies)."""
+    text = inputs.read_text(path, what="config", limit=inputs.LIMITS["config"])
+    data = inputs.parse_toml(text, fname)
+    pools = data.get("pool", [])
+    if not isinstance(pools, list) or not all(isinstance(p, dict) for p in pools):
+        raise InputError("must be an array of tables [[pool]]", file=fname, field="pool")
+    handoff = data.get("handoff", {})
+    if not isinstance(handoff, dict):
+        raise InputError("must be a table [handoff]", file=fname, field="handoff")
+    by_role: dict[str, dict] = {}
+    for p in pools:
+        role = str(p.get("role", "decode"))
+        if role in by_role:
+            raise InputError(f"two pools with role {role!r}: one prefill and one decode pool", file=fname,
+                             field="pool.role")  # fmt: skip
+        by_role[role] = dict(p)
+    return by_role, dict(handoff)
+
+
+def load_disagg(path: str | Path, overrides: typing.Iterable[str] = ()) -> DisaggConfig:
+    """`load_pools` for a file that must hold a prefill and a decode pool."""
+    cfg = load_pools(path, overrides)
+    if not isinstance(cfg, DisaggConfig):
+        raise InputError("needs one prefill and one decode pool (a 'both' pool runs with `specbed run`)",
+                         file=str(path), field="pool.role")  # fmt: skip
+    return cfg
+
+
+def fleet_to_toml(cfg: DisaggConfig) -> str:
+    """TOML text that `load_pools` reads back to an equal DisaggConfig (None values left out)."""
+    pools = [dataclasses.asdict(cfg.prefill), dataclasses.asdict(cfg.decode)]
+    tables = fleet_tables(dataclasses.asdict(cfg.handoff), pools)
+    return "\n".join([config_to_toml(cfg.base).rstrip("\n"), *tables]) + "\n"
+
+
+def fleet_tables(handoff: dict, pools: list[dict], changed_only: bool = False) -> list[str]:
+    """TOML lines of a fleet's `[handoff]` and `[[pool]]` tables (values by key; None left out; with
+    `changed_only` also the defaults, but a pool's role)."""
+    lines = ["", "[handoff]"]
+    dflt = dataclasses.asdict(HandoffConfig())
+    lines += [f"{k} = {_toml_value(v)}" for k, v in handoff.items()
+              if v is not None and not (changed_only and v == dflt[k])]  # fmt: skip
+    for pool in pools:
+        dflt = dataclasses.asdict(PoolConfig(role=pool["role"]))
+        lines += ["", "[[pool]]"]
+        lines += [f"{k} = {_toml_value(v)}" for k, v in pool.items()
+                  if v is not None and not (changed_only and v == dflt[k] and k != "role")]  # fmt: skip
+    return lines
 
 
 def is_disaggregated(path: str | Path) -> bool:

@@ -4,7 +4,7 @@ Role: run a `DisaggConfig` (sim.disagg.config) as three stages on one set of req
 latent difficulties and the random streams are the colocated run's: `sim.run.prepare` on each pool's
 config, same seed):
 
-1. Prefill pool: the colocated engine (`sim.server.Replica`, chunked prefill, its router) on requests whose
+1. Prefill pool: the one engine (`sim.server.Replica`, chunked prefill, its router) on requests whose
    output is their first token only and whose prompt is the part the prefix cache does not serve
    (prompt − ⌊prefix_hit · prompt⌋). With draft_kv = "transfer" its cost table is scaled by
    1 + (drafter layers · layer_cost) / target layers: it prefills the drafter too.
@@ -13,34 +13,32 @@ config, same seed):
    token − admission) does not cover is exposed. With handoff.contention (default) each prefill
    replica's link carries one transfer at a time (FIFO); without it transfers never wait for each other.
    The user sees the first token when the decode side holds the KV: TTFT = ready − arrival.
-3. Decode pool: `sim.disagg.replica.DecodeReplica` engines fed at the ready times, routed by the pool's
-   router; speculation, the policy and acceptance exactly as colocated. A pool with `ep_gpus` is priced
-   by `specsched.ep_decode.group_table` (one table per group, or per rank with budget = "rank").
+3. Decode pool: the one engine (`sim.wiring.run_pool`, `sim.server.Replica`) fed at the ready times,
+   each request holding its prompt's KV (an external prefix hit: `decode_feed`) and its first token out,
+   routed by the pool's router; speculation, the policy and acceptance exactly as colocated. A pool
+   with `ep_gpus` is priced by `specsched.ep_decode.group_table` (one table per group, or per rank
+   with budget = "rank").
 
 Closed-loop workloads are refused (a user's next request would wait on the decode pool's completion
 across both pools; not modelled).
 
-May import: numpy, simpy, the standard library, specsched, and the other sim modules.
+May import: numpy, the standard library, specsched, and the other sim modules.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from dataclasses import dataclass
 
 import numpy as np
-import simpy
 
 from sim.disagg.config import DisaggConfig, PoolConfig
-from sim.disagg.prefix import prefix_keys, run_prefill_cached
-from sim.disagg.replica import DecodeReplica
+from sim.disagg.prefix import prefill_feed
 from sim.metrics import request_table, summarize
 from sim.recorder import Recorder
-from sim.routing import STATE_FREE, OpenLoop, Router, route_up_front
 from sim.run import prepare
-from sim.wiring import Prepared, _deployment, run_replicas
+from sim.wiring import Feed, Prepared, run_pool
 from specsched.comm import KVHandoff, Link, get_link
 from specsched.ep_decode import EPGroup, group_table, prefill_table
 from specsched.errors import InputError
@@ -49,8 +47,8 @@ from specsched.hardware import MODELS
 
 @dataclass(frozen=True)
 class DisaggResult:
-    """summary: the fleet's figures (module `summary`); prefill / decode: each pool's colocated-style
-    summary (`sim.metrics.summarize`); requests: per-request columns (arrival, ready, finish, TTFT, …)."""
+    """summary: the fleet's figures (`results`); prefill / decode: each pool's summary
+    (`sim.metrics.summarize`); requests: per-request columns (arrival, ready, finish, TTFT, …)."""
 
     config: DisaggConfig
     summary: dict
@@ -142,38 +140,15 @@ def decode_prep(cfg: DisaggConfig) -> Prepared:
     return dataclasses.replace(prep, config=dataclasses.replace(dcfg, server=srv), cost=table, gpus=gpus)
 
 
-def run_decode(
-    prep: Prepared, ready: np.ndarray, send: np.ndarray, rebuild: np.ndarray, only: list[int] | None = None
-) -> Recorder:
-    """Stage 3: the decode pool fed the requests `send` (ids) at their `ready` times; `only`: simulate just
-    those replicas (a shard; the router must be state-free, so each replica's requests are known)."""
-    cfg, wl = prep.config, prep.workload
-    rec = Recorder(len(wl), max_bins=4 * cfg.metrics.series_bins, gamma=cfg.drafter.effective_gamma,
-                   replicas=cfg.server.replicas)  # fmt: skip
-    env = simpy.Environment()
-    eng = _deployment(prep, env, rec, None)
-    replicas = [DecodeReplica(i, eng, rebuild) for i in range(cfg.server.replicas)]
+def decode_feed(cfg: DisaggConfig, dprep: Prepared, ready: np.ndarray) -> Feed:
+    """Stage 3's feed: the requests with more than one output token, at their `ready` times, each holding
+    its prompt's KV (less the drafter's share it rebuilds, `rebuild_tokens`) and its first token out."""
+    prompt = dprep.workload.input_tokens
+    send = np.flatnonzero(dprep.workload.output_tokens > 1)
     order = send[np.argsort(ready[send], kind="stable")]
-    kind = cfg.server.router
-    expected = order.size
-    if kind in STATE_FREE:
-        target = route_up_front(kind, len(replicas), len(wl), prep.rngs["router"], wl.session)
-        fed = range(len(replicas)) if only is None else only
-        expected = 0
-        for k in fed:
-            mine = order[target[order] == k]
-            expected += mine.size
-            replicas[k].horizon = OpenLoop(env, replicas[k].enqueue, ready, mine).horizon
-    elif only is not None:
-        raise ValueError("run_decode: only a state-free router's pool can be sharded")
-    else:
-        eng.horizon = OpenLoop(env, Router(replicas, kind).submit, ready, order).horizon
-    with np.errstate(divide="ignore", over="ignore"):
-        env.run()
-    rec.close(env.now)
-    if rec.completed != expected or any(rep.n or rep.kv_used or rep.queue for rep in replicas):
-        raise RuntimeError(f"decode pool ended with {expected - rec.completed} requests unfinished")
-    return rec
+    emitted = np.zeros_like(prompt)
+    emitted[send] = 1
+    return Feed(arrival_s=ready, rids=order, external=prompt - rebuild_tokens(cfg, prompt), emitted=emitted)
 
 
 def handoff(cfg: DisaggConfig, prec: Recorder, prompt: np.ndarray) -> tuple[KVHandoff, np.ndarray]:
@@ -215,24 +190,60 @@ def rebuild_tokens(cfg: DisaggConfig, prompt: np.ndarray) -> np.ndarray:
     return np.ceil(prompt * _draft_share(cfg)).astype(np.int64)
 
 
-def simulate_disagg(cfg: DisaggConfig) -> DisaggResult:
-    """Run the three stages of the module docstring and summarize them."""
+def simulate_disagg(cfg: DisaggConfig, watch=None) -> DisaggResult:
+    """Run the three stages of the module docstring and summarize them.
+
+    watch: (prepared decode pool, heads) -> a `run_pool` watch of the fleet (`specbed search`'s early
+    stop, `analysis.search.early.Watch`): the prefill stage on TTFT and E2E (its first tokens and
+    finishes are lower bounds of the fleet's) when the steady window is known before the decode stage
+    (metrics.warmup = 0: it opens at the first arrival, not at a fleet completion), every 1,024 steps
+    and once when it ends; the decode stage on every head, over the fleet as it stands (`FleetView`)."""
     t0 = time.perf_counter()
     pprep, cached, prompt = prefill_prep(cfg)
-    stats = None
-    if cfg.prefill.prefix_cache:
-        pool = cfg.prefill
-        keys = prefix_keys(prompt, pool.prefix_groups, pool.prefix_share, cfg.base.seed)
-        prec, stats = run_prefill_cached(pprep, keys, pool.cache_routing == "affinity")
-    else:
-        prec = run_replicas(pprep)
+    dprep = decode_prep(cfg)
+    early = watch is not None and cfg.base.metrics.warmup == 0
+    pwatch = watch(dprep, ("ttft", "e2e")) if early else None
+    prec = run_pool(pprep, prefill_feed(cfg, pprep, prompt), watch=pwatch)
+    if pwatch is not None:
+        pwatch(prec, float(np.nanmax(prec.finish_s)))  # every prefill is done: decode may be moot
     hand, exposed = handoff(cfg, prec, prompt)
     ready = prec.first_token_s + exposed
-    dprep = decode_prep(cfg)
-    send = np.flatnonzero(dprep.workload.output_tokens > 1)
-    drec = run_decode(dprep, ready, send, rebuild_tokens(cfg, prompt))
+    feed = decode_feed(cfg, dprep, ready)
+    dwatch = None
+    if watch is not None:
+        view, fleet_watch = FleetView(prec, ready, feed), watch(dprep, WATCHED)
+        dwatch = lambda rec, now: fleet_watch(view.at(rec, now), now)  # noqa: E731
+    drec = run_pool(dprep, feed, watch=dwatch)
     t1 = time.perf_counter()
-    return results(cfg, (pprep, prec), (dprep, drec), (hand, exposed, prompt, cached), (t0, t1), stats)
+    return results(cfg, (pprep, prec), (dprep, drec), (hand, exposed, prompt, cached), (t0, t1))
+
+
+#: the latencies a fleet's decode stage is watched on (all of `analysis.search.early.WATCHED`)
+WATCHED = ("ttft", "tpot", "e2e", "queue", "itl")
+
+
+class FleetView:
+    """The fleet as its decode stage stands at `now`, read by a `run_pool` watch as a Recorder: a request's
+    arrival and first admission are its prefill pool's, its first token is at `ready` (float64[N] s), its
+    finish the decode pool's (at `ready` for one-token outputs); `completed` counts both by `now`;
+    everything else (tallies, tokens, preemptions, replicas) is the decode pool's."""
+
+    def __init__(self, prec: Recorder, ready: np.ndarray, feed: Feed) -> None:
+        self.arrival_s, self.admit_s, self.first_token_s = prec.arrival_s, prec.admit_s, ready
+        self._sent = np.zeros(ready.size, dtype=bool)
+        self._sent[feed.rids] = True
+        self._early = np.sort(ready[~self._sent])  # one-token outputs: done when their KV would be ready
+        self._rec = None
+        self.completed, self.finish_s = 0, ready
+
+    def at(self, rec: Recorder, now: float) -> FleetView:
+        self._rec = rec
+        self.completed = rec.completed + int(np.searchsorted(self._early, now, side="right"))
+        self.finish_s = np.where(self._sent, rec.finish_s, self.first_token_s)
+        return self
+
+    def __getattr__(self, name: str):
+        return getattr(self._rec, name)
 
 
 def _ep_parts(cfg: DisaggConfig, dsum: dict) -> dict:
@@ -248,63 +259,75 @@ def _ep_parts(cfg: DisaggConfig, dsum: dict) -> dict:
     return {f"decode_ep_{k}_ms": 1e3 * v for k, v in bill.as_dict().items()}
 
 
-def _window(arrival: np.ndarray, warmup: float, drain: float) -> tuple[float, float]:
-    """The steady window [t0, t1]: arrivals of the requests at the warmup and 1 − drain quantiles."""
-    times = np.sort(arrival)
-    n = times.size
-    return float(times[min(int(math.ceil(warmup * n)), n - 1)]), float(
-        times[max(int((1 - drain) * n) - 1, 0)]
-    )
-
-
-def results(cfg: DisaggConfig, pre, dec, hand_off, marks, cache_stats: dict | None = None) -> DisaggResult:
+def results(cfg: DisaggConfig, pre, dec, hand_off, marks) -> DisaggResult:
     """The DisaggResult of finished stages: pre = (prepared, recorder) of the prefill pool, dec = the
     decode pool's, hand_off = (KVHandoff, exposed s, prompt tokens, cached tokens), marks = wall-clock
-    (start, end of the loops)."""
+    (start, end of the loops).
+
+    The fleet's summary is `sim.metrics.summarize` of the fleet (`Recorder.fleet`: the pools summed, a
+    request's first token when the decode side holds its KV), so every key means what it means for
+    `specbed run` (one steady window, from arrivals and fleet completions), plus the pools' own figures
+    (`_pool_figures`)."""
     (pprep, prec), (dprep, drec), (hand, exposed, prompt, cached) = pre, dec, hand_off
     ready = prec.first_token_s + exposed
     wl, dwl = pprep.workload, dprep.workload
-    arrival = prec.arrival_s
-    finish = np.where(np.isnan(drec.finish_s), ready, drec.finish_s)
-    out = dwl.output_tokens
-    ttft = ready - arrival
-    with np.errstate(invalid="ignore", divide="ignore"):
-        tpot = np.where(out > 1, (finish - ready) / np.maximum(out - 1, 1), np.nan)
-    t0, t1 = _window(arrival, cfg.base.metrics.warmup, cfg.base.metrics.drain)
+    fleet = Recorder.fleet(prec, drec, ready)
+    req = request_table(fleet, dwl)
+    gpus = pprep.gpus + dprep.gpus
+    s = summarize(fleet, dwl, req, dprep.config, gpus=gpus, confidence=dprep.model.report)
+    psum = summarize(prec, wl, request_table(prec, wl), pprep.config, gpus=pprep.gpus, confidence={})
+    dsum = summarize(drec, dwl, request_table(drec, dwl), dprep.config, gpus=dprep.gpus,
+                     confidence=dprep.model.report)  # fmt: skip
+    base = cfg.base
+    s.update(policy=base.policy.name, drafter=base.drafter.name, gamma=base.drafter.effective_gamma,
+             cost=f"{pprep.cost.name} (prefill) + {dprep.cost.name} (decode)", seed=base.seed)  # fmt: skip
+    s.update(_pool_figures(cfg, (pprep, prec), (dprep, dsum), (hand, exposed, prompt, cached), s))
+    s.update(_ep_parts(cfg, dsum))
+    requests = {"arrival_s": prec.arrival_s, "prefill_done_s": prec.first_token_s, "ready_s": ready,
+                "finish_s": fleet.finish_s, "ttft_s": req["ttft_s"], "tpot_s": req["tpot_s"],
+                "input_tokens": prompt, "cached_tokens": cached, "output_tokens": dwl.output_tokens,
+                "handoff_exposed_s": exposed}  # fmt: skip
+    timing = {"loop_s": marks[1] - marks[0], "total_s": time.perf_counter() - marks[0]}
+    return DisaggResult(cfg, s, psum, dsum, requests, timing)
+
+
+#: the figures only a fleet of two pools has (`_pool_figures`), in the order `specbed run` prints them
+POOL_FIGURES = (
+    "prefill_gpus",
+    "decode_gpus",
+    "prefill_input_tok_s_per_gpu",
+    "prefill_computed_tok_s_per_gpu",
+    "prefix_hit_rate",
+    "decode_output_tok_s_per_gpu",
+    "handoff_bytes_mean",
+    "handoff_exposed_s_mean",
+    "handoff_exposed_s_p99",
+    "decode_batch_mean",
+    "decode_step_s_mean",
+)
+
+
+def _pool_figures(cfg: DisaggConfig, pre, dec, hand_off, fleet: dict) -> dict:
+    """What only a fleet of two pools has: each pool's GPUs and tok/s per GPU in the fleet's window, the
+    prefix hits, the hand-off's bytes and exposed seconds, the decode pool's batch and step."""
+    (pprep, prec), (dprep, dsum), (hand, exposed, prompt, cached) = pre, dec, hand_off
+    t0, t1 = fleet["window_start_s"], fleet["window_end_s"]
     span = max(t1 - t0, 1e-12)
-    measured = (arrival >= t0) & (arrival <= t1)
     pgpus, dgpus = pprep.gpus, dprep.gpus
-    pf_done = (prec.first_token_s >= t0) & (prec.first_token_s <= t1)
-    psum = summarize(prec, wl, request_table(prec, wl), pprep.config, gpus=pgpus, confidence={})
-    dreq = request_table(drec, dwl)
-    dsum = summarize(drec, dwl, dreq, dprep.config, gpus=dgpus, confidence=dprep.model.report)
-    speed = 1.0 / tpot[measured & np.isfinite(tpot) & (tpot > 0)]
-    hit = 0.0 if cache_stats is None else float(cache_stats["hit_rate"])  # the caches' own (whole run)
-    s = {
-        "requests": int(len(wl)),
+    done = (prec.first_token_s >= t0) & (prec.first_token_s <= t1)
+    stats = prec.prefix_cache_stats if cfg.prefill.prefix_cache else None
+    hit = 0.0 if stats is None else float(stats["hit_rate"])  # the caches' own (whole run)
+    computed = pprep.workload.input_tokens[done].sum()
+    return {
         "prefill_gpus": int(pgpus),
         "decode_gpus": int(dgpus),
-        "prefill_input_tok_s_per_gpu": float(prompt[pf_done].sum() / span / pgpus),
-        "prefill_computed_tok_s_per_gpu": float(wl.input_tokens[pf_done].sum() / span / pgpus * (1 - hit)),
-        "prefix_hit_rate": float(cached.sum() / max(prompt.sum(), 1)) if cache_stats is None else hit,
+        "prefill_input_tok_s_per_gpu": float(prompt[done].sum() / span / pgpus),
+        "prefill_computed_tok_s_per_gpu": float(computed / span / pgpus * (1 - hit)),
+        "prefix_hit_rate": float(cached.sum() / max(prompt.sum(), 1)) if stats is None else hit,
         "decode_output_tok_s_per_gpu": float(dsum["throughput_tok_s_per_gpu"]),
-        "output_tok_s_per_gpu_fleet": float(dsum["throughput_tok_s"] / (pgpus + dgpus)),
-        "per_user_tok_s_mean": float(speed.mean()) if speed.size else math.nan,
-        "ttft_s_mean": float(np.nanmean(ttft[measured])),
-        "ttft_s_p99": float(np.nanquantile(ttft[measured], 0.99)),
-        "tpot_s_mean": float(np.nanmean(tpot[measured])) if np.isfinite(tpot[measured]).any() else math.nan,
         "handoff_bytes_mean": float(hand.bytes(1.0) * prompt.mean()),
         "handoff_exposed_s_mean": float(exposed.mean()),
         "handoff_exposed_s_p99": float(np.quantile(exposed, 0.99)),
-        "tau_mean": float(dsum["tau_mean"]),
         "decode_batch_mean": float(dsum["mean_batch_size"]),
         "decode_step_s_mean": float(dsum["step_s_mean"]),
-        "window_start_s": t0,
-        "window_end_s": t1,
     }
-    s.update(_ep_parts(cfg, dsum))
-    requests = {"arrival_s": arrival, "prefill_done_s": prec.first_token_s, "ready_s": ready,
-                "finish_s": finish, "ttft_s": ttft, "tpot_s": tpot, "input_tokens": prompt,
-                "cached_tokens": cached, "output_tokens": out, "handoff_exposed_s": exposed}  # fmt: skip
-    timing = {"loop_s": marks[1] - marks[0], "total_s": time.perf_counter() - marks[0]}
-    return DisaggResult(cfg, s, psum, dsum, requests, timing)

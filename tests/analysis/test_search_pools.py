@@ -6,6 +6,8 @@ import csv
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from specbed.cli import main
 
 BASE = """seed = 0
@@ -113,10 +115,14 @@ def test_the_screen_bounds_both_pools(tmp_path):
     assert "the decode pool: its fastest step" in fast(cands[0].cell.config).reason
 
 
-def test_a_lost_ttft_stops_a_disaggregated_run_early_and_rightly(tmp_path):
+@pytest.mark.parametrize("warmup", [0.0, 0.1])
+def test_a_lost_ttft_stops_a_disaggregated_run_early_and_rightly(tmp_path, warmup):
+    """No warm-up: the fleet's window is known up front, so its prefill stage is watched; with one, its
+    decode stage (`sim.disagg.run.simulate_disagg`)."""
     from analysis.search.cellmodel import SearchModel
 
     base = BASE.replace("rate = 12.0", "rate = 40.0").replace("num_requests = 240", "num_requests = 800")
+    base = base.replace("[drafter]", f"[metrics]\nwarmup = {warmup}\n[drafter]")
     (one,) = [c for c in _cands(tmp_path, base) if tuple(c.cell.axes.values()) == (1, 1)]
     stopped = SearchModel().run({"sim": one.cell.config, "stop": {"slo": "ttft_p90<=300ms", "tol": 0.0}})
     assert stopped["stopped"] and "ttft_p90 lost" in stopped["stopped"]

@@ -690,6 +690,18 @@ def disagg_cases() -> list[Case]:
     for name, (data, fieldname) in bad_files.items():
         cases.append(Case("disagg", name, ("disagg", "{W}/c.toml"), {"c.toml": data}, ("c.toml", fieldname)))
     cases.append(Case("disagg", "missing config", ("disagg", "{W}/none.toml"), expect=("none.toml",)))
+    both = b'[workload]\nnum_requests = 20\n[[pool]]\nrole = "both"\n'
+    fleets = {  # `specbed run` with [[pool]] tables: a fleet of one `both` pool, or of two
+        "both beside a prefill pool": (both + b'[[pool]]\nrole = "prefill"\n', "pool.role"),
+        "both with a handoff": (both + b'[handoff]\nlink = "ib-400g"\n', "pool.role"),
+        "both with prefix_hit": (both + b"prefix_hit = 0.5\n", "pool.both.prefix_hit"),
+        "both with ep_gpus": (both + b"ep_gpus = 8\nattention_ranks = 8\n", "pool.both.ep_gpus"),
+        "both replicas 0": (both + b"replicas = 0\n", "pool.both.replicas"),
+        "two pools: decode missing": (b'[[pool]]\nrole = "prefill"\n', "pool.role"),
+    }
+    for name, (data, fieldname) in fleets.items():
+        argv = ("run", "{W}/c.toml")
+        cases.append(Case("run", f"fleet {name}", argv, {"c.toml": data}, ("c.toml", fieldname)))
     return cases
 
 

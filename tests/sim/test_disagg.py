@@ -130,20 +130,19 @@ def test_same_seed_same_run():
 def test_shards_by_replica_merge_to_the_single_process_run():
     """What `simulate_disagg_sharded` does on Ray, done in-process: each pool by replica groups, merged."""
     from sim.disagg.run import decode_prep, handoff, prefill_prep, results
-    from sim.disagg.shard import _merge, decode_shard, disagg_shard_reason, prefill_shard
+    from sim.shard import merge, run_shard, shard_reason
 
     cfg = load_disagg(SMALL, [*FEW, "server.router=round_robin", "pool.decode.replicas=2"])
-    assert disagg_shard_reason(cfg) is None
-    assert "least_outstanding" in disagg_shard_reason(load_disagg(SMALL, FEW))
+    assert shard_reason(cfg) is None
+    assert "least_outstanding" in shard_reason(load_disagg(SMALL, FEW))
     whole = simulate_disagg(cfg)
     pprep, cached, prompt = prefill_prep(cfg)
     n = len(pprep.workload)
-    prec = _merge(n, pprep, [prefill_shard(cfg, [0]), prefill_shard(cfg, [1])])
+    prec = merge(n, pprep.config, [run_shard(cfg, [0]), run_shard(cfg, [1])])
     hand, exposed = handoff(cfg, prec, prompt)
     dprep = decode_prep(cfg)
-    send = np.flatnonzero(dprep.workload.output_tokens > 1)
     ready = prec.first_token_s + exposed
-    drec = _merge(n, dprep, [decode_shard(cfg, ready, send, [1]), decode_shard(cfg, ready, send, [0])])
+    drec = merge(n, dprep.config, [run_shard(cfg, [1], ready), run_shard(cfg, [0], ready)])
     merged = results(cfg, (pprep, prec), (dprep, drec), (hand, exposed, prompt, cached), (0.0, 0.0))
     assert merged.summary == whole.summary
 
@@ -198,7 +197,7 @@ CACHED = [*FEW, "pool.prefill.prefix_hit=0", "pool.prefill.prefix_cache=true", "
 
 
 def test_prefix_caches_per_prefill_replica_and_affinity_routing():
-    from sim.disagg.shard import disagg_shard_reason
+    from sim.shard import shard_reason as disagg_shard_reason
 
     affinity = simulate_disagg(load_disagg(SMALL, CACHED))
     blind = simulate_disagg(load_disagg(SMALL, [*CACHED, "pool.prefill.cache_routing=least_outstanding"]))

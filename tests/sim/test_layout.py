@@ -35,6 +35,11 @@ OWN = [
     "sim.timebins",
     "sim.model",
     "sim.config_doc",
+    "sim.disagg",
+    "sim.disagg.cli",
+    "sim.disagg.config",
+    "sim.disagg.prefix",
+    "sim.disagg.run",
 ]
 
 
