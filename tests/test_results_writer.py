@@ -22,7 +22,7 @@ NOT_RESULTS = {
     "sim/config_io.py": (1, "a TOML basic string is a JSON string: quoting a config value"),
     "analysis/sweepfile.py": (1, "the canonical text a sweep cell's key is hashed from"),
     "analysis/search/launch.py": (2, "vllm serve's --compilation-config / --speculative-config arguments"),
-    "analysis/search/pools.py": (3, "deep copies of plain config dicts; a TOML value's text"),
+    "analysis/search/pools.py": (2, "deep copies of plain config dicts; a TOML value's text"),
     "analysis/search/halving.py": (1, "a deep copy of a plain config dict"),
     "paper_figs/vllm_adaptive.py": (3, "Python literals in a generated script"),
 }
@@ -87,7 +87,7 @@ def test_no_results_file_holds_a_bare_nan_and_every_folder_its_config(tmp_path, 
     printed = capsys.readouterr().out
     assert _strict(printed)["fleet"]
     files = [p for p in w.rglob("*") if p.suffix in (".json", ".jsonl")]
-    assert len(files) >= 6
+    assert len(files) >= 5
     for path in files:
         for line in path.read_text().splitlines() if path.suffix == ".jsonl" else [path.read_text()]:
             _strict(line)

@@ -106,7 +106,8 @@ class PoolConfig:
     """One pool: `replicas` engines of one role. Unset (None) keys take `[server]`'s value.
 
     role: "prefill" (prefills only; each request leaves after its first token), "decode" (receives the
-        KV and decodes with speculation), or "both" (the one pool of a colocated fleet: runs as [server]). replicas: engines (or EP groups) in the pool.
+        KV and decodes with speculation), or "both" (the one pool of a colocated fleet: runs as [server]).
+    replicas: engines (or EP groups) in the pool.
     cost: the pool's cost table, as server.cost. tp: GPUs per replica, as server.tp.
     max_num_seqs: running requests per replica, as in `[server]`. max_num_batched_tokens: per-step token
         budget, as in `[server]`. kv_tokens: KV capacity per replica, as in `[server]` — a replica being
