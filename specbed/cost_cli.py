@@ -138,6 +138,10 @@ def _check(args) -> int:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["calibrate"] and "--spec" in argv:  # speculative knobs (specbed.spec_cli)
+        from specbed.spec_cli import calibrate_main
+
+        return calibrate_main([a for a in argv[1:] if a != "--spec"])
     args = _parser().parse_args(argv)
     if args.action == "calibrate":
         from specbed.calibrate_cli import run

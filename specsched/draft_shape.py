@@ -28,12 +28,12 @@ eta_*) are the GPU's no-speculation calibration (`sim.vllm_deploy.shipped_knobs`
 fitted to speculative runs. Not modelled: tree drafting, the draft-vocabulary map lookup.
 
 May import: numpy, the standard library, `specsched.cost`, `specsched.draft_cost`,
-`specsched.catalog`, `specsched.errors`, `specsched.spec_engine`.
+`specsched.catalog`, `specsched.errors`, `specsched.spec_engine`, `specsched.spec_knobs`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -42,13 +42,13 @@ from specsched.cost import CostTable
 from specsched.draft_cost import DraftCost
 from specsched.errors import InputError
 from specsched.spec_engine import (
-    EAGER_OP_S,
     draft_pass_seconds,
     first_pass_seconds,
     get_engine,
     host_request_seconds,
     host_step_seconds,
 )
+from specsched.spec_knobs import SpecKnobs, shipped_spec_knobs
 
 #: fp32 logits / probabilities
 LOGIT_BYTES = 4
@@ -145,12 +145,14 @@ def drafter_shape(preset: str, target: CatalogModel, *, field: str = "drafter.mo
 
 
 def pass_seconds(
-    shape: DrafterShape, gpu: CatalogGPU, knobs, m, *, tp: int = 1, bpp: float = 2.0, head_m=None
+    shape: DrafterShape, gpu: CatalogGPU, knobs, m, *, tp: int = 1, bpp: float = 2.0, head_m=None,
+    head_gather: int = 0,
 ) -> np.ndarray:
     """float64 seconds of one draft pass over `m` tokens (array ≥ 0) on one GPU of a `tp` replica
     (module docstring), its LM head and sampling over `head_m` of them (None: all m; EAGLE's first pass
     runs its layers over every verified position, its head over the positions it samples from); `knobs`
-    has step_s, c0, eta_bw, eta_f, link_latency (None: the GPU's)."""
+    has step_s, c0, eta_bw, eta_f, link_latency (None: the GPU's); head_gather: collectives of a
+    vocab-parallel LM head under TP (the engine's; 0 without an engine)."""
     m = np.asarray(m, dtype=np.float64)
     hm = m if head_m is None else np.asarray(head_m, dtype=np.float64)
     bw, flops = knobs.eta_bw * gpu.gpu.hbm_bw, knobs.eta_f * gpu.gpu.flops
@@ -161,7 +163,7 @@ def pass_seconds(
     fixed = knobs.step_s + (shape.layers + 1) * knobs.c0
     if tp > 1:
         link = gpu.link_latency if knobs.link_latency is None else knobs.link_latency
-        fixed += 2 * shape.layers * link
+        fixed += (2 * shape.layers + head_gather) * link
     return fixed + np.maximum(weights, compute) + logits
 
 
@@ -182,30 +184,42 @@ def own_draft_cost(
     tp: int = 1,
     bpp: float = 2.0,
     engine=None,
-    op_s: float = EAGER_OP_S,
+    op_s: float | None = None,
     emitted: float | None = None,
-    host_scale: float = 1.0,
+    host_scale: float | None = None,
+    spec_knobs: SpecKnobs | None = None,
 ) -> tuple[DraftCost, float]:
     """(the DraftCost of `shape` drafting γ with the pass table over 1..max_tokens tokens, the drafter's
     seconds per KV token held per step). `engine` (`specsched.spec_engine.ENGINES`; None: every pass over
     the drafting requests, no engine terms): an autoregressive drafter's first pass runs over the verified
     positions as that engine runs it, plus the host work its step exposes (`op_s` per eager op; `emitted`:
     tokens a drafting request emits a step, None: the bound 1 + γ; `host_scale`: a factor on the measured
-    per-request host loops)."""
+    per-request host loops; `spec_knobs`: the fitted speculative knobs, None: the shipped ones — op_s and
+    host_scale given here win). The engine's version terms (`specsched.spec_versions`): later passes no
+    faster than their host launches, the first pass's extra launches, the per-step proposer / rejection
+    launches, the LM head's gather under TP, and the verify kernel's KV read (added to the KV seconds)."""
+    sk = shipped_spec_knobs() if spec_knobs is None else spec_knobs
+    op_s = sk.op_s if op_s is None else op_s
+    host_scale = sk.host_scale if host_scale is None else host_scale
     m = np.arange(1, max(int(max_tokens), 1) + 1, dtype=np.int64)
     eng = get_engine(engine) if engine is not None and shape.kind == "autoregressive" else None
-    one = pass_seconds(shape, gpu, knobs, m, tp=tp, bpp=bpp)
+    gather = eng.head_gather if eng is not None else 0
+    one = pass_seconds(shape, gpu, knobs, m, tp=tp, bpp=bpp, head_gather=gather)
     if eng is not None:
+        eng = version_ops(eng, shape, target)
         one = draft_pass_seconds(eng, m, one, op_s=op_s)
+        if eng.pass_ops:  # the draft phase starts on an empty queue: no faster than its launches
+            one = np.maximum(one, eng.pass_ops * op_s)
     table = CostTable.from_points(m, one, mode="linear", layers=shape.layers, name=f"draft:{shape.name}")
     step = knobs.c0 + (gamma * knobs.c0 if shape.markov else 0.0)
     first, per_request = None, 0.0
     if eng is not None:
         top = np.arange(1, (max(int(max_tokens), 1) // max(gamma, 1) + 1) * (1 + gamma) + 1, dtype=np.int64)
-        gpu_s = pass_seconds(shape, gpu, knobs, top, tp=tp, bpp=bpp, head_m=np.ceil(top / (1 + gamma)))
+        gpu_s = pass_seconds(shape, gpu, knobs, top, tp=tp, bpp=bpp, head_m=np.ceil(top / (1 + gamma)),
+                             head_gather=gather)  # fmt: skip
         first = CostTable.from_points(top, first_pass_seconds(eng, gpu_s, op_s=op_s), mode="linear",
                                       layers=shape.layers, name=f"draft:{shape.name}:first")  # fmt: skip
-        step += host_step_seconds(eng, op_s=op_s)
+        step += host_step_seconds(eng, op_s=op_s) + eng.prep_ops * op_s
         per_request = host_request_seconds(eng, 1 + gamma if emitted is None else emitted, scale=host_scale)
     cost = DraftCost(
         shape.kind,
@@ -218,4 +232,28 @@ def own_draft_cost(
     )
     passes = gamma if shape.kind == "autoregressive" else 1
     kv = passes * shape.kv_bytes_per_token / tp / (knobs.eta_kv * gpu.gpu.hbm_bw)
+    if eng is not None:
+        kv += verify_kv_seconds(eng, target, gpu, knobs, sk, tp=tp)
     return cost, float(kv)
+
+
+def version_ops(eng, shape: DrafterShape, target: CatalogModel):
+    """`eng` with the launches this drafter adds: a reduced draft vocabulary's id map on every host-issued
+    pass, EAGLE-3's three-state fusion on the first (only where the version issues passes eagerly)."""
+    if not eng.pass_ops and not eng.first_eager:
+        return eng
+    extra = eng.reduced_vocab_ops if shape.own_head and shape.vocab < target.vocab else 0
+    fusion = eng.fusion_ops if shape.fc_in >= 3 else 0
+    return replace(eng, pass_ops=eng.pass_ops + extra if eng.pass_ops else 0,
+                   extend_ops=eng.extend_ops + (extra + fusion if eng.pass_ops else 0))  # fmt: skip
+
+
+def verify_kv_seconds(
+    eng, target: CatalogModel, gpu: CatalogGPU, knobs, sk: SpecKnobs, *, tp: int = 1
+) -> float:
+    """Seconds per KV token held that the verify pass's attention kernel adds beyond the calibrated decode
+    path's KV read: FlashInfer's custom-mask prefill kernel reads the target's KV at eta_kv · mask_eff."""
+    if eng.verify_kernel != "flashinfer-mask" or sk.mask_eff >= 1.0:
+        return 0.0
+    per_token = target.kv_bytes_per_token / tp / (knobs.eta_kv * gpu.gpu.hbm_bw)
+    return float(per_token * (1.0 / sk.mask_eff - 1.0))

@@ -14,6 +14,7 @@ import json
 from tests.fuzz import generated, newcmds, outputs_flags
 from tests.fuzz.base import GOOD_CSV, GOOD_TOML, GOOD_TRACE, OUT, SWEEP, Case
 from tests.fuzz.flags import flag_cases
+from tests.fuzz.spec_cases import spec_dataset_cases
 
 _OUT = OUT
 
@@ -696,6 +697,7 @@ def disagg_cases() -> list[Case]:
 def all_cases() -> list[Case]:
     cases = [
         *validate_cases(),
+        *spec_dataset_cases(),
         *disagg_cases(),
         *config_cases(),
         *config_file_cases(),

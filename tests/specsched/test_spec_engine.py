@@ -30,6 +30,7 @@ from specsched.spec_engine import (
     host_request_seconds,
     host_step_seconds,
 )
+from specsched.spec_knobs import SpecKnobs
 
 TARGET, GPU = get_model("llama3.1-8b"), get_gpu("h100")
 KNOBS = shipped_knobs("h100")
@@ -37,7 +38,12 @@ SHAPE = drafter_shape("eagle3", TARGET)
 TABLE = cost_table(VllmSpec(model="llama3.1-8b"), KNOBS)
 
 
+#: the knobs these tests pin figures with: the priors, with the sourced 10 µs an op
+PINNED = SpecKnobs(op_s=EAGER_OP_S, host_scale=1.0)
+
+
 def _cost(engine, **kw):
+    kw.setdefault("spec_knobs", PINNED)
     return own_draft_cost(SHAPE, TARGET, GPU, KNOBS, 3, 768, engine=engine, **kw)[0]
 
 
@@ -106,7 +112,7 @@ def test_engine_names_are_validated_in_one_line():
     assert all(e.source for e in ENGINES.values())
     assert get_engine(ENGINES["sglang"]) is ENGINES["sglang"]
     with pytest.raises(InputError) as err:
-        DrafterConfig(name="eagle3", gamma=3, model="eagle3", engine="trtllm")
+        DrafterConfig(name="eagle3", gamma=3, model="eagle3", engine="tensorrt")
     assert err.value.field == "drafter.engine" and "\n" not in str(err.value)
     with pytest.raises(InputError):
         get_engine("nope")

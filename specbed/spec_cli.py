@@ -1,0 +1,76 @@
+"""`specbed validate --spec FILE…` and `specbed cost calibrate --spec FILE… [--out KNOBS.json]`: the
+speculative dataset replayed through the simulator's speculative pricing.
+
+    specbed validate --spec validate/data/spec_train.csv [validate/data/spec_check.csv] [--knobs K.json]
+                     [--json OUT]
+    specbed cost calibrate --spec validate/data/spec_train.csv [--out KNOBS.json]
+
+validate prints, a case a line, measured → predicted and the signed error (the shipped speculative knobs, or
+a `cost calibrate --spec` file), the median |error| per split, the sign of every speedup, and the
+leave-one-source-out table (knobs refitted without each source's cases: `specbed.spec_fit.loso`); calibrate
+fits the knobs (`specbed.spec_fit`). Bad input: one line naming file, row and field, exit 2.
+
+May import: argparse, json, the standard library, `specsched`, `specbed.spec_*`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from specbed.spec_cases import read_cases
+from specbed.spec_fit import _median, loso, table
+from specbed.spec_replay import medians, replay, sign_right
+from specsched import inputs, safeio
+from specsched.spec_knobs import SpecKnobs, shipped_spec_knobs
+
+
+def _validate_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="specbed validate --spec", description="measured speculative cases")
+    p.add_argument("files", nargs="+", help="dataset CSVs (validate/data/spec_train.csv, spec_check.csv)")
+    p.add_argument("--knobs", help="a `specbed cost calibrate --spec` knobs file (default: the shipped)")
+    p.add_argument("--json", dest="json_out", help="write the per-case rows and medians here")
+    p.add_argument("--no-loso", action="store_true", help="skip the leave-one-source-out refits")
+    return p
+
+
+def load_spec_knobs(path: str | None) -> SpecKnobs:
+    """The knobs of a `cost calibrate --spec` file, or the shipped ones."""
+    if not path:
+        return shipped_spec_knobs()
+    raw = inputs.mapping(inputs.load_json(path, what="knobs file", field="--knobs"), file=path, field="knobs")
+    return SpecKnobs.from_dict(raw.get("knobs"), file=path)
+
+
+def validate_main(argv: list[str]) -> int:
+    args = _validate_parser().parse_args(argv)
+    if args.json_out:
+        safeio.check_file(
+            args.json_out, field="--json", inputs=[*args.files, *([args.knobs] if args.knobs else [])]
+        )
+    knobs = load_spec_knobs(args.knobs)
+    cases = [c for f in args.files for c in read_cases(f)]
+    rows = replay(cases, knobs)
+    train = [c for c in cases if c.split == "train"]
+    held = [] if args.no_loso else loso(train)
+    print(table(rows, held))
+    med = medians(rows)
+    right, total = sign_right(rows)
+    print("median |error| " + ", ".join(f"{k} {v:.1f} %" for k, v in med.items())
+          + f"; sign of the gain right in {right} of {total}")  # fmt: skip
+    if held:
+        print(f"leave-one-source-out (train) median |error| {_median(held):.1f} %")
+    if args.json_out:
+        doc = {"cases": rows, "medians": med, "loso": held, "knobs": knobs.as_dict()}
+        safeio.write_text(args.json_out, json.dumps(doc, indent=1) + "\n", field="--json")
+    return 0 if med else 1
+
+
+def calibrate_main(argv: list[str]) -> int:
+    from specbed.spec_fit import main
+
+    p = argparse.ArgumentParser(prog="specbed cost calibrate --spec", description="fit the speculative knobs")
+    p.add_argument("files", nargs="+", help="dataset CSVs (their train cases are fitted)")
+    p.add_argument("--out", help="write the knobs file here (specsched/data/spec_knobs.json ships it)")
+    args = p.parse_args(argv)
+    return main(args.files, args.out)
