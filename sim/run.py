@@ -35,6 +35,7 @@ from sim.empirical import EmpiricalModel
 from sim.metrics import request_table, summarize, time_series
 from sim.recorder import Recorder
 from sim.streams import stream_rngs
+from sim.vllm_draft import accuracy
 from sim.wiring import Prepared, run_replicas
 from sim.workload import build_workload
 from specsched import inputs
@@ -306,6 +307,8 @@ def results(prep: Prepared, rec: Recorder, t_start: float, t_loop: float) -> Sim
             "seed": cfg.seed,
         }
     )
+    if cfg.server.model is not None:  # the validated error bands (sim.vllm_draft.accuracy)
+        summary["accuracy"] = accuracy(cfg)
     stats = getattr(rec, "prefix_cache_stats", None)
     if stats is not None:
         summary["prefix_cache_hit_rate"] = stats["hit_rate"]

@@ -24,6 +24,7 @@ from specbed.spec_cases import SpecCase, read_cases
 from specbed.spec_replay import predict, replay, unmodelled
 from specsched import safeio
 from specsched.spec_knobs import BOUNDS, PRIORS, SpecKnobs
+from specsched.spec_versions import engine_name
 
 #: relative error a case is expected to carry (its acceptance is often another run's)
 NOISE = 0.10
@@ -138,7 +139,7 @@ def calibrate_doc(files: list[str]) -> tuple[dict, str]:
         "loso_median_pct": _median(held),
         "loso_worst_pct": max((abs(r["error_pct"]) for r in held if "error_pct" in r), default=None),
         "cases": len(errs),
-        "engines": sorted({f"{c.engine}-{c.engine_version}" for c in train}),
+        "engines": sorted({engine_name(c.engine, c.engine_version) for c in train}),
     }
     check = [r for r in rows if r["split"] == "check"]
     text = table(rows, held) + "\n" + _summary(knobs, band, check)

@@ -28,31 +28,16 @@ import numpy as np
 
 from sim.vllm_deploy import VllmSpec, cost_table, shipped_knobs
 from specbed.spec_cases import SpecCase
-from specsched.catalog import find_model, get_gpu, get_model
-from specsched.draft_lm import draft_lm_shape
+from specsched.catalog import get_gpu, get_model
+from specsched.draft_lm import find_draft_lm, get_draft_lm
 from specsched.draft_shape import drafter_shape, own_draft_cost
-from specsched.errors import InputError
 from specsched.spec_engine import get_engine
 from specsched.spec_knobs import SpecKnobs
+from specsched.spec_versions import engine_name
 
 #: KV tokens a request holds at the steady state (prompt + half the output of a chat turn)
 CONTEXT = 512
 PRESET = {"eagle": "eagle1", "eagle3": "eagle3", "mtp": "mtp"}
-
-
-def engine_name(engine: str, version: str) -> str:
-    """The `specsched.spec_versions` row of an engine and its published version ("0.4.4" → sglang-0.4)."""
-    if engine == "trtllm":
-        return "trtllm"
-    try:
-        major, minor = (int(p) for p in version.strip().lstrip("v").split(".")[:2])
-    except ValueError:
-        return "vllm-0.15" if engine == "vllm" else "sglang-0.5"
-    if engine == "vllm":
-        if (major, minor) < (0, 10):
-            return "vllm-0.9"
-        return "vllm-0.10" if (major, minor) < (0, 14) else "vllm-0.15"
-    return "sglang-0.4" if (major, minor) < (0, 5) else "sglang-0.5"
 
 
 @lru_cache(maxsize=64)
@@ -63,12 +48,7 @@ def _table(model: str, gpu: str, tp: int, precision: str | None):
 
 def _shape(case: SpecCase, target):
     if case.drafter == "draft_model":
-        drafter = find_model(case.drafter_model)
-        if drafter is None:
-            raise InputError(
-                f"draft model {case.drafter_model!r} is not in the catalogue", field="drafter_model"
-            )
-        return draft_lm_shape(drafter)
+        return get_draft_lm(case.drafter_model)
     return drafter_shape(PRESET[case.drafter], target)
 
 
@@ -114,8 +94,8 @@ def unmodelled(case: SpecCase) -> str:
         return "e2e_s needs the request lengths"
     if case.acceptance_length is None and case.acceptance_rates is None:
         return "no published acceptance"
-    if case.drafter == "draft_model" and find_model(case.drafter_model) is None:
-        return f"draft model {case.drafter_model!r} is not in the catalogue"
+    if case.drafter == "draft_model" and find_draft_lm(case.drafter_model) is None:
+        return f"draft model {case.drafter_model!r} is not known (catalogue or specsched.draft_lm)"
     get_gpu(case.gpu)
     return ""
 

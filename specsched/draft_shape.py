@@ -238,12 +238,15 @@ def own_draft_cost(
 
 
 def version_ops(eng, shape: DrafterShape, target: CatalogModel):
-    """`eng` with the launches this drafter adds: a reduced draft vocabulary's id map on every host-issued
-    pass, EAGLE-3's three-state fusion on the first (only where the version issues passes eagerly)."""
+    """`eng` with the launches this drafter adds where the version issues its passes from the host: a
+    reduced draft vocabulary's id map on every pass, EAGLE-3's three-state fusion on the first, and a graph
+    piece + attention launch for every layer past the first (a draft LM's)."""
     if not eng.pass_ops and not eng.first_eager:
         return eng
     extra = eng.reduced_vocab_ops if shape.own_head and shape.vocab < target.vocab else 0
     fusion = eng.fusion_ops if shape.fc_in >= 3 else 0
+    # PIECEWISE graphs split at every attention: a further layer adds a graph piece and an attention launch
+    extra += 2 * (shape.layers - 1)
     return replace(eng, pass_ops=eng.pass_ops + extra if eng.pass_ops else 0,
                    extend_ops=eng.extend_ops + (extra + fusion if eng.pass_ops else 0))  # fmt: skip
 

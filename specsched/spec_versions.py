@@ -93,3 +93,18 @@ def engine_versions(vllm, sglang) -> dict:
             source="TensorRT-LLM: drafter in the engine's CUDA graph, overlap scheduler",
         ),
     }
+
+
+def engine_name(engine: str, version: str) -> str:
+    """The `specsched.spec_versions` row of an engine and its published version ("0.4.4" → sglang-0.4)."""
+    if engine == "trtllm":
+        return "trtllm"
+    try:
+        major, minor = (int(p) for p in version.strip().lstrip("v").split(".")[:2])
+    except ValueError:
+        return "vllm-0.15" if engine == "vllm" else "sglang-0.5"
+    if engine == "vllm":
+        if (major, minor) < (0, 10):
+            return "vllm-0.9"
+        return "vllm-0.10" if (major, minor) < (0, 14) else "vllm-0.15"
+    return "sglang-0.4" if (major, minor) < (0, 5) else "sglang-0.5"

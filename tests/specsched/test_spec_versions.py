@@ -1,0 +1,136 @@
+"""Engine-version tables of the speculative step (specsched.spec_versions), the draft-model drafter, the
+speculative dataset's reader and replay (specbed.spec_*), and the accuracy a run's summary carries."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sim.vllm_deploy import VllmSpec, cost_table, shipped_knobs
+from specbed.spec_cases import read_cases
+from specbed.spec_fit import fit, loso
+from specbed.spec_replay import medians, predict, replay, sign_right, step_seconds
+from specsched.catalog import get_gpu, get_model
+from specsched.draft_lm import find_draft_lm, get_draft_lm
+from specsched.draft_shape import drafter_shape, own_draft_cost, pass_seconds
+from specsched.errors import InputError
+from specsched.spec_engine import ENGINES, get_engine
+from specsched.spec_knobs import BOUNDS, PRIORS, SpecKnobs
+from specsched.spec_versions import VLLM_V0_PASS_OPS, VLLM_V0_PREP_OPS, engine_name
+
+TRAIN = "validate/data/spec_train.csv"
+TARGET, GPU = get_model("llama3.1-8b"), get_gpu("h100")
+KNOBS = shipped_knobs("h100")
+PINNED = SpecKnobs(op_s=10e-6, mask_eff=0.5, host_scale=1.0)
+
+
+def _cost(preset, engine, tp=1, **kw):
+    shape = drafter_shape(preset, TARGET)
+    return own_draft_cost(shape, TARGET, GPU, KNOBS, 3, 64, tp=tp, engine=engine, spec_knobs=PINNED, **kw)
+
+
+def test_versions_and_aliases():
+    assert ENGINES["vllm"] is ENGINES["vllm-0.15"] and ENGINES["sglang"] is ENGINES["sglang-0.4"]
+    for name in ("vllm-0.9", "vllm-0.10", "vllm-0.15", "sglang-0.4", "sglang-0.5", "trtllm"):
+        assert get_engine(name).source and get_engine(name).name == name
+    assert engine_name("vllm", "0.10.1") == "vllm-0.10" and engine_name("vllm", "v0.15.1") == "vllm-0.15"
+    assert engine_name("vllm", "0.8.5") == "vllm-0.9" and engine_name("sglang", "0.4.4") == "sglang-0.4"
+    assert engine_name("sglang", "0.5.9") == "sglang-0.5" and engine_name("trtllm", "1.0") == "trtllm"
+    with pytest.raises(InputError):
+        get_engine("vllm-9.9")
+
+
+def test_vllm_v0_draft_passes_are_no_faster_than_their_host_launches():
+    cost, _ = _cost("eagle3", "vllm-0.10")
+    m = np.array([1, 8, 64])
+    assert np.all(cost.own.latency(m) >= (VLLM_V0_PASS_OPS + 2) * PINNED.op_s - 1e-15)  # + the d2t map
+    assert np.all(cost.first.latency(np.array([4, 32])) >= (VLLM_V0_PASS_OPS + 7 + 3) * PINNED.op_s - 1e-15)
+    async_cost, _ = _cost("eagle3", "vllm-0.15")
+    assert cost.step_s - async_cost.step_s == pytest.approx(VLLM_V0_PREP_OPS * PINNED.op_s)
+    assert np.all(cost.own.latency(m) >= async_cost.own.latency(m))
+    assert get_engine("vllm-0.10").nospec_host_s > 0 == get_engine("vllm-0.15").nospec_host_s
+
+
+def test_tensor_parallel_drafting_pays_its_collectives_and_host_launches():
+    shape = drafter_shape("eagle1", TARGET)
+    link = GPU.link_latency if KNOBS.link_latency is None else KNOBS.link_latency
+    one = pass_seconds(shape, GPU, KNOBS, 8, tp=4, head_gather=1) - pass_seconds(shape, GPU, KNOBS, 8, tp=4)
+    assert float(one) == pytest.approx(link)
+    tp1, _ = _cost("eagle1", "vllm-0.10")
+    tp4, _ = _cost("eagle1", "vllm-0.10", tp=4)
+    # the weights shrink 4×, the launches do not: a pass at TP 4 still costs its host launches
+    assert tp4.own.latency(np.array([1]))[0] >= VLLM_V0_PASS_OPS * PINNED.op_s
+    assert tp4.own.latency(np.array([1]))[0] > 1.5 * tp1.own.latency(np.array([1]))[0] / 4
+
+
+def test_sglang_v04_verify_kernel_reads_the_kv_slower_than_decode():
+    _, kv4 = _cost("eagle3", "sglang-0.4")
+    _, kv5 = _cost("eagle3", "sglang-0.5")
+    per_token = TARGET.kv_bytes_per_token / (KNOBS.eta_kv * GPU.gpu.hbm_bw)
+    assert kv4 - kv5 == pytest.approx(per_token * (1 / PINNED.mask_eff - 1))
+
+
+def test_draft_model_drafter_is_priced_from_its_own_shape():
+    small = get_draft_lm("llama3.2-1b")
+    assert small.layers == 16 and small.hidden == 2048 and small.vocab == 128256 and small.own_head
+    assert find_draft_lm("Qwen/Qwen3-0.6B").layers == 28 and find_draft_lm("nope") is None
+    assert find_draft_lm("qwen3-8b").name == "lm:qwen3-8b"  # a catalogue model drafts too
+    with pytest.raises(InputError):
+        get_draft_lm("acme/tiny")
+    cost, kv = own_draft_cost(small, get_model("llama3.1-70b"), GPU, KNOBS, 3, 64, tp=4, engine="vllm-0.10",
+                              spec_knobs=PINNED)  # fmt: skip
+    ops = VLLM_V0_PASS_OPS + 2 * 15  # a graph piece and an attention launch per further layer
+    assert cost.own.latency(np.array([1]))[0] >= ops * PINNED.op_s
+    assert kv > 0
+
+
+def test_dataset_reader_and_replay():
+    cases = read_cases(TRAIN)
+    assert len(cases) >= 11 and all(c.split == "train" for c in cases)
+    assert {c.source for c in cases} == {"eagle3-paper", "specdecode-bench"}
+    t3 = [c for c in cases if c.source == "eagle3-paper"]
+    assert t3[0].emitted == pytest.approx(2.6049)
+    rows = replay(cases, SpecKnobs())
+    assert all("error_pct" in r for r in rows)
+    ar, spec = step_seconds(t3[0], SpecKnobs())
+    assert predict(t3[0], SpecKnobs()) == pytest.approx(t3[0].emitted * ar / spec)
+    assert sign_right(rows) == (len(rows), len(rows))
+    assert set(medians(rows)) == {"train", "all"}
+
+
+def test_shipped_knobs_put_table_3_within_15_percent_at_every_batch():
+    from specsched.spec_knobs import shipped_spec_knobs
+
+    rows = replay([c for c in read_cases(TRAIN) if c.source == "eagle3-paper"], shipped_spec_knobs())
+    assert max(abs(r["error_pct"]) for r in rows) <= 15.0
+
+
+def test_fit_stays_in_bounds_and_at_the_priors_without_cases():
+    assert fit([]) == SpecKnobs()
+    assert SpecKnobs().as_dict() == {k: PRIORS[k][0] for k in PRIORS}
+    knobs = fit(read_cases(TRAIN)[:3])
+    for name, (lo, hi) in BOUNDS.items():
+        assert lo <= getattr(knobs, name) <= hi
+    held = loso(read_cases(TRAIN))
+    assert {r["source"] for r in held} == {"eagle3-paper", "specdecode-bench"}
+    with pytest.raises(InputError):
+        SpecKnobs(op_s=1.0)
+
+
+def test_summary_accuracy_names_the_engine_and_the_bands():
+    from sim.config import SimConfig
+    from sim.config_io import load_config
+    from sim.vllm_draft import accuracy
+
+    assert accuracy(SimConfig()) is None
+    cfg = load_config(None, ["server.model=llama3.1-8b", "server.gpu=h100", "drafter.name=eagle3",
+                             "drafter.gamma=3", "drafter.model=eagle3", "drafter.engine=sglang"])  # fmt: skip
+    got = accuracy(cfg)
+    assert got["baseline"]["gpu"] == "h100"
+    assert got["speculative"]["engine"] == "sglang-0.4" and got["speculative"]["engine_validated"]
+    assert got["speculative"]["speedup_loso_median_pct"] is not None
+
+
+def test_cost_table_fixture_is_the_catalogue_step():
+    table = cost_table(VllmSpec(model="llama3.1-8b"), KNOBS)
+    assert float(table.step_seconds(4, 4, 2048)) > 0
