@@ -93,7 +93,7 @@ def speedups(
         ar = float(table.step_seconds(b, b, ctx))
         verify = float(table.step_seconds(b * (1 + gamma), b, ctx))
         draft = float(own.price(np.array([b * gamma]), np.array([b]), np.array([gamma]), table)[0])
-        out[b] = tokens * ar / (draft + verify + draft_kv * ctx)
+        out[b] = tokens * ar / (draft + verify + (draft_kv + own.verify_kv_s) * ctx)
     return out
 
 

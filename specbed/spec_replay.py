@@ -70,7 +70,7 @@ def step_seconds(case: SpecCase, knobs: SpecKnobs) -> tuple[float, float]:
                              engine=eng, emitted=case.emitted, spec_knobs=knobs)  # fmt: skip
     positions = b * (case.tree_nodes or k)
     draft = float(own.price(np.array([positions]), np.array([b]), np.array([k]), table)[0])
-    return ar, draft + verify + kv * ctx + eng.nospec_host_s
+    return ar, draft + verify + (kv + own.verify_kv_s) * ctx + eng.nospec_host_s
 
 
 def predict(case: SpecCase, knobs: SpecKnobs) -> float:

@@ -197,7 +197,8 @@ def own_draft_cost(
     per-request host loops; `spec_knobs`: the fitted speculative knobs, None: the shipped ones — op_s and
     host_scale given here win). The engine's version terms (`specsched.spec_versions`): later passes no
     faster than their host launches, the first pass's extra launches, the per-step proposer / rejection
-    launches, the LM head's gather under TP, and the verify kernel's KV read (added to the KV seconds)."""
+    launches, the LM head's gather under TP, and the verify kernel's KV read (`DraftCost.verify_kv_s`, not
+    in the returned KV seconds, which are the drafter's own)."""
     sk = shipped_spec_knobs() if spec_knobs is None else spec_knobs
     op_s = sk.op_s if op_s is None else op_s
     host_scale = sk.host_scale if host_scale is None else host_scale
@@ -212,14 +213,15 @@ def own_draft_cost(
             one = np.maximum(one, eng.pass_ops * op_s)
     table = CostTable.from_points(m, one, mode="linear", layers=shape.layers, name=f"draft:{shape.name}")
     step = knobs.c0 + (gamma * knobs.c0 if shape.markov else 0.0)
-    first, per_request = None, 0.0
+    first, per_request, host = None, 0.0, 0.0
     if eng is not None:
         top = np.arange(1, (max(int(max_tokens), 1) // max(gamma, 1) + 1) * (1 + gamma) + 1, dtype=np.int64)
         gpu_s = pass_seconds(shape, gpu, knobs, top, tp=tp, bpp=bpp, head_m=np.ceil(top / (1 + gamma)),
                              head_gather=gather)  # fmt: skip
         first = CostTable.from_points(top, first_pass_seconds(eng, gpu_s, op_s=op_s), mode="linear",
                                       layers=shape.layers, name=f"draft:{shape.name}:first")  # fmt: skip
-        step += host_step_seconds(eng, op_s=op_s) + eng.prep_ops * op_s
+        host = host_step_seconds(eng, op_s=op_s) + eng.prep_ops * op_s
+        step += host
         per_request = host_request_seconds(eng, 1 + gamma if emitted is None else emitted, scale=host_scale)
     cost = DraftCost(
         shape.kind,
@@ -229,11 +231,12 @@ def own_draft_cost(
         step_s=step,
         first=first,
         request_s=per_request,
+        host_s=host,
+        gamma=gamma if eng is not None else 0,
+        verify_kv_s=verify_kv_seconds(eng, target, gpu, knobs, sk, tp=tp) if eng is not None else 0.0,
     )
     passes = gamma if shape.kind == "autoregressive" else 1
     kv = passes * shape.kv_bytes_per_token / tp / (knobs.eta_kv * gpu.gpu.hbm_bw)
-    if eng is not None:
-        kv += verify_kv_seconds(eng, target, gpu, knobs, sk, tp=tp)
     return cost, float(kv)
 
 

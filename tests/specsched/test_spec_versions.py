@@ -64,10 +64,10 @@ def test_tensor_parallel_drafting_pays_its_collectives_and_host_launches():
 
 
 def test_sglang_v04_verify_kernel_reads_the_kv_slower_than_decode():
-    _, kv4 = _cost("eagle3", "sglang-0.4")
-    _, kv5 = _cost("eagle3", "sglang-0.5")
+    (c4, kv4), (c5, kv5) = _cost("eagle3", "sglang-0.4"), _cost("eagle3", "sglang-0.5")
     per_token = TARGET.kv_bytes_per_token / (KNOBS.eta_kv * GPU.gpu.hbm_bw)
-    assert kv4 - kv5 == pytest.approx(per_token * (1 / PINNED.mask_eff - 1))
+    assert c4.verify_kv_s == pytest.approx(per_token * (1 / PINNED.mask_eff - 1)) and c5.verify_kv_s == 0
+    assert kv4 == kv5  # the drafter's own KV
 
 
 def test_draft_model_drafter_is_priced_from_its_own_shape():
@@ -134,3 +134,25 @@ def test_summary_accuracy_names_the_engine_and_the_bands():
 def test_cost_table_fixture_is_the_catalogue_step():
     table = cost_table(VllmSpec(model="llama3.1-8b"), KNOBS)
     assert float(table.step_seconds(4, 4, 2048)) > 0
+
+
+def test_step_bill_names_the_engine_parts_and_keeps_the_total():
+    from specsched.stepcost import PARTS, StepCost, StepShape
+
+    table = cost_table(VllmSpec(model="llama3.1-8b"), KNOBS)
+    cost, kv = _cost("eagle3", "sglang-0.4", emitted=2.6)
+    draft_s = np.array([cost.seconds(np.full(r, 3), table) if r else 0.0 for r in range(9)])
+    step = StepCost(table, draft_s, np.asarray(table.latency(np.arange(64))), drafter=cost, draft_kv_s=kv)
+    assert step.varies_within_run and PARTS[-3:] == ("draft_host", "reject", "verify_kv")
+    shape = StepShape(8, 8, 32, 32, kv=4096)
+    bill = step.bill(shape, float(draft_s[8]))
+    host, reject = cost.named_parts(8)
+    assert bill.draft_host == pytest.approx(host) and bill.reject == pytest.approx(24 * cost.position_s)
+    assert bill.draft + bill.draft_host + bill.reject == pytest.approx(draft_s[8])
+    assert bill.verify_kv == pytest.approx(cost.verify_kv_s * 4096) and bill.verify_kv > 0
+    assert bill.seconds == pytest.approx(sum(bill.parts))
+    adaptive = step.bill(shape._replace(depths=np.array([3, 0, 1, 0, 0, 0, 0, 2])), 1e-3)
+    assert adaptive.reject == pytest.approx(6 * cost.position_s)
+    assert adaptive.draft_host == pytest.approx(cost.host_s + 3 * cost.request_s)
+    plain = StepCost(table, draft_s, np.asarray(table.latency(np.arange(64))))
+    assert plain.bill(shape, 1e-3)[-4:-1] == (0.0, 0.0, 0.0)
