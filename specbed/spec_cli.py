@@ -18,19 +18,28 @@ from __future__ import annotations
 import argparse
 import json
 
+from specbed.spec_bench import Deployment, cases_from_pair
 from specbed.spec_cases import read_cases
 from specbed.spec_fit import _median, loso, table
 from specbed.spec_replay import medians, replay, sign_right
 from specsched import inputs, safeio
+from specsched.errors import InputError
 from specsched.spec_knobs import SpecKnobs, shipped_spec_knobs
 
 
 def _validate_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="specbed validate --spec", description="measured speculative cases")
-    p.add_argument("files", nargs="+", help="dataset CSVs (validate/data/spec_train.csv, spec_check.csv)")
+    p.add_argument("files", nargs="*", help="dataset CSVs (validate/data/spec_train.csv, spec_check.csv)")
     p.add_argument("--knobs", help="a `specbed cost calibrate --spec` knobs file (default: the shipped)")
     p.add_argument("--json", dest="json_out", help="write the per-case rows and medians here")
     p.add_argument("--no-loso", action="store_true", help="skip the leave-one-source-out refits")
+    g = p.add_argument_group("vllm bench serve --save-result pairs (acceptance from the spec run's counters)")
+    g.add_argument("--bench-pair", nargs=2, action="append", default=[], metavar=("SPEC.json", "BASE.json"))
+    g.add_argument("--model", help="catalogue name or HF id (default: the files' model_id)")
+    g.add_argument("--gpu", default="h100")
+    g.add_argument("--tp", type=int, default=1)
+    g.add_argument("--drafter", default="eagle3", help="eagle | eagle3 | mtp | draft_model | ngram")
+    g.add_argument("--engine-version", default="0.15", help="the vLLM version the pair ran (e.g. 0.10.1)")
     return p
 
 
@@ -45,11 +54,20 @@ def load_spec_knobs(path: str | None) -> SpecKnobs:
 def validate_main(argv: list[str]) -> int:
     args = _validate_parser().parse_args(argv)
     if args.json_out:
-        safeio.check_file(
-            args.json_out, field="--json", inputs=[*args.files, *([args.knobs] if args.knobs else [])]
-        )
+        given = [
+            *args.files,
+            *(f for pair in args.bench_pair for f in pair),
+            *([args.knobs] if args.knobs else []),
+        ]
+        safeio.check_file(args.json_out, field="--json", inputs=given)
+    if not args.files and not args.bench_pair:
+        raise InputError("give dataset CSVs or --bench-pair SPEC.json BASE.json", field="files")
+    if args.tp < 1:
+        raise InputError(f"must be ≥ 1, got {args.tp}", field="--tp")
     knobs = load_spec_knobs(args.knobs)
     cases = [c for f in args.files for c in read_cases(f)]
+    dep = Deployment(args.gpu, args.tp, args.drafter, args.engine_version, args.model)
+    cases += [c for spec, base in args.bench_pair for c in cases_from_pair(spec, base, dep)]
     rows = replay(cases, knobs)
     train = [c for c in cases if c.split == "train"]
     held = [] if args.no_loso else loso(train)

@@ -3,6 +3,8 @@ each a one-line stderr naming the file, the row and the field, exit 2."""
 
 from __future__ import annotations
 
+import json
+
 from tests.fuzz.base import Case
 
 HEADER = ("case_id,source,citation,split,engine,engine_version,gpu,tp,model,precision,drafter,drafter_model,"
@@ -68,4 +70,35 @@ def spec_dataset_cases() -> list[Case]:
             ("k.json", "op_s"),
         )
     )
+    return cases + bench_pair_cases()
+
+
+_BASE = {"model_id": "meta-llama/Llama-3.1-8B-Instruct", "max_concurrency": 8, "output_throughput": 800.0,
+         "mean_tpot_ms": 9.5}  # fmt: skip
+_SPEC = {**_BASE, "output_throughput": 1400.0, "mean_tpot_ms": 5.4, "spec_decode_num_drafts": 1000,
+         "spec_decode_per_position_acceptance_rates": [0.75, 0.52, 0.33]}  # fmt: skip
+
+
+def bench_pair_cases() -> list[Case]:
+    """`specbed validate --spec --bench-pair SPEC.json BASE.json`: bad result files, one line each."""
+    bad = {
+        "baseline drafted": (_SPEC, _SPEC, ("b.json", "spec_decode_num_drafts")),
+        "spec without counters": (_BASE, _BASE, ("s.json", "spec_decode_num_drafts")),
+        "rate above 1": ({**_SPEC, "spec_decode_per_position_acceptance_rates": [1.5]}, _BASE,
+                         ("s.json", "spec_decode_per_position_acceptance_rates")),
+        "concurrency differs": (_SPEC, {**_BASE, "max_concurrency": 16}, ("b.json", "max_concurrency")),
+        "unknown model": ({**_SPEC, "model_id": "acme/x"}, _BASE, ("s.json", "model_id")),
+        "throughput zero": (_SPEC, {**_BASE, "output_throughput": 0}, ("b.json", "output_throughput")),
+        "tpot missing": ({k: v for k, v in _SPEC.items() if k != "mean_tpot_ms"}, _BASE,
+                         ("s.json", "mean_tpot_ms")),
+    }  # fmt: skip
+    cases = []
+    for name, (spec, base, expect) in bad.items():
+        files = {"s.json": json.dumps(spec).encode(), "b.json": json.dumps(base).encode()}
+        argv = ("validate", "--spec", "--bench-pair", "{W}/s.json", "{W}/b.json", "--no-loso")
+        cases.append(Case("spec", f"bench pair {name}", argv, files, expect))
+    argv = ("validate", "--spec", "--bench-pair", "{W}/s.json", "{W}/b.json", "--drafter", "lookahead")
+    files = {"s.json": json.dumps(_SPEC).encode(), "b.json": json.dumps(_BASE).encode()}
+    cases.append(Case("spec", "bench pair drafter", argv, files, ("--drafter",)))
+    cases.append(Case("spec", "nothing to replay", ("validate", "--spec"), {}, ("files",)))
     return cases
