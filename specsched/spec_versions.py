@@ -33,6 +33,11 @@ matmul) to the first pass and, per pass, the draft-to-target id map after argmax
 add + index, 2). Per step the host's scheduling and output processing stay exposed in both arms: 1.207 ms,
 SpecDecode-Bench's own per-step overhead on vLLM v0.10.1, Llama-3.1-8B, H100
 (github.com/SpecDecode-Bench/simulator predictor.py `overhead_constant_per_step`, fitted on their profiles).
+vLLM 0.11–0.13: the padded drafter batch (`prepare_inputs_padded`: "No blocking CPU operations should be
+introduced in this function"; "The padded mode was already the default", vllm-project/vllm#35629) keeps the
+proposer free of syncs, so its launches are issued while the target forward runs; without async scheduling
+the step's own host work stays exposed in both arms (nospec_host_s as vLLM 0.10). The release the padded
+mode became the default was not pinned this session: 0.11 is assumed.
 vLLM 0.15: async scheduling with EAGLE/MTP (the host enqueues the step's launches while the previous GPU work
 runs) — the base row, no host terms.
 SGLang 0.4: the base row (v0.4.4/0.4.5 read: overlap scheduler off for EAGLE, draft extend eager, draft
@@ -75,6 +80,11 @@ def engine_versions(vllm, sglang) -> dict:
     return {
         "vllm-0.9": replace(v0, name="vllm-0.9", version="0.9"),
         "vllm-0.10": v0,
+        "vllm-0.12": replace(
+            vllm, name="vllm-0.12", nospec_host_s=VLLM_V0_HOST_STEP_S, version="0.12",
+            source="vLLM 0.11-0.13: padded drafter batch (no sync inside the proposer: its launches "
+                   "overlap the target forward), no async scheduling by default (step host exposed)",
+        ),  # fmt: skip
         "vllm-0.15": replace(vllm, name="vllm-0.15", version="0.15"),
         "sglang-0.4": replace(sglang, name="sglang-0.4", verify_kernel="flashinfer-mask", version="0.4"),
         "sglang-0.5": replace(
@@ -106,5 +116,7 @@ def engine_name(engine: str, version: str) -> str:
     if engine == "vllm":
         if (major, minor) < (0, 10):
             return "vllm-0.9"
-        return "vllm-0.10" if (major, minor) < (0, 14) else "vllm-0.15"
+        if (major, minor) < (0, 11):
+            return "vllm-0.10"
+        return "vllm-0.12" if (major, minor) < (0, 14) else "vllm-0.15"
     return "sglang-0.4" if (major, minor) < (0, 5) else "sglang-0.5"

@@ -31,7 +31,8 @@ def _cost(preset, engine, tp=1, **kw):
 
 def test_versions_and_aliases():
     assert ENGINES["vllm"] is ENGINES["vllm-0.15"] and ENGINES["sglang"] is ENGINES["sglang-0.4"]
-    for name in ("vllm-0.9", "vllm-0.10", "vllm-0.15", "sglang-0.4", "sglang-0.5", "trtllm"):
+    assert engine_name("vllm", "0.11.1") == "vllm-0.12"
+    for name in ("vllm-0.9", "vllm-0.10", "vllm-0.12", "vllm-0.15", "sglang-0.4", "sglang-0.5", "trtllm"):
         assert get_engine(name).source and get_engine(name).name == name
     assert engine_name("vllm", "0.10.1") == "vllm-0.10" and engine_name("vllm", "v0.15.1") == "vllm-0.15"
     assert engine_name("vllm", "0.8.5") == "vllm-0.9" and engine_name("sglang", "0.4.4") == "sglang-0.4"
