@@ -126,6 +126,34 @@ def implied_gap(survival=VLLM_MEASURED) -> dict[int, float]:
     return out
 
 
+def draft_cost_per_token(engine: str, preset: str, k: int, batch: int) -> float:
+    """Seconds the speculative step spends beyond its verify pass, per draft token (K of them), for
+    Llama-3.1-8B on one H100 with `batch` requests of CONTEXT KV tokens, E = 1 + 0.7·K (the acceptance
+    only scales the SGLang host loops): how the EAGLE-1 and EAGLE-3 heads rank as an engine runs them."""
+    spec = VllmSpec(model="llama3.1-8b", gpu="h100", max_num_seqs=256)
+    knobs = shipped_knobs("h100")
+    table, target, gpu = cost_table(spec, knobs), get_model("llama3.1-8b"), get_gpu("h100")
+    own, kv = own_draft_cost(drafter_shape(preset, target), target, gpu, knobs, k, batch * k, engine=engine,
+                             emitted=1.0 + 0.7 * k)  # fmt: skip
+    draft = float(own.price(np.array([batch * k]), np.array([batch]), np.array([k]), table)[0])
+    return (draft + (kv + own.verify_kv_s) * batch * CONTEXT) / k
+
+
+def order_rows() -> list[str]:
+    """EAGLE-1 vs EAGLE-3 draft seconds per draft token across K (ms), by engine version and batch."""
+    lines = [f"{'draft ms per draft token':<30} " + " ".join(f"{'K' + str(k):>11}" for k in (2, 3, 5, 8))]
+    for engine in ("vllm-0.10", "vllm-0.15", "sglang-0.4"):
+        for batch in (1, 32):
+            cells = []
+            for k in (2, 3, 5, 8):
+                e1, e3 = (draft_cost_per_token(engine, p, k, batch) * 1e3 for p in ("eagle1", "eagle3"))
+                cells.append(f"{e1:5.3f}/{e3:5.3f}")
+            lines.append(
+                f"{engine + ' b' + str(batch) + ' (E1/E3)':<30} " + " ".join(f"{c:>11}" for c in cells)
+            )
+    return lines
+
+
 def _row(label: str, got: dict[int, float]) -> tuple[str, float]:
     errs = [abs(got[b] - p) / p * 100 for b, p in PUBLISHED.items()]
     cells = " ".join(f"{got[b]:5.2f}" for b in PUBLISHED)
@@ -326,8 +354,10 @@ def main(host: bool = False) -> None:
     print(f"EAGLE-3 chain of {GAMMA}, Llama-3.1-8B on one H100, {CONTEXT} KV tokens a request; shipped H100")
     sk = shipped_spec_knobs()
     print("knobs (no-speculation calibration) + engine terms (specsched.spec_engine, spec_versions) + the")
-    print(f"shipped speculative knobs (op_s {sk.op_s * 1e6:.1f} µs, mask_eff {sk.mask_eff:.3f}, host_scale "
-          f"{sk.host_scale:.2f}: `specbed cost calibrate --spec` on the dataset's train half)")
+    print(
+        f"shipped speculative knobs (op_s {sk.op_s * 1e6:.1f} µs, mask_eff {sk.mask_eff:.3f}, host_scale "
+        f"{sk.host_scale:.2f}: `specbed cost calibrate --spec` on the dataset's train half)"
+    )
     print(
         f"SGLang exposed host: {SGLANG_HOST_STEP_S * 1e3:.3f} ms a step (sglang#5608's "
         f"{SGLANG_OVERLAP_GAIN_S * 1e3:.3f} − 16 × {SGLANG_NOSPEC_REQ_S * 1e6:.1f} µs) + "
@@ -357,6 +387,7 @@ def main(host: bool = False) -> None:
     within = sum(e <= 15 for e in errs.values())
     worst = max(errs, key=errs.get)
     print(f"  worst {errs[worst]:.1f}% (b{worst}); within 15 %: {within} of {len(errs)}")
+    print("\n".join(order_rows()))
     gap = implied_gap()
     print("step the published speedup implies − the first row's (E · no-spec step / speedup), ms:")
     print("  " + "  ".join(f"b{b} {g * 1e3:.2f}" for b, g in gap.items()))

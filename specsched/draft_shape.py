@@ -147,19 +147,21 @@ def drafter_shape(preset: str, target: CatalogModel, *, field: str = "drafter.mo
 def pass_seconds(
     shape: DrafterShape, gpu: CatalogGPU, knobs, m, *, tp: int = 1, bpp: float = 2.0, head_m=None,
     head_gather: int = 0,
+    logit_vocab: int | None = None,
 ) -> np.ndarray:
     """float64 seconds of one draft pass over `m` tokens (array ≥ 0) on one GPU of a `tp` replica
     (module docstring), its LM head and sampling over `head_m` of them (None: all m; EAGLE's first pass
     runs its layers over every verified position, its head over the positions it samples from); `knobs`
     has step_s, c0, eta_bw, eta_f, link_latency (None: the GPU's); head_gather: collectives of a
-    vocab-parallel LM head under TP (the engine's; 0 without an engine)."""
+    vocab-parallel LM head under TP (the engine's; 0 without an engine); logit_vocab: the vocabulary the
+    sampling reads (None: the drafter's; a reduced head scattered into the target's: the target's)."""
     m = np.asarray(m, dtype=np.float64)
     hm = m if head_m is None else np.asarray(head_m, dtype=np.float64)
     bw, flops = knobs.eta_bw * gpu.gpu.hbm_bw, knobs.eta_f * gpu.gpu.flops
     weights = shape.params * bpp / tp / bw
     body = shape.params - shape.head_params
     compute = 2.0 * (body * m + shape.head_params * hm) / tp / flops
-    logits = 2.0 * hm * shape.vocab * LOGIT_BYTES / tp / bw
+    logits = 2.0 * hm * (logit_vocab or shape.vocab) * LOGIT_BYTES / tp / bw
     fixed = knobs.step_s + (shape.layers + 1) * knobs.c0
     if tp > 1:
         link = gpu.link_latency if knobs.link_latency is None else knobs.link_latency
@@ -205,7 +207,9 @@ def own_draft_cost(
     m = np.arange(1, max(int(max_tokens), 1) + 1, dtype=np.int64)
     eng = get_engine(engine) if engine is not None and shape.kind == "autoregressive" else None
     gather = eng.head_gather if eng is not None else 0
-    one = pass_seconds(shape, gpu, knobs, m, tp=tp, bpp=bpp, head_gather=gather)
+    scatter = eng is not None and eng.full_vocab_map and shape.own_head and shape.vocab < target.vocab
+    lv = target.vocab if scatter else None
+    one = pass_seconds(shape, gpu, knobs, m, tp=tp, bpp=bpp, head_gather=gather, logit_vocab=lv)
     if eng is not None:
         eng = version_ops(eng, shape, target)
         one = draft_pass_seconds(eng, m, one, op_s=op_s)
@@ -217,7 +221,7 @@ def own_draft_cost(
     if eng is not None:
         top = np.arange(1, (max(int(max_tokens), 1) // max(gamma, 1) + 1) * (1 + gamma) + 1, dtype=np.int64)
         gpu_s = pass_seconds(shape, gpu, knobs, top, tp=tp, bpp=bpp, head_m=np.ceil(top / (1 + gamma)),
-                             head_gather=gather)  # fmt: skip
+                             head_gather=gather, logit_vocab=lv)  # fmt: skip
         first = CostTable.from_points(top, first_pass_seconds(eng, gpu_s, op_s=op_s), mode="linear",
                                       layers=shape.layers, name=f"draft:{shape.name}:first")  # fmt: skip
         host = host_step_seconds(eng, op_s=op_s) + eng.prep_ops * op_s

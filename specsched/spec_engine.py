@@ -121,6 +121,7 @@ class Engine:
     nospec_host_s: float = 0.0
     verify_kernel: str = "fa3"
     head_gather: int = 1
+    full_vocab_map: bool = False
     version: str = ""
 
 

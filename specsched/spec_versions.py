@@ -17,6 +17,10 @@ launches the host issues one after another, each `op_s` seconds, `specsched.spec
                       calibrated decode path's varlen FlashAttention: KV read at eta_kv) or "flashinfer-mask"
                       (FlashInfer's prefill kernel with a custom mask: KV read at eta_kv · mask_eff)
     head_gather       collectives of the LM head per draft pass under TP (vocab-parallel logits gathered)
+    full_vocab_map    a reduced draft vocabulary's logits are scattered into a full target-vocabulary tensor
+                      before the argmax (vLLM's Eagle3LlamaForCausalLM.compute_logits: arange, add,
+                      new_full(-inf), index_put; the sampling reads the target's vocabulary), not mapped
+                      after a top-k over the draft vocabulary (SGLang's hot-token map)
 
 vLLM 0.9 / 0.10 (V1; `vllm/v1/spec_decode/eagle.py` `propose`, `vllm/v1/worker/gpu_model_runner.py`): no
 async scheduling by default (it became the default with EAGLE/MTP in vllm-project/vllm#31998, v0.14), and the
@@ -29,10 +33,11 @@ LM head and argmax (2), plus `build_for_drafting`'s metadata (≈ 2 op-equivalen
 pass adds the input shift (2), position / hidden copies (2), last-position gathers (3) around the same
 forward; per step the rejection sampler (greedy / random kernels, bonus-token append, ≈ 10 launches) and
 `prepare_inputs` (cumulative drafts, index select, ≈ 6): 16. EAGLE-3 adds `combine_hidden_states` (one
-matmul) to the first pass and, per pass, the draft-to-target id map after argmax (`draft_id_to_target_id`
-add + index, 2). Per step the host's scheduling and output processing stay exposed in both arms: 1.207 ms,
-SpecDecode-Bench's own per-step overhead on vLLM v0.10.1, Llama-3.1-8B, H100
-(github.com/SpecDecode-Bench/simulator predictor.py `overhead_constant_per_step`, fitted on their profiles).
+matmul) to the first pass and, per pass, the scatter of its 32k logits into a -inf tensor of the target's
+vocabulary before the argmax (`compute_logits`: arange, add, new_full, index_put: 4 launches). Per step
+the host's scheduling and output processing stay exposed in both arms: 1.207 ms, SpecDecode-Bench's own
+per-step overhead on vLLM v0.10.1, Llama-3.1-8B, H100 (github.com/SpecDecode-Bench/simulator predictor.py
+`overhead_constant_per_step`, fitted on their profiles).
 vLLM 0.11–0.13: the padded drafter batch (`prepare_inputs_padded`: "No blocking CPU operations should be
 introduced in this function"; "The padded mode was already the default", vllm-project/vllm#35629) keeps the
 proposer free of syncs, so its launches are issued while the target forward runs; without async scheduling
@@ -62,8 +67,8 @@ VLLM_V0_PASS_OPS = 22
 VLLM_V0_FIRST_EXTRA_OPS = 7
 #: per-step rejection sampler + prepare_inputs launches
 VLLM_V0_PREP_OPS = 16
-#: EAGLE-3: draft-to-target id map a pass; fusion fc in the first pass
-EAGLE3_MAP_OPS, EAGLE3_FUSION_OPS = 2, 1
+#: EAGLE-3: the draft-to-target scatter a pass (arange, add, new_full, index_put); fusion fc in the first pass
+EAGLE3_MAP_OPS, EAGLE3_FUSION_OPS = 4, 1
 #: SpecDecode-Bench's per-step host overhead, vLLM v0.10.1, H100 (seconds; module docstring)
 VLLM_V0_HOST_STEP_S = 1.20683946e-03
 
@@ -71,7 +76,8 @@ VLLM_V0_HOST_STEP_S = 1.20683946e-03
 def engine_versions(vllm, sglang) -> dict:
     """{version name: Engine} from the two base rows (`spec_engine.ENGINES["vllm"]`, `["sglang"]`)."""
     v0 = replace(
-        vllm, name="vllm-0.10", first_eager=True, extend_ops=VLLM_V0_PASS_OPS + VLLM_V0_FIRST_EXTRA_OPS,
+        vllm, name="vllm-0.10", first_eager=True, full_vocab_map=True,
+        extend_ops=VLLM_V0_PASS_OPS + VLLM_V0_FIRST_EXTRA_OPS,
         pass_ops=VLLM_V0_PASS_OPS, prep_ops=VLLM_V0_PREP_OPS, reduced_vocab_ops=EAGLE3_MAP_OPS,
         fusion_ops=EAGLE3_FUSION_OPS, nospec_host_s=VLLM_V0_HOST_STEP_S, version="0.10",
         source="vLLM V1 0.9/0.10: no async scheduling, sync after sampling, PIECEWISE draft graphs "
@@ -81,11 +87,11 @@ def engine_versions(vllm, sglang) -> dict:
         "vllm-0.9": replace(v0, name="vllm-0.9", version="0.9"),
         "vllm-0.10": v0,
         "vllm-0.12": replace(
-            vllm, name="vllm-0.12", nospec_host_s=VLLM_V0_HOST_STEP_S, version="0.12",
+            vllm, name="vllm-0.12", nospec_host_s=VLLM_V0_HOST_STEP_S, version="0.12", full_vocab_map=True,
             source="vLLM 0.11-0.13: padded drafter batch (no sync inside the proposer: its launches "
                    "overlap the target forward), no async scheduling by default (step host exposed)",
         ),  # fmt: skip
-        "vllm-0.15": replace(vllm, name="vllm-0.15", version="0.15"),
+        "vllm-0.15": replace(vllm, name="vllm-0.15", version="0.15", full_vocab_map=True),
         "sglang-0.4": replace(sglang, name="sglang-0.4", verify_kernel="flashinfer-mask", version="0.4"),
         "sglang-0.5": replace(
             sglang,

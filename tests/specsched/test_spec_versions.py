@@ -44,8 +44,8 @@ def test_versions_and_aliases():
 def test_vllm_v0_draft_passes_are_no_faster_than_their_host_launches():
     cost, _ = _cost("eagle3", "vllm-0.10")
     m = np.array([1, 8, 64])
-    assert np.all(cost.own.latency(m) >= (VLLM_V0_PASS_OPS + 2) * PINNED.op_s - 1e-15)  # + the d2t map
-    assert np.all(cost.first.latency(np.array([4, 32])) >= (VLLM_V0_PASS_OPS + 7 + 3) * PINNED.op_s - 1e-15)
+    assert np.all(cost.own.latency(m) >= (VLLM_V0_PASS_OPS + 4) * PINNED.op_s - 1e-15)  # + the d2t scatter
+    assert np.all(cost.first.latency(np.array([4, 32])) >= (VLLM_V0_PASS_OPS + 7 + 5) * PINNED.op_s - 1e-15)
     async_cost, _ = _cost("eagle3", "vllm-0.15")
     assert cost.step_s - async_cost.step_s == pytest.approx(VLLM_V0_PREP_OPS * PINNED.op_s)
     assert np.all(cost.own.latency(m) >= async_cost.own.latency(m))
