@@ -194,36 +194,39 @@ def own_draft_cost(
     """(the DraftCost of `shape` drafting γ with the pass table over 1..max_tokens tokens, the drafter's
     seconds per KV token held per step). `engine` (`specsched.spec_engine.ENGINES`; None: every pass over
     the drafting requests, no engine terms): an autoregressive drafter's first pass runs over the verified
-    positions as that engine runs it, plus the host work its step exposes (`op_s` per eager op; `emitted`:
-    tokens a drafting request emits a step, None: the bound 1 + γ; `host_scale`: a factor on the measured
-    per-request host loops; `spec_knobs`: the fitted speculative knobs, None: the shipped ones — op_s and
-    host_scale given here win). The engine's version terms (`specsched.spec_versions`): later passes no
-    faster than their host launches, the first pass's extra launches, the per-step proposer / rejection
-    launches, the LM head's gather under TP, and the verify kernel's KV read (`DraftCost.verify_kv_s`, not
-    in the returned KV seconds, which are the drafter's own)."""
+    positions as that engine runs it; every drafter (parallel ones too) pays the host work its step
+    exposes (`op_s` per eager op; `emitted`: tokens a drafting request emits a step, None: the bound 1 + γ;
+    `host_scale`: a factor on the measured per-request host loops; `spec_knobs`: the fitted speculative
+    knobs, None: the shipped ones — op_s and host_scale given here win). The engine's version terms
+    (`specsched.spec_versions`): passes no faster than their host launches, the first pass's extra
+    launches, the per-step proposer / rejection launches, the LM head's gather under TP, and the verify
+    kernel's KV read (`DraftCost.verify_kv_s`, not in the returned KV seconds: those are the drafter's)."""
     sk = shipped_spec_knobs() if spec_knobs is None else spec_knobs
     op_s = sk.op_s if op_s is None else op_s
     host_scale = sk.host_scale if host_scale is None else host_scale
     m = np.arange(1, max(int(max_tokens), 1) + 1, dtype=np.int64)
-    eng = get_engine(engine) if engine is not None and shape.kind == "autoregressive" else None
+    eng = get_engine(engine) if engine is not None else None
+    chain = eng is not None and shape.kind == "autoregressive"  # a first pass over the verified positions
     gather = eng.head_gather if eng is not None else 0
     scatter = eng is not None and eng.full_vocab_map and shape.own_head and shape.vocab < target.vocab
     lv = target.vocab if scatter else None
     one = pass_seconds(shape, gpu, knobs, m, tp=tp, bpp=bpp, head_gather=gather, logit_vocab=lv)
     if eng is not None:
         eng = version_ops(eng, shape, target)
-        one = draft_pass_seconds(eng, m, one, op_s=op_s)
+        if chain:
+            one = draft_pass_seconds(eng, m, one, op_s=op_s)
         if eng.pass_ops:  # the draft phase starts on an empty queue: no faster than its launches
             one = np.maximum(one, eng.pass_ops * op_s)
     table = CostTable.from_points(m, one, mode="linear", layers=shape.layers, name=f"draft:{shape.name}")
     step = knobs.c0 + (gamma * knobs.c0 if shape.markov else 0.0)
     first, per_request, host = None, 0.0, 0.0
-    if eng is not None:
+    if chain:
         top = np.arange(1, (max(int(max_tokens), 1) // max(gamma, 1) + 1) * (1 + gamma) + 1, dtype=np.int64)
         gpu_s = pass_seconds(shape, gpu, knobs, top, tp=tp, bpp=bpp, head_m=np.ceil(top / (1 + gamma)),
                              head_gather=gather, logit_vocab=lv)  # fmt: skip
         first = CostTable.from_points(top, first_pass_seconds(eng, gpu_s, op_s=op_s), mode="linear",
                                       layers=shape.layers, name=f"draft:{shape.name}:first")  # fmt: skip
+    if eng is not None:  # per step, whatever the drafter: proposer / rejection launches, exposed host loops
         host = host_step_seconds(eng, op_s=op_s) + eng.prep_ops * op_s
         step += host
         per_request = host_request_seconds(eng, 1 + gamma if emitted is None else emitted, scale=host_scale)

@@ -157,3 +157,15 @@ def test_step_bill_names_the_engine_parts_and_keeps_the_total():
     assert adaptive.draft_host == pytest.approx(cost.host_s + 3 * cost.request_s)
     plain = StepCost(table, draft_s, np.asarray(table.latency(np.arange(64))))
     assert plain.bill(shape, 1e-3)[-4:-1] == (0.0, 0.0, 0.0)
+
+
+def test_parallel_drafters_are_priced_through_the_same_engine_terms():
+    plain, _ = own_draft_cost(drafter_shape("dflash", TARGET), TARGET, GPU, KNOBS, 7, 64, spec_knobs=PINNED)
+    v0, _ = own_draft_cost(drafter_shape("dflash", TARGET), TARGET, GPU, KNOBS, 7, 64, engine="vllm-0.10",
+                           spec_knobs=PINNED)  # fmt: skip
+    assert v0.first is None and v0.gamma == 7 and plain.gamma == 0
+    assert v0.step_s - plain.step_s == pytest.approx(VLLM_V0_PREP_OPS * PINNED.op_s)
+    assert np.all(v0.own.latency(np.array([1, 7])) >= (VLLM_V0_PASS_OPS + 2 * 4) * PINNED.op_s - 1e-15)
+    ds, _ = own_draft_cost(drafter_shape("dspark", TARGET), TARGET, GPU, KNOBS, 7, 64, engine="sglang-0.5",
+                           spec_knobs=PINNED)  # fmt: skip
+    assert ds.step_s > v0.step_s - VLLM_V0_PREP_OPS * PINNED.op_s  # the Markov head's 7 · c0 stays
