@@ -23,6 +23,7 @@ from dataclasses import replace
 from specbed.spec_cases import SpecCase, read_cases
 from specbed.spec_replay import predict, replay, unmodelled
 from specsched import safeio
+from specsched.progress import Progress
 from specsched.spec_knobs import BOUNDS, PRIORS, SpecKnobs
 from specsched.spec_versions import engine_name
 
@@ -78,11 +79,16 @@ def _golden(cases, knobs: SpecKnobs, name: str, lo: float, hi: float) -> SpecKno
 
 
 def loso(cases: list[SpecCase]) -> list[dict]:
-    """Leave-one-source-out: each source's cases predicted by knobs fitted on the other sources' cases."""
+    """Leave-one-source-out: each source's cases predicted by knobs fitted on the other sources' cases
+    (a refit a source, progress on stderr)."""
     rows = []
-    for source in sorted({c.source for c in cases}):
+    sources = sorted({c.source for c in cases})
+    bar = Progress(len(sources), label="leave-one-source-out", unit="sources", every=10.0)
+    for source in sources:
         knobs = fit([c for c in cases if c.source != source])
         rows += replay([c for c in cases if c.source == source], knobs)
+        bar.advance(1)
+    bar.close()
     return rows
 
 
