@@ -307,8 +307,7 @@ def results(prep: Prepared, rec: Recorder, t_start: float, t_loop: float) -> Sim
             "seed": cfg.seed,
         }
     )
-    if cfg.server.model is not None:  # the validated error bands (sim.vllm_draft.accuracy)
-        summary["accuracy"] = accuracy(cfg)
+    summary.update(accuracy(cfg))  # the validated error bands (sim.vllm_draft.accuracy)
     stats = getattr(rec, "prefix_cache_stats", None)
     if stats is not None:
         summary["prefix_cache_hit_rate"] = stats["hit_rate"]

@@ -50,34 +50,33 @@ def own_drafter(cfg: SimConfig) -> tuple[DraftCost, float] | None:
     return own_draft_cost(shape, target, gpu, knobs, gamma, top, tp=spec.tp, bpp=bpp, engine=engine)
 
 
-def accuracy(cfg: SimConfig) -> dict | None:
-    """The validated error bands a run's prediction carries (summary.json "accuracy"), None without
-    `server.model`: the baseline's (the GPU's knobs file: in-sample and leave-one-model-out median |error| %
-    on measured vLLM runs) and, with `drafter.model`, the speculative arm's (the speculative knobs file:
-    median |error| % of the speedup on the dataset's train cases and leave-one-source-out, the engine
-    versions those cases ran)."""
+def accuracy(cfg: SimConfig) -> dict:
+    """The validated error bands a run's prediction carries, as flat summary.json keys ({} without
+    `server.model`): `accuracy_baseline_*` (the GPU's knobs file: e2e mean median |error| % on measured vLLM
+    runs, in sample and leave-one-model-out) and, with `drafter.model`, `accuracy_spec_*` (the speculative
+    knobs file: the speedup's median / worst |error| % on the dataset's train cases, in sample and
+    leave-one-source-out; the engine version priced and whether those cases ran it)."""
     if cfg.server.model is None:
-        return None
+        return {}
     spec = config_spec(cfg.server)
-    entry = knobs_entry(spec.gpu)
-    out = {"baseline": {"gpu": spec.gpu, **entry}}
+    out = {f"accuracy_baseline_{k}": v for k, v in knobs_entry(spec.gpu).items()}
     if cfg.drafter.model is not None and cfg.drafter.effective_gamma:
         band = shipped_band()
         engine = get_engine(cfg.drafter.engine).name
-        out["speculative"] = {
-            "engine": engine,
-            "engine_validated": engine in band.get("engines", []),
-            "validated_on": band.get("engines", []),
-            "speedup_median_pct": band.get("median_pct"),
-            "speedup_worst_pct": band.get("worst_pct"),
-            "speedup_loso_median_pct": band.get("loso_median_pct"),
-            "speedup_loso_worst_pct": band.get("loso_worst_pct"),
-        }
+        out.update({
+            "accuracy_spec_engine": engine,
+            "accuracy_spec_engine_validated": engine in band.get("engines", []),
+            "accuracy_spec_validated_on": list(band.get("engines", [])),
+            "accuracy_spec_speedup_median_pct": band.get("median_pct"),
+            "accuracy_spec_speedup_worst_pct": band.get("worst_pct"),
+            "accuracy_spec_speedup_loso_median_pct": band.get("loso_median_pct"),
+            "accuracy_spec_speedup_loso_worst_pct": band.get("loso_worst_pct"),
+        })  # fmt: skip
     return out
 
 
 def knobs_entry(gpu: str) -> dict:
-    """{"in_sample_median_pct", "lomo_median_pct"} of the GPU's calibrated knobs (e2e mean), {} without."""
+    """{"calibrated", "e2e_mean_median_pct", "e2e_mean_lomo_median_pct"} of the GPU's calibrated knobs."""
     try:
         raw = json.loads(KNOBS_FILE.read_text())["gpus"][gpu]
     except (OSError, KeyError, TypeError, json.JSONDecodeError):
