@@ -132,9 +132,7 @@ class DrafterConfig:
     kind: how its draft pass is priced (`sim.drafter`): "parallel" (one pass over R·γ positions, like
         DFlash), "autoregressive" (γ passes over R tokens, like EAGLE-3) or "free" (no draft cost, like
         n-gram lookup). Default (None): the built-in name's kind (dflash/dspark parallel, eagle3/mtp
-        autoregressive); required for any other name. engine: a `model` drafter's server and version
-        (`specsched.spec_versions`): "vllm-0.9" | "vllm-0.10" | "vllm-0.12" | "vllm-0.15" | "sglang-0.4" |
-        "sglang-0.5" | "trtllm"; "vllm" and "sglang" are vllm-0.15 and sglang-0.4.
+        autoregressive); required for any other name. engine: a `model` drafter's server, spec_versions.
     layers: draft layers; default (None) 5 for parallel drafters (the paper's offline drafters), 1 for
         the others. layer_cost: price of one draft layer relative to one target layer.
     markov_overhead: DSpark's Markov head, as a fraction of an AR step over the same requests
