@@ -256,7 +256,8 @@ def version_ops(eng, shape: DrafterShape, target: CatalogModel):
     extra = eng.reduced_vocab_ops if shape.own_head and shape.vocab < target.vocab else 0
     fusion = eng.fusion_ops if shape.fc_in >= 3 else 0
     # PIECEWISE graphs split at every attention: a further layer adds a graph piece and an attention launch
-    extra += 2 * (shape.layers - 1)
+    # (an eager head: its layer's launches, `layer_ops`)
+    extra += eng.layer_ops * (shape.layers - 1)
     return replace(eng, pass_ops=eng.pass_ops + extra if eng.pass_ops else 0,
                    extend_ops=eng.extend_ops + (extra + fusion if eng.pass_ops else 0))  # fmt: skip
 

@@ -122,6 +122,7 @@ class Engine:
     verify_kernel: str = "fa3"
     head_gather: int = 1
     full_vocab_map: bool = False
+    layer_ops: int = 2
     version: str = ""
 
 

@@ -22,6 +22,9 @@ launches the host issues one after another, each `op_s` seconds, `specsched.spec
                       new_full(-inf), index_put; the sampling reads the target's vocabulary), not mapped
                       after a top-k over the draft vocabulary (SGLang's hot-token map)
 
+vLLM 0.8 (V1): as 0.9/0.10 below, but the EAGLE head ran eagerly — torch.compile and CUDA graphs for it came
+with vllm-project/vllm#17211 (EAGLE, 2025-04) and #17504 (EAGLE-3: "trace before (propose -> ~16ms) ... after
+(propose -> ~6ms)") — so a pass issues its layer's 11 launches and the fusion's 3 instead of 3 graph launches.
 vLLM 0.9 / 0.10 (V1; `vllm/v1/spec_decode/eagle.py` `propose`, `vllm/v1/worker/gpu_model_runner.py`): no
 async scheduling by default (it became the default with EAGLE/MTP in vllm-project/vllm#31998, v0.14), and the
 runner turns the sampled ids into Python lists (`.tolist()`) before `propose_draft_token_ids`, so the draft
@@ -69,6 +72,11 @@ VLLM_V0_FIRST_EXTRA_OPS = 7
 VLLM_V0_PREP_OPS = 16
 #: EAGLE-3: the draft-to-target scatter a pass (arange, add, new_full, index_put); fusion fc in the first pass
 EAGLE3_MAP_OPS, EAGLE3_FUSION_OPS = 4, 1
+#: vLLM 0.8 (before torch.compile / CUDA graphs for the EAGLE head, vllm#17211, #17504): a pass runs its
+#: layer eagerly — embedding, cat, fc (3), input norm, qkv, rotary, KV write, attention, o_proj, fused
+#: add + norm, gate_up, SiLU·mul, down, final norm (11) — instead of two graph pieces and the attention (3)
+VLLM_V08_EAGER_LAYER_OPS = 11
+VLLM_V08_PASS_OPS = VLLM_V0_PASS_OPS - 3 + 3 + VLLM_V08_EAGER_LAYER_OPS
 #: SpecDecode-Bench's per-step host overhead, vLLM v0.10.1, H100 (seconds; module docstring)
 VLLM_V0_HOST_STEP_S = 1.20683946e-03
 
@@ -84,6 +92,12 @@ def engine_versions(vllm, sglang) -> dict:
                "with eager ops around each pass (eagle.py propose)",
     )  # fmt: skip
     return {
+        "vllm-0.8": replace(
+            v0, name="vllm-0.8", version="0.8", pass_ops=VLLM_V08_PASS_OPS,
+            layer_ops=VLLM_V08_EAGER_LAYER_OPS, extend_ops=VLLM_V08_PASS_OPS + VLLM_V0_FIRST_EXTRA_OPS,
+            source="vLLM V1 0.8: the EAGLE head eager (torch.compile and CUDA graphs came with vllm#17211 / "
+                   "#17504, 0.9), no async scheduling, sync after sampling",
+        ),  # fmt: skip
         "vllm-0.9": replace(v0, name="vllm-0.9", version="0.9"),
         "vllm-0.10": v0,
         "vllm-0.12": replace(
@@ -120,6 +134,8 @@ def engine_name(engine: str, version: str) -> str:
     except ValueError:
         return "vllm-0.15" if engine == "vllm" else "sglang-0.5"
     if engine == "vllm":
+        if (major, minor) < (0, 9):
+            return "vllm-0.8"
         if (major, minor) < (0, 10):
             return "vllm-0.9"
         if (major, minor) < (0, 11):

@@ -31,14 +31,25 @@ def _cost(preset, engine, tp=1, **kw):
 
 def test_versions_and_aliases():
     assert ENGINES["vllm"] is ENGINES["vllm-0.15"] and ENGINES["sglang"] is ENGINES["sglang-0.4"]
-    assert engine_name("vllm", "0.11.1") == "vllm-0.12"
-    for name in ("vllm-0.9", "vllm-0.10", "vllm-0.12", "vllm-0.15", "sglang-0.4", "sglang-0.5", "trtllm"):
+    names = ("vllm-0.8", "vllm-0.9", "vllm-0.10", "vllm-0.12", "vllm-0.15", "sglang-0.4", "sglang-0.5")
+    for name in (*names, "trtllm"):
         assert get_engine(name).source and get_engine(name).name == name
-    assert engine_name("vllm", "0.10.1") == "vllm-0.10" and engine_name("vllm", "v0.15.1") == "vllm-0.15"
-    assert engine_name("vllm", "0.8.5") == "vllm-0.9" and engine_name("sglang", "0.4.4") == "sglang-0.4"
-    assert engine_name("sglang", "0.5.9") == "sglang-0.5" and engine_name("trtllm", "1.0") == "trtllm"
+    published = {
+        ("vllm", "0.8.5"): "vllm-0.8",
+        ("vllm", "0.9.2"): "vllm-0.9",
+        ("vllm", "0.10.1"): "vllm-0.10",
+        ("vllm", "0.11.1"): "vllm-0.12",
+        ("vllm", "v0.15.1"): "vllm-0.15",
+        ("sglang", "0.4.4"): "sglang-0.4",
+        ("sglang", "0.5.9"): "sglang-0.5",
+        ("trtllm", "1.0"): "trtllm",
+    }
+    for (engine, version), name in published.items():
+        assert engine_name(engine, version) == name
     with pytest.raises(InputError):
         get_engine("vllm-9.9")
+    eager, graphed = get_engine("vllm-0.8"), get_engine("vllm-0.9")
+    assert eager.pass_ops > graphed.pass_ops and eager.layer_ops > graphed.layer_ops
 
 
 def test_vllm_v0_draft_passes_are_no_faster_than_their_host_launches():
