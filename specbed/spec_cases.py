@@ -16,7 +16,7 @@ import io
 from dataclasses import dataclass
 
 from specsched import inputs
-from specsched.catalog import find_model, get_gpu
+from specsched.catalog import PRECISIONS, find_model, get_gpu
 from specsched.errors import InputError
 
 COLUMNS = (
@@ -115,6 +115,10 @@ def parse_row(row: dict, file: str, line: int) -> SpecCase:
         raise InputError(err.message, field="gpu", **where) from None
     if find_model(row["model"].strip()) is None:
         raise InputError(f"model {row['model'][:60]!r} is not in the catalogue", field="model", **where)
+    precision = row["precision"].strip().lower() or None
+    if precision is not None and precision not in PRECISIONS:
+        raise InputError(f"must be one of {', '.join(PRECISIONS)} or blank; got {row['precision'][:20]!r}",
+                         field="precision", **where)  # fmt: skip
     shape = _choice(row, "shape", SHAPES, where)
     k = _num(row, "k", where, integer=True, lo=1, hi=64)
     nodes = _num(row, "tree_nodes", where, integer=True, lo=1, hi=4096, blank=True)
@@ -133,7 +137,7 @@ def parse_row(row: dict, file: str, line: int) -> SpecCase:
         row["case_id"].strip(), row["source"].strip(), _choice(row, "split", SPLITS, where),
         _choice(row, "engine", ENGINES, where), row["engine_version"].strip(), gpu,
         _num(row, "tp", where, integer=True, lo=1, hi=1024), row["model"].strip(),
-        row["precision"].strip() or None, _choice(row, "drafter", DRAFTERS, where),
+        precision, _choice(row, "drafter", DRAFTERS, where),
         row["drafter_model"].strip(), shape, k, nodes, row["workload"].strip(), batch, rate,
         _choice(row, "metric", METRICS, where), _num(row, "measured", where, lo=0.0, hi=1e12),
         _num(row, "baseline", where, lo=0.0, hi=1e12, blank=True),

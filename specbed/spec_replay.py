@@ -28,15 +28,18 @@ import numpy as np
 
 from sim.vllm_deploy import VllmSpec, cost_table, shipped_knobs
 from specbed.spec_cases import SpecCase
-from specsched.catalog import get_gpu, get_model
+from specsched.catalog import get_model
 from specsched.draft_lm import find_draft_lm, get_draft_lm
 from specsched.draft_shape import drafter_shape, own_draft_cost
+from specsched.errors import InputError
 from specsched.spec_engine import get_engine
 from specsched.spec_knobs import SpecKnobs
 from specsched.spec_versions import engine_name
 
 #: KV tokens a request holds at the steady state (prompt + half the output of a chat turn)
 CONTEXT = 512
+#: tokens the replayed cost table covers (`sim.vllm_deploy.cost_table`: max(max_num_batched_tokens, 8192))
+MAX_TOKENS = 8192
 PRESET = {"eagle": "eagle1", "eagle3": "eagle3", "mtp": "mtp"}
 
 
@@ -96,7 +99,8 @@ def unmodelled(case: SpecCase) -> str:
         return "no published acceptance"
     if case.drafter == "draft_model" and find_draft_lm(case.drafter_model) is None:
         return f"draft model {case.drafter_model!r} is not known (catalogue or specsched.draft_lm)"
-    get_gpu(case.gpu)
+    if case.batch * (1 + (case.tree_nodes or case.k)) > MAX_TOKENS:
+        return f"a verify pass over more than the replayed table's {MAX_TOKENS} tokens"
     return ""
 
 
@@ -116,7 +120,10 @@ def replay(cases: list[SpecCase], knobs: SpecKnobs) -> list[dict]:
         if why:
             rows.append({**row, "skipped": why})
             continue
-        p = predict(c, knobs)
+        try:
+            p = predict(c, knobs)
+        except InputError as err:  # a deployment the catalogue cannot price (e.g. heads not divisible by tp)
+            raise InputError(err.message, file=c.file or None, line=c.line or None, field=err.field) from None
         rows.append({**row, "predicted": p, "error_pct": 100.0 * (p - c.measured) / c.measured})
     return rows
 

@@ -28,6 +28,8 @@ BAD = {
     "gpu": ("gpu", "tpu9"),
     "tp": ("tp", "two"),
     "model": ("model", "acme/nope"),
+    "precision": ("precision", "int3"),
+    "tp zero": ("tp", "0"),
     "drafter": ("drafter", "lookahead"),
     "shape": ("shape", "dag"),
     "k zero": ("k", "0"),
