@@ -77,7 +77,7 @@ def config_cases() -> list[Case]:
     for argv in (("--set", "drafter.model=eagle3"), (*vllm, "--set", "drafter.model=eagle9")):
         name = f"drafter.model {' '.join(argv)!r}"
         cases.append(Case("config-set", name, (*_RUN, *argv), expect=("drafter.model",)))
-    engine = (*vllm, "--set", "drafter.model=eagle3", "--set", "drafter.engine=trtllm")
+    engine = (*vllm, "--set", "drafter.model=eagle3", "--set", "drafter.engine=tgi-1.0")
     cases.append(Case("config-set", "drafter.engine unknown", (*_RUN, *engine), expect=("drafter.engine",)))
     # a trace's hash_ids block must be whole 16-token prefix-cache blocks
     for value in ("500", "8", "0"):
