@@ -181,3 +181,28 @@ def test_parallel_drafters_are_priced_through_the_same_engine_terms():
     ds, _ = own_draft_cost(drafter_shape("dspark", TARGET), TARGET, GPU, KNOBS, 7, 64, engine="sglang-0.5",
                            spec_knobs=PINNED)  # fmt: skip
     assert ds.step_s > v0.step_s - VLLM_V0_PREP_OPS * PINNED.op_s  # the Markov head's 7 · c0 stays
+
+
+def test_bench_pair_becomes_check_cases_with_counter_acceptance(tmp_path, capsys):
+    import json
+
+    from specbed.spec_bench import Deployment, cases_from_pair
+    from specbed.spec_cli import validate_main
+
+    base = {"model_id": "meta-llama/Llama-3.1-8B-Instruct", "max_concurrency": 8, "output_throughput": 800.0,
+            "mean_tpot_ms": 9.5}  # fmt: skip
+    spec = {**base, "output_throughput": 1400.0, "mean_tpot_ms": 5.4, "spec_decode_num_drafts": 1000,
+            "spec_decode_per_position_acceptance_rates": [0.75, 0.52, 0.33]}  # fmt: skip
+    (tmp_path / "s.json").write_text(json.dumps(spec))
+    (tmp_path / "b.json").write_text(json.dumps(base))
+    s_path, b_path = str(tmp_path / "s.json"), str(tmp_path / "b.json")
+    got = cases_from_pair(s_path, b_path, Deployment(engine_version="0.10.1"))
+    assert [c.metric for c in got] == ["speedup", "tpot_ms"] and all(c.split == "check" for c in got)
+    assert got[0].measured == pytest.approx(1.75) and got[0].emitted == pytest.approx(2.6)
+    assert got[0].batch == 8 and got[0].k == 3
+    out = tmp_path / "v.json"
+    argv = ["--bench-pair", s_path, b_path, "--no-loso", "--json", str(out)]
+    assert validate_main(argv) == 0
+    doc = json.loads(out.read_text())
+    assert len(doc["cases"]) == 2 and "check" in doc["medians"]
+    assert "median |error| check" in capsys.readouterr().out
