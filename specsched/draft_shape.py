@@ -210,22 +210,15 @@ def own_draft_cost(
     gather = eng.head_gather if eng is not None else 0
     scatter = eng is not None and eng.full_vocab_map and shape.own_head and shape.vocab < target.vocab
     lv = target.vocab if scatter else None
-    one = pass_seconds(shape, gpu, knobs, m, tp=tp, bpp=bpp, head_gather=gather, logit_vocab=lv)
     if eng is not None:
         eng = version_ops(eng, shape, target)
-        if chain:
-            one = draft_pass_seconds(eng, m, one, op_s=op_s)
-        if eng.pass_ops:  # the draft phase starts on an empty queue: no faster than its launches
-            one = np.maximum(one, eng.pass_ops * op_s)
+    one = _pass_seconds(shape, gpu, knobs, eng, m, chain, tp=tp, bpp=bpp, gather=gather, lv=lv, op_s=op_s)
     table = CostTable.from_points(m, one, mode="linear", layers=shape.layers, name=f"draft:{shape.name}")
     step = knobs.c0 + (gamma * knobs.c0 if shape.markov else 0.0)
     first, per_request, host = None, 0.0, 0.0
     if chain:
-        top = np.arange(1, (max(int(max_tokens), 1) // max(gamma, 1) + 1) * (1 + gamma) + 1, dtype=np.int64)
-        gpu_s = pass_seconds(shape, gpu, knobs, top, tp=tp, bpp=bpp, head_m=np.ceil(top / (1 + gamma)),
-                             head_gather=gather, logit_vocab=lv)  # fmt: skip
-        first = CostTable.from_points(top, first_pass_seconds(eng, gpu_s, op_s=op_s), mode="linear",
-                                      layers=shape.layers, name=f"draft:{shape.name}:first")  # fmt: skip
+        first = _first_table(shape, gpu, knobs, eng, gamma, max_tokens, tp=tp, bpp=bpp, gather=gather, lv=lv,
+                             op_s=op_s)  # fmt: skip
     if eng is not None:  # per step, whatever the drafter: proposer / rejection launches, exposed host loops
         host = host_step_seconds(eng, op_s=op_s) + eng.prep_ops * op_s
         step += host
@@ -245,6 +238,27 @@ def own_draft_cost(
     passes = gamma if shape.kind == "autoregressive" else 1
     kv = passes * shape.kv_bytes_per_token / tp / (knobs.eta_kv * gpu.gpu.hbm_bw)
     return cost, float(kv)
+
+
+def _pass_seconds(shape, gpu, knobs, eng, m, chain: bool, *, tp, bpp, gather, lv, op_s) -> np.ndarray:
+    """One later pass over m tokens as `eng` runs it (None: the roofline alone): eager above the captured
+    batches (chains), and no faster than its host launches when the phase starts on an empty queue."""
+    one = pass_seconds(shape, gpu, knobs, m, tp=tp, bpp=bpp, head_gather=gather, logit_vocab=lv)
+    if eng is None:
+        return one
+    if chain:
+        one = draft_pass_seconds(eng, m, one, op_s=op_s)
+    return np.maximum(one, eng.pass_ops * op_s) if eng.pass_ops else one
+
+
+def _first_table(shape, gpu, knobs, eng, gamma, max_tokens, *, tp, bpp, gather, lv, op_s) -> CostTable:
+    """The first draft pass over every verified position (R·(1 + γ) tokens, its head over R) as `eng` runs
+    it, tabulated over whole steps of up to max_tokens / γ drafting requests."""
+    top = np.arange(1, (max(int(max_tokens), 1) // max(gamma, 1) + 1) * (1 + gamma) + 1, dtype=np.int64)
+    gpu_s = pass_seconds(shape, gpu, knobs, top, tp=tp, bpp=bpp, head_m=np.ceil(top / (1 + gamma)),
+                         head_gather=gather, logit_vocab=lv)  # fmt: skip
+    return CostTable.from_points(top, first_pass_seconds(eng, gpu_s, op_s=op_s), mode="linear",
+                                 layers=shape.layers, name=f"draft:{shape.name}:first")  # fmt: skip
 
 
 def version_ops(eng, shape: DrafterShape, target: CatalogModel):
