@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from specbed.spec_bench import Deployment, cases_from_pair
 from specbed.spec_cases import read_cases
@@ -74,8 +75,11 @@ def validate_main(argv: list[str]) -> int:
     print(table(rows, held))
     med = medians(rows)
     right, total = sign_right(rows)
-    print("median |error| " + ", ".join(f"{k} {v:.1f} %" for k, v in med.items())
-          + f"; sign of the gain right in {right} of {total}")  # fmt: skip
+    if med:
+        print("median |error| " + ", ".join(f"{k} {v:.1f} %" for k, v in med.items())
+              + f"; sign of the gain right in {right} of {total}")  # fmt: skip
+    else:
+        print("specbed validate --spec: no case could be modelled", file=sys.stderr)
     if held:
         print(f"leave-one-source-out (train) median |error| {_median(held):.1f} %")
     if args.json_out:

@@ -28,7 +28,7 @@ import numpy as np
 
 from sim.vllm_deploy import VllmSpec, cost_table, shipped_knobs
 from specbed.spec_cases import SpecCase
-from specsched.catalog import get_model
+from specsched.catalog import GPUS, find_model, get_model
 from specsched.draft_lm import find_draft_lm, get_draft_lm
 from specsched.draft_shape import drafter_shape, own_draft_cost
 from specsched.errors import InputError
@@ -89,6 +89,10 @@ def predict(case: SpecCase, knobs: SpecKnobs) -> float:
 
 def unmodelled(case: SpecCase) -> str:
     """Why `case` cannot be replayed ("" when it can)."""
+    if find_model(case.model) is None:
+        return f"model {case.model!r} is not in the catalogue"
+    if case.gpu not in GPUS:
+        return f"gpu {case.gpu!r} is not in the catalogue"
     if case.batch is None:
         return "given by request rate (a steady batch is replayed)"
     if case.drafter == "medusa":

@@ -25,9 +25,10 @@ def _csv(**kw) -> bytes:
 BAD = {
     "split": ("split", "test"),
     "engine": ("engine", "tgi"),
-    "gpu": ("gpu", "tpu9"),
+    "gpu": ("gpu", ""),
     "tp": ("tp", "two"),
-    "model": ("model", "acme/nope"),
+    "model": ("model", ""),
+    "engine_version": ("engine_version", " "),
     "precision": ("precision", "int3"),
     "tp zero": ("tp", "0"),
     "drafter": ("drafter", "lookahead"),
