@@ -1,12 +1,15 @@
 """Predicted speedup of EAGLE-3 (chain of 3) on Llama-3.1-8B / one H100 over no speculation at batch 2–64,
-from the catalogue, the shipped no-speculation knobs and the engine's sourced step terms alone, beside the
-EAGLE-3 paper's measurements (issue 23 item 5). Nothing here is fitted to speculative runs.
+from the catalogue, the shipped no-speculation knobs, the engine's sourced step terms and the three shipped
+speculative knobs (`specsched.spec_knobs`: op_s, mask_eff, host_scale — fitted by `specbed cost calibrate
+--spec` on the dataset's train half, which holds these nine batches; the leave-one-source-out figures of
+that command are the out-of-sample ones), beside the EAGLE-3 paper's measurements (issue 37).
 
 A step of B decoding requests, each holding `CONTEXT` KV tokens:
     no speculation:  target step at B tokens (the vLLM deployment's catalogue cost, CUDA-graph padded)
     speculative:     draft step (`drafter.model = eagle3`, `drafter.engine`: the first pass over the B·4
                      verified positions, 2 more over B, the engine's exposed host work) + target step at
-                     B·(1 + 3) tokens + rejection sampling + the drafter's KV reads
+                     B·(1 + 3) tokens + rejection sampling + the drafter's KV reads + the verify
+                     kernel's (FlashInfer custom mask: KV at eta_kv · mask_eff)
     speedup = E[tokens per step] · no-spec step / speculative step.
 Acceptance, two settings (the bench says which produced which column):
     flat:  0.8 at every position (the issue's setting), E = 1 + 0.8 + 0.8² + 0.8³ = 2.952;
@@ -41,7 +44,6 @@ from specsched import DraftCost
 from specsched.catalog import get_gpu, get_model
 from specsched.draft_shape import drafter_shape, own_draft_cost
 from specsched.spec_engine import (
-    EAGER_OP_S,
     ENGINES,
     SGLANG_HOST_REQ_S,
     SGLANG_HOST_STEP_S,
@@ -49,6 +51,7 @@ from specsched.spec_engine import (
     SGLANG_NOSPEC_REQ_S,
     SGLANG_OVERLAP_GAIN_S,
 )
+from specsched.spec_knobs import shipped_spec_knobs
 
 GAMMA, CONTEXT = 3, 512
 #: batch -> EAGLE-3 speedup, arXiv:2503.01840v3 Table 3 (SGLang v0.4.4, H100, chain of 3)
@@ -73,12 +76,13 @@ def speedups(
     *,
     gamma: int = GAMMA,
     context: int = CONTEXT,
-    op_s: float = EAGER_OP_S,
-    host_scale: float = 1.0,
+    op_s: float | None = None,
+    host_scale: float | None = None,
 ) -> dict[int, float]:
     """{batch: speedup} for `preset` on Llama-3.1-8B / H100 with the shipped knobs; engine (a name or an
     `Engine`) None: the pricing before engines (every draft pass over the drafting requests, no host
-    terms). Each drafting request emits E = 1 + Σ survival tokens a step."""
+    terms). Each drafting request emits E = 1 + Σ survival tokens a step. op_s / host_scale None: the
+    shipped speculative knobs (`specsched.spec_knobs`, fitted by `specbed cost calibrate --spec`)."""
     spec = VllmSpec(model="llama3.1-8b", gpu="h100", max_num_seqs=256)
     knobs = shipped_knobs("h100")
     table = cost_table(spec, knobs)
@@ -93,7 +97,7 @@ def speedups(
         ar = float(table.step_seconds(b, b, ctx))
         verify = float(table.step_seconds(b * (1 + gamma), b, ctx))
         draft = float(own.price(np.array([b * gamma]), np.array([b]), np.array([gamma]), table)[0])
-        out[b] = tokens * ar / (draft + verify + draft_kv * ctx)
+        out[b] = tokens * ar / (draft + verify + (draft_kv + own.verify_kv_s) * ctx)
     return out
 
 
@@ -120,6 +124,34 @@ def implied_gap(survival=VLLM_MEASURED) -> dict[int, float]:
         ar = float(table.step_seconds(b, b, b * CONTEXT))
         out[b] = tokens * ar / p - tokens * ar / got[b]
     return out
+
+
+def draft_cost_per_token(engine: str, preset: str, k: int, batch: int) -> float:
+    """Seconds the speculative step spends beyond its verify pass, per draft token (K of them), for
+    Llama-3.1-8B on one H100 with `batch` requests of CONTEXT KV tokens, E = 1 + 0.7·K (the acceptance
+    only scales the SGLang host loops): how the EAGLE-1 and EAGLE-3 heads rank as an engine runs them."""
+    spec = VllmSpec(model="llama3.1-8b", gpu="h100", max_num_seqs=256)
+    knobs = shipped_knobs("h100")
+    table, target, gpu = cost_table(spec, knobs), get_model("llama3.1-8b"), get_gpu("h100")
+    own, kv = own_draft_cost(drafter_shape(preset, target), target, gpu, knobs, k, batch * k, engine=engine,
+                             emitted=1.0 + 0.7 * k)  # fmt: skip
+    draft = float(own.price(np.array([batch * k]), np.array([batch]), np.array([k]), table)[0])
+    return (draft + (kv + own.verify_kv_s) * batch * CONTEXT) / k
+
+
+def order_rows() -> list[str]:
+    """EAGLE-1 vs EAGLE-3 draft seconds per draft token across K (ms), by engine version and batch."""
+    lines = [f"{'draft ms per draft token':<30} " + " ".join(f"{'K' + str(k):>11}" for k in (2, 3, 5, 8))]
+    for engine in ("vllm-0.10", "vllm-0.15", "sglang-0.4"):
+        for batch in (1, 32):
+            cells = []
+            for k in (2, 3, 5, 8):
+                e1, e3 = (draft_cost_per_token(engine, p, k, batch) * 1e3 for p in ("eagle1", "eagle3"))
+                cells.append(f"{e1:5.3f}/{e3:5.3f}")
+            lines.append(
+                f"{engine + ' b' + str(batch) + ' (E1/E3)':<30} " + " ".join(f"{c:>11}" for c in cells)
+            )
+    return lines
 
 
 def _row(label: str, got: dict[int, float]) -> tuple[str, float]:
@@ -320,7 +352,12 @@ def host_loop_costs(trials: int = 40) -> dict[str, float]:
 
 def main(host: bool = False) -> None:
     print(f"EAGLE-3 chain of {GAMMA}, Llama-3.1-8B on one H100, {CONTEXT} KV tokens a request; shipped H100")
-    print("knobs (no-speculation calibration) + engine terms (specsched.spec_engine); predicted, not fitted")
+    sk = shipped_spec_knobs()
+    print("knobs (no-speculation calibration) + engine terms (specsched.spec_engine, spec_versions) + the")
+    print(
+        f"shipped speculative knobs (op_s {sk.op_s * 1e6:.1f} µs, mask_eff {sk.mask_eff:.3f}, host_scale "
+        f"{sk.host_scale:.2f}: `specbed cost calibrate --spec` on the dataset's train half)"
+    )
     print(
         f"SGLang exposed host: {SGLANG_HOST_STEP_S * 1e3:.3f} ms a step (sglang#5608's "
         f"{SGLANG_OVERLAP_GAIN_S * 1e3:.3f} − 16 × {SGLANG_NOSPEC_REQ_S * 1e6:.1f} µs) + "
@@ -350,6 +387,7 @@ def main(host: bool = False) -> None:
     within = sum(e <= 15 for e in errs.values())
     worst = max(errs, key=errs.get)
     print(f"  worst {errs[worst]:.1f}% (b{worst}); within 15 %: {within} of {len(errs)}")
+    print("\n".join(order_rows()))
     gap = implied_gap()
     print("step the published speedup implies − the first row's (E · no-spec step / speedup), ms:")
     print("  " + "  ".join(f"b{b} {g * 1e3:.2f}" for b, g in gap.items()))

@@ -132,7 +132,7 @@ class DrafterConfig:
     kind: how its draft pass is priced (`sim.drafter`): "parallel" (one pass over R·γ positions, like
         DFlash), "autoregressive" (γ passes over R tokens, like EAGLE-3) or "free" (no draft cost, like
         n-gram lookup). Default (None): the built-in name's kind (dflash/dspark parallel, eagle3/mtp
-        autoregressive); required for any other name. engine: "vllm" | "sglang", a `model` drafter's server.
+        autoregressive); required for any other name. engine: a `model` drafter's server, spec_versions.
     layers: draft layers; default (None) 5 for parallel drafters (the paper's offline drafters), 1 for
         the others. layer_cost: price of one draft layer relative to one target layer.
     markov_overhead: DSpark's Markov head, as a fraction of an AR step over the same requests

@@ -20,7 +20,8 @@ from specsched.catalog import PRECISIONS, get_gpu, get_model, precision_bytes
 from specsched.errors import InputError
 
 #: `drafter.engine`: the serving engines whose speculative step is priced (`specsched.spec_engine.ENGINES`)
-SPEC_ENGINES = ("vllm", "sglang")
+SPEC_ENGINES = ("vllm", "sglang", "vllm-0.8", "vllm-0.9", "vllm-0.10", "vllm-0.12", "vllm-0.15",
+                "sglang-0.4", "sglang-0.5", "trtllm")  # fmt: skip
 
 
 def check_preset(section: str, preset: str | None, engine: str = "vllm") -> None:

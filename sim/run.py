@@ -35,6 +35,7 @@ from sim.empirical import EmpiricalModel
 from sim.metrics import request_table, summarize, time_series
 from sim.recorder import Recorder
 from sim.streams import stream_rngs
+from sim.vllm_draft import accuracy
 from sim.wiring import Prepared, run_pool
 from sim.workload import build_workload
 from specsched import inputs
@@ -306,6 +307,7 @@ def results(prep: Prepared, rec: Recorder, t_start: float, t_loop: float) -> Sim
             "seed": cfg.seed,
         }
     )
+    summary.update(accuracy(cfg))  # the validated error bands (sim.vllm_draft.accuracy)
     stats = getattr(rec, "prefix_cache_stats", None)
     if stats is not None:
         summary["prefix_cache_hit_rate"] = stats["hit_rate"]

@@ -236,6 +236,7 @@ class Replica:
             r * (1 + int(lengths.max())) if r and step.pad_s else 0,  # padded verify slots
             self.kv_used,
             longest_context(self) if step.context_pad_s else 0,  # longest running context
+            depths=decision.depths if decision is not None else None,  # the bill's named draft parts
         )
         bill = step.bill(shape, draft_s)
         self.last_start = now

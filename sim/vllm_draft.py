@@ -8,15 +8,21 @@ steps; the verify step is the target's own catalogue step at R·(1 + γ) tokens 
 drafter's first pass over the R·(1 + γ) verified positions, and the host work the engine exposes (its
 per-request part at the bound of 1 + γ tokens a request emits a step: acceptance is not known here).
 
+`accuracy(cfg)` is the error band a run's prediction carries (summary.json "accuracy").
+
 May import: the standard library, `sim.config`, `sim.vllm_deploy`, `specsched`.
 """
 
 from __future__ import annotations
 
+import json
+
 from sim.config import SimConfig
-from sim.vllm_deploy import config_spec, shipped_knobs
+from sim.vllm_deploy import KNOBS_FILE, config_spec, shipped_knobs
 from specsched import DraftCost, InputError
 from specsched.draft_shape import drafter_shape, own_draft_cost
+from specsched.spec_engine import get_engine
+from specsched.spec_knobs import shipped_band
 
 
 def check_drafter_model(cfg: SimConfig) -> None:
@@ -42,3 +48,39 @@ def own_drafter(cfg: SimConfig) -> tuple[DraftCost, float] | None:
     knobs = shipped_knobs(spec.gpu)
     engine = cfg.drafter.engine
     return own_draft_cost(shape, target, gpu, knobs, gamma, top, tp=spec.tp, bpp=bpp, engine=engine)
+
+
+def accuracy(cfg: SimConfig) -> dict:
+    """The validated error bands a run's prediction carries, as flat summary.json keys ({} without
+    `server.model`): `accuracy_baseline_*` (the GPU's knobs file: e2e mean median |error| % on measured vLLM
+    runs, in sample and leave-one-model-out) and, with `drafter.model`, `accuracy_spec_*` (the speculative
+    knobs file: the speedup's median / worst |error| % on the dataset's train cases, in sample and
+    leave-one-source-out; the engine version priced and whether those cases ran it)."""
+    if cfg.server.model is None:
+        return {}
+    spec = config_spec(cfg.server)
+    out = {f"accuracy_baseline_{k}": v for k, v in knobs_entry(spec.gpu).items()}
+    if cfg.drafter.model is not None and cfg.drafter.effective_gamma:
+        band = shipped_band()
+        engine = get_engine(cfg.drafter.engine).name
+        out.update({
+            "accuracy_spec_engine": engine,
+            "accuracy_spec_engine_validated": engine in band.get("engines", []),
+            "accuracy_spec_validated_on": list(band.get("engines", [])),
+            "accuracy_spec_speedup_median_pct": band.get("median_pct"),
+            "accuracy_spec_speedup_worst_pct": band.get("worst_pct"),
+            "accuracy_spec_speedup_loso_median_pct": band.get("loso_median_pct"),
+            "accuracy_spec_speedup_loso_worst_pct": band.get("loso_worst_pct"),
+        })  # fmt: skip
+    return out
+
+
+def knobs_entry(gpu: str) -> dict:
+    """{"calibrated", "e2e_mean_median_pct", "e2e_mean_lomo_median_pct"} of the GPU's calibrated knobs."""
+    try:
+        raw = json.loads(KNOBS_FILE.read_text())["gpus"][gpu]
+    except (OSError, KeyError, TypeError, json.JSONDecodeError):
+        return {"calibrated": False}
+    return {"calibrated": True,
+            "e2e_mean_median_pct": raw.get("in_sample_median_error_pct", {}).get("e2e_mean"),
+            "e2e_mean_lomo_median_pct": raw.get("lomo_median_error_pct", {}).get("e2e_mean")}  # fmt: skip

@@ -156,6 +156,10 @@ def _check(args) -> int:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["calibrate"] and "--spec" in argv:  # speculative knobs (validate.spec_cli)
+        from validate.spec_cli import calibrate_main
+
+        return calibrate_main([a for a in argv[1:] if a != "--spec"])
     args = _parser().parse_args(argv)
     if args.action == "calibrate":
         from validate.calibrate_cli import run

@@ -43,6 +43,11 @@ class DraftCost:
     first: optional table of the FIRST of an autoregressive drafter's passes, which runs over every
         verified position (EAGLE in vLLM and SGLang: drafting + positions tokens); with it the draft
         step is first(drafting + positions) + (max d_r − 1) · own(drafting). Needs `own`.
+    host_s: the share of step_s that is the engine's exposed host work (the rest is GPU work); with
+        request_s and position_s it is what a step's bill names apart (`specsched.stepcost`: draft_host,
+        reject). gamma: the full-drafting depth (positions = gamma · drafting when no depths are planned;
+        0: the bill does not name the parts apart). verify_kv_s: seconds per KV token held that the
+        verify pass's attention kernel adds beyond the decode path's (the bill's verify_kv part).
     """
 
     kind: str = "parallel"
@@ -55,18 +60,38 @@ class DraftCost:
     step_s: float = 0.0
     first: CostTable | None = None
     request_s: float = 0.0
+    host_s: float = 0.0
+    gamma: int = 0
+    verify_kv_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.kind not in DRAFT_KINDS:
             raise ValueError(f"draft cost: kind must be one of {', '.join(DRAFT_KINDS)}; got {self.kind!r}")
-        for key in ("layers", "overhead", "position_s", "step_s", "request_s"):
+        for key in ("layers", "overhead", "position_s", "step_s", "request_s", "host_s", "verify_kv_s"):
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v >= 0):
                 raise ValueError(f"draft cost: {key} must be a finite number ≥ 0; got {v!r}")
         if self.first is not None and (self.own is None or self.kind != "autoregressive"):
             raise ValueError("draft cost: first needs an autoregressive drafter priced by own")
+        if self.host_s > self.step_s or self.gamma < 0:
+            raise ValueError("draft cost: host_s must be ≤ step_s and gamma ≥ 0")
         if self.index not in ("tokens", "requests", "fit"):
             raise ValueError(f"draft cost: index must be tokens, requests or fit; got {self.index!r}")
+
+    def named_parts(self, decoding: int, depths=None) -> tuple[float, float]:
+        """(exposed host seconds, rejection-sampling seconds) inside the draft seconds of a step with
+        `decoding` requests drafting γ each (`depths` None) or `depths` (int64[R]); (0, 0) when the
+        parts are not named apart (gamma 0, or nothing drafted)."""
+        if not self.gamma or self.own is None:
+            return 0.0, 0.0
+        if depths is None:
+            drafting, positions = decoding, self.gamma * decoding
+        else:
+            d = np.asarray(depths)
+            drafting, positions = int(np.count_nonzero(d)), int(d.sum())
+        if not drafting:
+            return 0.0, 0.0
+        return self.host_s + self.request_s * drafting, self.position_s * positions
 
     def price(self, positions, drafting, deepest, cost: CostTable) -> np.ndarray:
         """float64[n]: draft seconds of plans with `positions` = Σ d_r, `drafting` = #{d_r > 0} and

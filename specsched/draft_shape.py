@@ -28,12 +28,12 @@ eta_*) are the GPU's no-speculation calibration (`sim.vllm_deploy.shipped_knobs`
 fitted to speculative runs. Not modelled: tree drafting, the draft-vocabulary map lookup.
 
 May import: numpy, the standard library, `specsched.cost`, `specsched.draft_cost`,
-`specsched.catalog`, `specsched.errors`, `specsched.spec_engine`.
+`specsched.catalog`, `specsched.errors`, `specsched.spec_engine`, `specsched.spec_knobs`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -42,13 +42,13 @@ from specsched.cost import CostTable
 from specsched.draft_cost import DraftCost
 from specsched.errors import InputError
 from specsched.spec_engine import (
-    EAGER_OP_S,
     draft_pass_seconds,
     first_pass_seconds,
     get_engine,
     host_request_seconds,
     host_step_seconds,
 )
+from specsched.spec_knobs import SpecKnobs, shipped_spec_knobs
 
 #: fp32 logits / probabilities
 LOGIT_BYTES = 4
@@ -145,23 +145,27 @@ def drafter_shape(preset: str, target: CatalogModel, *, field: str = "drafter.mo
 
 
 def pass_seconds(
-    shape: DrafterShape, gpu: CatalogGPU, knobs, m, *, tp: int = 1, bpp: float = 2.0, head_m=None
+    shape: DrafterShape, gpu: CatalogGPU, knobs, m, *, tp: int = 1, bpp: float = 2.0, head_m=None,
+    head_gather: int = 0,
+    logit_vocab: int | None = None,
 ) -> np.ndarray:
     """float64 seconds of one draft pass over `m` tokens (array ≥ 0) on one GPU of a `tp` replica
     (module docstring), its LM head and sampling over `head_m` of them (None: all m; EAGLE's first pass
     runs its layers over every verified position, its head over the positions it samples from); `knobs`
-    has step_s, c0, eta_bw, eta_f, link_latency (None: the GPU's)."""
+    has step_s, c0, eta_bw, eta_f, link_latency (None: the GPU's); head_gather: collectives of a
+    vocab-parallel LM head under TP (the engine's; 0 without an engine); logit_vocab: the vocabulary the
+    sampling reads (None: the drafter's; a reduced head scattered into the target's: the target's)."""
     m = np.asarray(m, dtype=np.float64)
     hm = m if head_m is None else np.asarray(head_m, dtype=np.float64)
     bw, flops = knobs.eta_bw * gpu.gpu.hbm_bw, knobs.eta_f * gpu.gpu.flops
     weights = shape.params * bpp / tp / bw
     body = shape.params - shape.head_params
     compute = 2.0 * (body * m + shape.head_params * hm) / tp / flops
-    logits = 2.0 * hm * shape.vocab * LOGIT_BYTES / tp / bw
+    logits = 2.0 * hm * (logit_vocab or shape.vocab) * LOGIT_BYTES / tp / bw
     fixed = knobs.step_s + (shape.layers + 1) * knobs.c0
     if tp > 1:
         link = gpu.link_latency if knobs.link_latency is None else knobs.link_latency
-        fixed += 2 * shape.layers * link
+        fixed += (2 * shape.layers + head_gather) * link
     return fixed + np.maximum(weights, compute) + logits
 
 
@@ -182,30 +186,42 @@ def own_draft_cost(
     tp: int = 1,
     bpp: float = 2.0,
     engine=None,
-    op_s: float = EAGER_OP_S,
+    op_s: float | None = None,
     emitted: float | None = None,
-    host_scale: float = 1.0,
+    host_scale: float | None = None,
+    spec_knobs: SpecKnobs | None = None,
 ) -> tuple[DraftCost, float]:
     """(the DraftCost of `shape` drafting γ with the pass table over 1..max_tokens tokens, the drafter's
     seconds per KV token held per step). `engine` (`specsched.spec_engine.ENGINES`; None: every pass over
     the drafting requests, no engine terms): an autoregressive drafter's first pass runs over the verified
-    positions as that engine runs it, plus the host work its step exposes (`op_s` per eager op; `emitted`:
-    tokens a drafting request emits a step, None: the bound 1 + γ; `host_scale`: a factor on the measured
-    per-request host loops)."""
+    positions as that engine runs it; every drafter (parallel ones too) pays the host work its step
+    exposes (`op_s` per eager op; `emitted`: tokens a drafting request emits a step, None: the bound 1 + γ;
+    `host_scale`: a factor on the measured per-request host loops; `spec_knobs`: the fitted speculative
+    knobs, None: the shipped ones — op_s and host_scale given here win). The engine's version terms
+    (`specsched.spec_versions`): passes no faster than their host launches, the first pass's extra
+    launches, the per-step proposer / rejection launches, the LM head's gather under TP, and the verify
+    kernel's KV read (`DraftCost.verify_kv_s`, not in the returned KV seconds: those are the drafter's)."""
+    sk = shipped_spec_knobs() if spec_knobs is None else spec_knobs
+    op_s = sk.op_s if op_s is None else op_s
+    host_scale = sk.host_scale if host_scale is None else host_scale
     m = np.arange(1, max(int(max_tokens), 1) + 1, dtype=np.int64)
-    eng = get_engine(engine) if engine is not None and shape.kind == "autoregressive" else None
-    one = pass_seconds(shape, gpu, knobs, m, tp=tp, bpp=bpp)
+    eng = get_engine(engine) if engine is not None else None
+    chain = eng is not None and shape.kind == "autoregressive"  # a first pass over the verified positions
+    gather = eng.head_gather if eng is not None else 0
+    scatter = eng is not None and eng.full_vocab_map and shape.own_head and shape.vocab < target.vocab
+    lv = target.vocab if scatter else None
     if eng is not None:
-        one = draft_pass_seconds(eng, m, one, op_s=op_s)
+        eng = version_ops(eng, shape, target)
+    one = _pass_seconds(shape, gpu, knobs, eng, m, chain, tp=tp, bpp=bpp, gather=gather, lv=lv, op_s=op_s)
     table = CostTable.from_points(m, one, mode="linear", layers=shape.layers, name=f"draft:{shape.name}")
     step = knobs.c0 + (gamma * knobs.c0 if shape.markov else 0.0)
-    first, per_request = None, 0.0
-    if eng is not None:
-        top = np.arange(1, (max(int(max_tokens), 1) // max(gamma, 1) + 1) * (1 + gamma) + 1, dtype=np.int64)
-        gpu_s = pass_seconds(shape, gpu, knobs, top, tp=tp, bpp=bpp, head_m=np.ceil(top / (1 + gamma)))
-        first = CostTable.from_points(top, first_pass_seconds(eng, gpu_s, op_s=op_s), mode="linear",
-                                      layers=shape.layers, name=f"draft:{shape.name}:first")  # fmt: skip
-        step += host_step_seconds(eng, op_s=op_s)
+    first, per_request, host = None, 0.0, 0.0
+    if chain:
+        first = _first_table(shape, gpu, knobs, eng, gamma, max_tokens, tp=tp, bpp=bpp, gather=gather, lv=lv,
+                             op_s=op_s)  # fmt: skip
+    if eng is not None:  # per step, whatever the drafter: proposer / rejection launches, exposed host loops
+        host = host_step_seconds(eng, op_s=op_s) + eng.prep_ops * op_s
+        step += host
         per_request = host_request_seconds(eng, 1 + gamma if emitted is None else emitted, scale=host_scale)
     cost = DraftCost(
         shape.kind,
@@ -215,7 +231,57 @@ def own_draft_cost(
         step_s=step,
         first=first,
         request_s=per_request,
+        host_s=host,
+        gamma=gamma if eng is not None else 0,
+        verify_kv_s=verify_kv_seconds(eng, target, gpu, knobs, sk, tp=tp) if eng is not None else 0.0,
     )
     passes = gamma if shape.kind == "autoregressive" else 1
     kv = passes * shape.kv_bytes_per_token / tp / (knobs.eta_kv * gpu.gpu.hbm_bw)
     return cost, float(kv)
+
+
+def _pass_seconds(shape, gpu, knobs, eng, m, chain: bool, *, tp, bpp, gather, lv, op_s) -> np.ndarray:
+    """One later pass over m tokens as `eng` runs it (None: the roofline alone): eager above the captured
+    batches (chains), and no faster than its host launches when the phase starts on an empty queue."""
+    one = pass_seconds(shape, gpu, knobs, m, tp=tp, bpp=bpp, head_gather=gather, logit_vocab=lv)
+    if eng is None:
+        return one
+    if chain:
+        one = draft_pass_seconds(eng, m, one, op_s=op_s)
+    return np.maximum(one, eng.pass_ops * op_s) if eng.pass_ops else one
+
+
+def _first_table(shape, gpu, knobs, eng, gamma, max_tokens, *, tp, bpp, gather, lv, op_s) -> CostTable:
+    """The first draft pass over every verified position (R·(1 + γ) tokens, its head over R) as `eng` runs
+    it, tabulated over whole steps of up to max_tokens / γ drafting requests."""
+    top = np.arange(1, (max(int(max_tokens), 1) // max(gamma, 1) + 1) * (1 + gamma) + 1, dtype=np.int64)
+    gpu_s = pass_seconds(shape, gpu, knobs, top, tp=tp, bpp=bpp, head_m=np.ceil(top / (1 + gamma)),
+                         head_gather=gather, logit_vocab=lv)  # fmt: skip
+    return CostTable.from_points(top, first_pass_seconds(eng, gpu_s, op_s=op_s), mode="linear",
+                                 layers=shape.layers, name=f"draft:{shape.name}:first")  # fmt: skip
+
+
+def version_ops(eng, shape: DrafterShape, target: CatalogModel):
+    """`eng` with the launches this drafter adds where the version issues its passes from the host: a
+    reduced draft vocabulary's id map on every pass, EAGLE-3's three-state fusion on the first, and a graph
+    piece + attention launch for every layer past the first (a draft LM's)."""
+    if not eng.pass_ops and not eng.first_eager:
+        return eng
+    extra = eng.reduced_vocab_ops if shape.own_head and shape.vocab < target.vocab else 0
+    fusion = eng.fusion_ops if shape.fc_in >= 3 else 0
+    # PIECEWISE graphs split at every attention: a further layer adds a graph piece and an attention launch
+    # (an eager head: its layer's launches, `layer_ops`)
+    extra += eng.layer_ops * (shape.layers - 1)
+    return replace(eng, pass_ops=eng.pass_ops + extra if eng.pass_ops else 0,
+                   extend_ops=eng.extend_ops + (extra + fusion if eng.pass_ops else 0))  # fmt: skip
+
+
+def verify_kv_seconds(
+    eng, target: CatalogModel, gpu: CatalogGPU, knobs, sk: SpecKnobs, *, tp: int = 1
+) -> float:
+    """Seconds per KV token held that the verify pass's attention kernel adds beyond the calibrated decode
+    path's KV read: FlashInfer's custom-mask prefill kernel reads the target's KV at eta_kv · mask_eff."""
+    if eng.verify_kernel != "flashinfer-mask" or sk.mask_eff >= 1.0:
+        return 0.0
+    per_token = target.kv_bytes_per_token / tp / (knobs.eta_kv * gpu.gpu.hbm_bw)
+    return float(per_token * (1.0 / sk.mask_eff - 1.0))

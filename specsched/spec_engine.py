@@ -48,7 +48,11 @@ EAGER_OP_S: host seconds to issue one eager PyTorch op (Python → dispatcher �
 dispatch chain's per-layer costs (Python ~1 µs, pybind ~1, autograd 1–3, ATen 1–2, backend 1–5, driver
 launch 1–3 µs) sum to 5–25 µs an op; 10 µs is taken, and `bench.bench_spec_price` prints 5 and 20 µs.
 
-May import: numpy, the standard library, `specsched.errors`.
+Versions (`drafter.engine = vllm-0.9 | vllm-0.10 | vllm-0.15 | sglang-0.4 | sglang-0.5 | trtllm`; `vllm` and
+`sglang` are aliases of vllm-0.15 and sglang-0.4): `specsched.spec_versions`, each a small table of what
+that version does, read from its code.
+
+May import: numpy, the standard library, `specsched.errors`, `specsched.spec_versions`.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specsched.errors import InputError
+from specsched.spec_versions import engine_versions
 
 #: host seconds per eager PyTorch op (module docstring)
 EAGER_OP_S = 10e-6
@@ -109,6 +114,16 @@ class Engine:
     host_token_s: float = 0.0
     graph_max_bs: int | None = None
     decode_ops: int = 0
+    pass_ops: int = 0
+    prep_ops: int = 0
+    reduced_vocab_ops: int = 0
+    fusion_ops: int = 0
+    nospec_host_s: float = 0.0
+    verify_kernel: str = "fa3"
+    head_gather: int = 1
+    full_vocab_map: bool = False
+    layer_ops: int = 2
+    version: str = ""
 
 
 ENGINES: dict[str, Engine] = {
@@ -118,6 +133,8 @@ ENGINES: dict[str, Engine] = {
                      "SGLang v0.4.x EAGLE worker: overlap off, draft extend eager (before sglang#6606)",
                      SGLANG_HOST_REQ_S, SGLANG_HOST_TOKEN_S, SGLANG_GRAPH_MAX_BS, SGLANG_DECODE_OPS),
 }  # fmt: skip
+ENGINES.update(engine_versions(ENGINES["vllm"], ENGINES["sglang"]))
+ENGINES["vllm"], ENGINES["sglang"] = ENGINES["vllm-0.15"], ENGINES["sglang-0.4"]  # the aliases
 
 
 def get_engine(name, *, field: str = "drafter.engine") -> Engine:

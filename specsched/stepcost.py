@@ -19,6 +19,13 @@ the same in every path and every release):
     prefill      prefill_request_s · requests prefilling in the step
     pad          pad_s · (padded − verify) verify slots, when no prefill-request term was charged
     context_pad  context_pad_s · running requests · longest context (every row's KV padded to it)
+    draft_host   a drafter priced by an engine (`DraftCost.gamma` > 0, `specsched.spec_versions`): the
+                 exposed host work of its step (proposer input preparation, rejection launches, the
+                 scheduler work an engine without overlap exposes: host_s + request_s · drafting), named
+                 apart from `draft`, which keeps the GPU passes
+    reject       the rejection sampler over the target's probabilities: position_s · drafted positions
+    verify_kv    the verify pass's attention kernel beyond the decode path's KV read: verify_kv_s · KV
+                 tokens held, on a step that verifies drafts
 
 To add a term (one room: this file, plus its config key; the rest follows from `PARTS` and `TERMS`):
 1. here: a `StepCost` field with default 0.0 (one name, seconds per unit); its part at the END of `PARTS`
@@ -48,7 +55,8 @@ from specsched.cost import CostTable
 from specsched.draft_cost import DraftCost
 
 #: the parts of a step's seconds, in the order they are added
-PARTS = ("draft", "fixed", "context", "forward", "prefill", "pad", "context_pad")
+PARTS = ("draft", "fixed", "context", "forward", "prefill", "pad", "context_pad",
+         "draft_host", "reject", "verify_kv")  # fmt: skip
 
 #: term -> (config key, Profile field or None): the one mapping between a measured profile, a config and
 #: the StepCost that prices a simulated step (profile fields are per-R dicts, `specsched.contracts`)
@@ -109,6 +117,9 @@ class StepBill(NamedTuple):
     prefill: float
     pad: float
     context_pad: float
+    draft_host: float
+    reject: float
+    verify_kv: float
     seconds: float
 
     @property
@@ -129,7 +140,7 @@ class RunBills(NamedTuple):
 
     def columns(self) -> tuple[list[float] | float | None, ...]:
         """Each part of `PARTS` as a float (the same every step), a list of K floats or None (zero)."""
-        return (self.draft, self.fixed, None, self.forward, None, self.pad, None)
+        return (self.draft, self.fixed, None, self.forward, None, self.pad, None, None, None, None)
 
     def first(self, keep: int) -> RunBills:
         """The bills of the first `keep` steps."""
@@ -180,7 +191,8 @@ class StepCost:
     def varies_within_run(self) -> bool:
         """Whether a step's seconds depend on more than R and the verify lengths (the KV held, the longest
         context, the previous step's acceptance): the multi-step decode path then stays off."""
-        return bool(self.kv_s or self.intake_s or self.context_pad_s or self.draft_context_s)
+        named = self.drafter is not None and bool(self.drafter.gamma)  # parts that need the depths
+        return bool(self.kv_s or self.intake_s or self.context_pad_s or self.draft_context_s or named)
 
     def draft(
         self,
@@ -228,8 +240,16 @@ class StepCost:
             pad = self.pad_s * (shape.padded - shape.verify)
         if self.context_pad_s:  # every row's KV padded to the longest context
             context_pad = self.context_pad_s * shape.requests * shape.longest
-        seconds = draft + fixed + context + forward + prefill + pad + context_pad
-        return StepBill(draft, fixed, context, forward, prefill, pad, context_pad, seconds)
+        host = reject = verify_kv = 0.0
+        if self.drafter is not None and self.drafter.gamma and shape.decoding:
+            host, reject = self.drafter.named_parts(shape.decoding, shape.depths)
+            if host or reject:
+                draft = max(draft - host - reject, 0.0)
+                verify_kv = self.drafter.verify_kv_s * shape.kv
+        seconds = draft + fixed + context + forward + prefill + pad + context_pad + host + reject + verify_kv
+        return StepBill(
+            draft, fixed, context, forward, prefill, pad, context_pad, host, reject, verify_kv, seconds
+        )
 
     def bills(self, n: int, verify: list[int], padded: list[int] | None = None) -> RunBills:
         """K pure-decode steps of all n running requests decoding, with full drafting (`varies_within_run`

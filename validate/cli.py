@@ -124,6 +124,10 @@ def _model_id(path: str) -> str:
 
 
 def main(argv: list[str]) -> int:
+    if "--spec" in argv:  # the speculative dataset (validate.spec_cli)
+        from validate.spec_cli import validate_main
+
+        return validate_main([a for a in argv if a != "--spec"])
     args = _parser().parse_args(argv)
     if args.out:
         safeio.check_run_dir(args.out)  # never among a sweep's files

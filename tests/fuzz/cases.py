@@ -14,6 +14,7 @@ import json
 from tests.fuzz import generated, newcmds, outputs_flags
 from tests.fuzz.base import GOOD_CSV, GOOD_TOML, GOOD_TRACE, OUT, SWEEP, Case
 from tests.fuzz.flags import flag_cases
+from tests.fuzz.spec_cases import spec_dataset_cases
 
 _OUT = OUT
 
@@ -76,7 +77,7 @@ def config_cases() -> list[Case]:
     for argv in (("--set", "drafter.model=eagle3"), (*vllm, "--set", "drafter.model=eagle9")):
         name = f"drafter.model {' '.join(argv)!r}"
         cases.append(Case("config-set", name, (*_RUN, *argv), expect=("drafter.model",)))
-    engine = (*vllm, "--set", "drafter.model=eagle3", "--set", "drafter.engine=trtllm")
+    engine = (*vllm, "--set", "drafter.model=eagle3", "--set", "drafter.engine=tgi-1.0")
     cases.append(Case("config-set", "drafter.engine unknown", (*_RUN, *engine), expect=("drafter.engine",)))
     # a trace's hash_ids block must be whole 16-token prefix-cache blocks
     for value in ("500", "8", "0"):
@@ -708,6 +709,7 @@ def disagg_cases() -> list[Case]:
 def all_cases() -> list[Case]:
     cases = [
         *validate_cases(),
+        *spec_dataset_cases(),
         *disagg_cases(),
         *config_cases(),
         *config_file_cases(),

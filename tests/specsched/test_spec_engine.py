@@ -30,6 +30,7 @@ from specsched.spec_engine import (
     host_request_seconds,
     host_step_seconds,
 )
+from specsched.spec_knobs import SpecKnobs
 
 TARGET, GPU = get_model("llama3.1-8b"), get_gpu("h100")
 KNOBS = shipped_knobs("h100")
@@ -37,15 +38,22 @@ SHAPE = drafter_shape("eagle3", TARGET)
 TABLE = cost_table(VllmSpec(model="llama3.1-8b"), KNOBS)
 
 
+#: the knobs these tests pin figures with: the priors, with the sourced 10 µs an op
+PINNED = SpecKnobs(op_s=EAGER_OP_S, host_scale=1.0)
+
+
 def _cost(engine, **kw):
+    kw.setdefault("spec_knobs", PINNED)
     return own_draft_cost(SHAPE, TARGET, GPU, KNOBS, 3, 768, engine=engine, **kw)[0]
 
 
 def test_vllm_first_pass_runs_the_layers_over_every_verified_position():
     cost = _cost("vllm")
     first = cost.first.latency(np.array([32]))[0]
-    assert first == pytest.approx(pass_seconds(SHAPE, GPU, KNOBS, 32, head_m=8)[()])
-    assert cost.own.latency(np.array([8]))[0] <= first <= pass_seconds(SHAPE, GPU, KNOBS, 32)[()]
+    # vLLM scatters EAGLE-3's 32k logits into the target's vocabulary before the argmax (full_vocab_map)
+    full = {"logit_vocab": TARGET.vocab}
+    assert first == pytest.approx(pass_seconds(SHAPE, GPU, KNOBS, 32, head_m=8, **full)[()])
+    assert cost.own.latency(np.array([8]))[0] <= first <= pass_seconds(SHAPE, GPU, KNOBS, 32, **full)[()]
     got = cost.seconds(np.array([3] * 8), TABLE)
     rest = 2 * cost.own.latency(np.array([8]))[0]
     assert got == pytest.approx(first + rest + 24 * cost.position_s + cost.step_s)
@@ -94,11 +102,11 @@ def test_sglang_exposes_host_work_per_request_and_per_emitted_token():
 def test_sglang_draft_passes_run_eagerly_above_its_captured_batches():
     sglang, vllm = _cost("sglang", op_s=20e-6), _cost("vllm", op_s=20e-6)
     inside = np.arange(1, SGLANG_GRAPH_MAX_BS + 1)
-    assert np.array_equal(sglang.own.latency(inside), vllm.own.latency(inside))
+    assert np.allclose(sglang.own.latency(inside), pass_seconds(SHAPE, GPU, KNOBS, inside), rtol=1e-12)
     above = np.array([SGLANG_GRAPH_MAX_BS + 1, 48, 64])
     assert np.all(sglang.own.latency(above) >= SGLANG_DECODE_OPS * 20e-6)
     assert np.all(sglang.own.latency(above) > vllm.own.latency(above))  # 25 ops × 20 µs > the GPU's pass
-    assert np.all(_cost("sglang").own.latency(above) >= vllm.own.latency(above))
+    assert np.all(_cost("sglang").own.latency(above) >= pass_seconds(SHAPE, GPU, KNOBS, above) - 1e-15)
 
 
 def test_engine_names_are_validated_in_one_line():
@@ -106,7 +114,7 @@ def test_engine_names_are_validated_in_one_line():
     assert all(e.source for e in ENGINES.values())
     assert get_engine(ENGINES["sglang"]) is ENGINES["sglang"]
     with pytest.raises(InputError) as err:
-        DrafterConfig(name="eagle3", gamma=3, model="eagle3", engine="trtllm")
+        DrafterConfig(name="eagle3", gamma=3, model="eagle3", engine="tensorrt")
     assert err.value.field == "drafter.engine" and "\n" not in str(err.value)
     with pytest.raises(InputError):
         get_engine("nope")

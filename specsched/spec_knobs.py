@@ -1,0 +1,88 @@
+"""The speculative arm's fitted knobs: their physical priors, hard bounds and the shipped values.
+
+Role: `SpecKnobs` holds the few terms of the speculative step that the engines' code does not fix (the counts
+and kernels are read from code: `specsched.spec_versions`); `PRIORS` / `BOUNDS` are what
+`specbed cost calibrate --spec` (`validate.spec_fit`) fits them against; `shipped_spec_knobs()` reads
+`specsched/data/spec_knobs.json`, which that command writes from the dataset's `train` cases.
+
+    op_s        host seconds to issue one eager launch (Python → dispatcher → cudaLaunchKernel): the
+                dispatch chain's layers sum to 5–25 µs; prior 10 ± 5 µs, bounds 3–40 µs
+    mask_eff    the fraction of the decode path's KV bandwidth FlashInfer's custom-mask prefill kernel
+                reaches on a verify pass (K + 1 queries a request); prior 0.6 ± 0.25, bounds 0.1–1
+    host_scale  a factor on SGLang's measured per-request scheduler loops (`spec_engine`); prior 1 ± 0.5,
+                bounds 0.5–4 (the loop model skips the real objects' extra fields, zmq and the detokenizer)
+
+May import: the standard library, `specsched.errors`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+from specsched.errors import InputError
+
+#: knob -> (prior mean, prior sd), (lower bound, upper bound)
+PRIORS = {"op_s": (10e-6, 5e-6), "mask_eff": (0.6, 0.25), "host_scale": (1.0, 0.5)}
+BOUNDS = {"op_s": (3e-6, 40e-6), "mask_eff": (0.1, 1.0), "host_scale": (0.5, 4.0)}
+SPEC_KNOBS_FILE = Path(__file__).parent / "data" / "spec_knobs.json"
+
+
+@dataclass(frozen=True)
+class SpecKnobs:
+    """The fitted terms of the speculative step (module docstring); defaults are the priors."""
+
+    op_s: float = PRIORS["op_s"][0]
+    mask_eff: float = PRIORS["mask_eff"][0]
+    host_scale: float = PRIORS["host_scale"][0]
+
+    def __post_init__(self) -> None:
+        for name, (lo, hi) in BOUNDS.items():
+            v = getattr(self, name)
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, (int, float))
+                or not math.isfinite(v)
+                or not lo <= v <= hi
+            ):
+                raise InputError(
+                    f"must be a number in [{lo:g}, {hi:g}], got {v!r}", field=f"spec_knobs.{name}"
+                )
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict, *, file: str | None = None) -> SpecKnobs:
+        names = {f.name for f in fields(cls)}
+        if not isinstance(raw, dict):
+            raise InputError("expected an object of speculative knobs", file=file, field="knobs")
+        extra = sorted(set(raw) - names)
+        if extra:
+            raise InputError(f"unknown knob {extra[0]!r} (knobs: {', '.join(sorted(names))})", file=file)
+        try:
+            return cls(**raw)
+        except InputError as err:
+            raise InputError(err.message, file=file, field=err.field) from None
+
+
+def shipped_spec_knobs() -> SpecKnobs:
+    """The knobs `specbed cost calibrate --spec` gave on the dataset's train cases (the priors without it)."""
+    try:
+        raw = json.loads(SPEC_KNOBS_FILE.read_text())
+        return SpecKnobs.from_dict(raw["knobs"], file=str(SPEC_KNOBS_FILE))
+    except (OSError, KeyError, TypeError, json.JSONDecodeError):
+        return SpecKnobs()
+
+
+def shipped_band() -> dict:
+    """The validated error band of the speculative arm shipped beside the knobs ({} without one):
+    {"median_pct", "worst_pct", "loso_median_pct", "cases", "engines"}."""
+    try:
+        raw = json.loads(SPEC_KNOBS_FILE.read_text())
+        band = raw.get("band", {})
+        return band if isinstance(band, dict) else {}
+    except (OSError, TypeError, json.JSONDecodeError):
+        return {}

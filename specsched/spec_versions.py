@@ -1,0 +1,144 @@
+"""What each serving-engine version does in a speculative step: a small table per version, read from its code.
+
+Role: `engine_versions(vllm, sglang)` returns the versioned `specsched.spec_engine.Engine`s (`vllm-0.9`,
+`vllm-0.10`, `vllm-0.15`, `sglang-0.4`, `sglang-0.5`, `trtllm`) made from the two sourced base rows of
+`spec_engine` (vLLM ≥ 0.14 and SGLang v0.4.x). The fields each version sets (all host counts are eager
+launches the host issues one after another, each `op_s` seconds, `specsched.spec_knobs`):
+
+    pass_ops          launches of one later draft pass outside a whole-loop CUDA graph (0: the loop is one
+                      graph replay, or the host runs ahead of the GPU); priced max(GPU pass, pass_ops·op_s)
+                      because the draft phase starts on an empty GPU queue (a sync after sampling)
+    prep_ops          per-step launches of the proposer's input preparation and the rejection sampler, on the
+                      critical path between the two syncs (0 where the host overlaps the GPU)
+    reduced_vocab_ops launches a pass adds for a reduced draft vocabulary (EAGLE-3): the draft-to-target map
+    fusion_ops        launches the first pass adds for EAGLE-3's fusion of three target hidden states
+    nospec_host_s     host seconds every step exposes, with or without speculation (no async scheduling)
+    verify_kernel     the attention kernel the verify pass's K + 1 query tokens go through: "fa3" (the
+                      calibrated decode path's varlen FlashAttention: KV read at eta_kv) or "flashinfer-mask"
+                      (FlashInfer's prefill kernel with a custom mask: KV read at eta_kv · mask_eff)
+    head_gather       collectives of the LM head per draft pass under TP (vocab-parallel logits gathered)
+    full_vocab_map    a reduced draft vocabulary's logits are scattered into a full target-vocabulary tensor
+                      before the argmax (vLLM's Eagle3LlamaForCausalLM.compute_logits: arange, add,
+                      new_full(-inf), index_put; the sampling reads the target's vocabulary), not mapped
+                      after a top-k over the draft vocabulary (SGLang's hot-token map)
+
+vLLM 0.8 (V1): as 0.9/0.10 below, but the EAGLE head ran eagerly — torch.compile and CUDA graphs for it came
+with vllm-project/vllm#17211 (EAGLE, 2025-04) and #17504 (EAGLE-3: "trace before (propose -> ~16ms) ... after
+(propose -> ~6ms)") — so a pass issues its layer's 11 launches and the fusion's 3 instead of 3 graph launches.
+vLLM 0.9 / 0.10 (V1; `vllm/v1/spec_decode/eagle.py` `propose`, `vllm/v1/worker/gpu_model_runner.py`): no
+async scheduling by default (it became the default with EAGLE/MTP in vllm-project/vllm#31998, v0.14), and the
+runner turns the sampled ids into Python lists (`.tolist()`) before `propose_draft_token_ids`, so the draft
+phase starts on an empty GPU queue and ends in `draft_token_ids.tolist()`. Each of the K − 1 later passes runs
+the draft model as a PIECEWISE CUDA graph (attention stays eager) and, around it, eager tensor ops counted in
+the loop body: `.int()`, positions += 1, `>=`, `where`, seq_lens += 1, masked_fill_, `//`, gather, `*`, `%`,
+`+`, masked_fill_ (12), three buffer copies (3), two graph pieces and the attention call (3), compute_logits'
+LM head and argmax (2), plus `build_for_drafting`'s metadata (≈ 2 op-equivalents of Python): 22. The first
+pass adds the input shift (2), position / hidden copies (2), last-position gathers (3) around the same
+forward; per step the rejection sampler (greedy / random kernels, bonus-token append, ≈ 10 launches) and
+`prepare_inputs` (cumulative drafts, index select, ≈ 6): 16. EAGLE-3 adds `combine_hidden_states` (one
+matmul) to the first pass and, per pass, the scatter of its 32k logits into a -inf tensor of the target's
+vocabulary before the argmax (`compute_logits`: arange, add, new_full, index_put: 4 launches). Per step
+the host's scheduling and output processing stay exposed in both arms: 1.207 ms, SpecDecode-Bench's own
+per-step overhead on vLLM v0.10.1, Llama-3.1-8B, H100 (github.com/SpecDecode-Bench/simulator predictor.py
+`overhead_constant_per_step`, fitted on their profiles).
+vLLM 0.11–0.13: the padded drafter batch (`prepare_inputs_padded`: "No blocking CPU operations should be
+introduced in this function"; "The padded mode was already the default", vllm-project/vllm#35629) keeps the
+proposer free of syncs, so its launches are issued while the target forward runs; without async scheduling
+the step's own host work stays exposed in both arms (nospec_host_s as vLLM 0.10). The release the padded
+mode became the default was not pinned this session: 0.11 is assumed.
+vLLM 0.15: async scheduling with EAGLE/MTP (the host enqueues the step's launches while the previous GPU work
+runs) — the base row, no host terms.
+SGLang 0.4: the base row (v0.4.4/0.4.5 read: overlap scheduler off for EAGLE, draft extend eager, draft
+decode loop in one CUDA graph for 1–32 requests), verify through FlashInfer with a custom mask
+(`eagle_utils.py` builds `custom_mask` for TARGET_VERIFY even for chains).
+SGLang 0.5: draft extend captured in a CUDA graph (sgl-project/sglang#6606), overlap still off for EAGLE
+outside the opt-in spec-v2 path; chains verified with FlashAttention-3 (SpecDecode-Bench's SGLang v0.5.9
+runs: "FlashAttention-3 is used for chain"); graphs up to 160 requests (`cuda_graph_max_bs`).
+TensorRT-LLM: the drafter runs inside the target's engine / CUDA graph with overlap scheduling — priced as
+vllm-0.15 (no host terms); not read line by line this session.
+
+May import: the standard library.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+#: launches of one later vLLM 0.9/0.10 draft pass (module docstring)
+VLLM_V0_PASS_OPS = 22
+#: first-pass extra launches (input shift, copies, gathers) beside a later pass's
+VLLM_V0_FIRST_EXTRA_OPS = 7
+#: per-step rejection sampler + prepare_inputs launches
+VLLM_V0_PREP_OPS = 16
+#: EAGLE-3: the draft-to-target scatter a pass (arange, add, new_full, index_put); fusion fc in the first pass
+EAGLE3_MAP_OPS, EAGLE3_FUSION_OPS = 4, 1
+#: vLLM 0.8 (before torch.compile / CUDA graphs for the EAGLE head, vllm#17211, #17504): a pass runs its
+#: layer eagerly — embedding, cat, fc (3), input norm, qkv, rotary, KV write, attention, o_proj, fused
+#: add + norm, gate_up, SiLU·mul, down, final norm (11) — instead of two graph pieces and the attention (3)
+VLLM_V08_EAGER_LAYER_OPS = 11
+VLLM_V08_PASS_OPS = VLLM_V0_PASS_OPS - 3 + 3 + VLLM_V08_EAGER_LAYER_OPS
+#: SpecDecode-Bench's per-step host overhead, vLLM v0.10.1, H100 (seconds; module docstring)
+VLLM_V0_HOST_STEP_S = 1.20683946e-03
+
+
+def engine_versions(vllm, sglang) -> dict:
+    """{version name: Engine} from the two base rows (`spec_engine.ENGINES["vllm"]`, `["sglang"]`)."""
+    v0 = replace(
+        vllm, name="vllm-0.10", first_eager=True, full_vocab_map=True,
+        extend_ops=VLLM_V0_PASS_OPS + VLLM_V0_FIRST_EXTRA_OPS,
+        pass_ops=VLLM_V0_PASS_OPS, prep_ops=VLLM_V0_PREP_OPS, reduced_vocab_ops=EAGLE3_MAP_OPS,
+        fusion_ops=EAGLE3_FUSION_OPS, nospec_host_s=VLLM_V0_HOST_STEP_S, version="0.10",
+        source="vLLM V1 0.9/0.10: no async scheduling, sync after sampling, PIECEWISE draft graphs "
+               "with eager ops around each pass (eagle.py propose)",
+    )  # fmt: skip
+    return {
+        "vllm-0.8": replace(
+            v0, name="vllm-0.8", version="0.8", pass_ops=VLLM_V08_PASS_OPS,
+            layer_ops=VLLM_V08_EAGER_LAYER_OPS, extend_ops=VLLM_V08_PASS_OPS + VLLM_V0_FIRST_EXTRA_OPS,
+            source="vLLM V1 0.8: the EAGLE head eager (torch.compile and CUDA graphs came with vllm#17211 / "
+                   "#17504, 0.9), no async scheduling, sync after sampling",
+        ),  # fmt: skip
+        "vllm-0.9": replace(v0, name="vllm-0.9", version="0.9"),
+        "vllm-0.10": v0,
+        "vllm-0.12": replace(
+            vllm, name="vllm-0.12", nospec_host_s=VLLM_V0_HOST_STEP_S, version="0.12", full_vocab_map=True,
+            source="vLLM 0.11-0.13: padded drafter batch (no sync inside the proposer: its launches "
+                   "overlap the target forward), no async scheduling by default (step host exposed)",
+        ),  # fmt: skip
+        "vllm-0.15": replace(vllm, name="vllm-0.15", version="0.15", full_vocab_map=True),
+        "sglang-0.4": replace(sglang, name="sglang-0.4", verify_kernel="flashinfer-mask", version="0.4"),
+        "sglang-0.5": replace(
+            sglang,
+            name="sglang-0.5",
+            first_eager=False,
+            graph_max_bs=160,
+            version="0.5",
+            source="SGLang 0.5.x EAGLE worker: overlap off, draft extend in a CUDA graph (sglang#6606), "
+            "chains verified with FlashAttention-3",
+        ),  # fmt: skip
+        "trtllm": replace(
+            vllm,
+            name="trtllm",
+            version="trtllm",
+            source="TensorRT-LLM: drafter in the engine's CUDA graph, overlap scheduler",
+        ),
+    }
+
+
+def engine_name(engine: str, version: str) -> str:
+    """The `specsched.spec_versions` row of an engine and its published version ("0.4.4" → sglang-0.4)."""
+    if engine == "trtllm":
+        return "trtllm"
+    try:
+        major, minor = (int(p) for p in version.strip().lstrip("v").split(".")[:2])
+    except ValueError:
+        return "vllm-0.15" if engine == "vllm" else "sglang-0.5"
+    if engine == "vllm":
+        if (major, minor) < (0, 9):
+            return "vllm-0.8"
+        if (major, minor) < (0, 10):
+            return "vllm-0.9"
+        if (major, minor) < (0, 11):
+            return "vllm-0.10"
+        return "vllm-0.12" if (major, minor) < (0, 14) else "vllm-0.15"
+    return "sglang-0.4" if (major, minor) < (0, 5) else "sglang-0.5"

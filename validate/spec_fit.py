@@ -1,0 +1,171 @@
+"""`specbed cost calibrate --spec`: fit the speculative knobs to measured speculative cases (MAP, bounded).
+
+Role: `fit(cases)` returns the `specsched.spec_knobs.SpecKnobs` that minimise
+
+    Σ_cases (ln(predicted / measured) / NOISE)² + Σ_knobs ((x − prior mean) / prior sd)²
+
+inside the knobs' hard bounds (`PRIORS`, `BOUNDS`): each case's relative error counts against NOISE, each
+knob's distance from its physical prior against its sd, so a knob the cases do not identify (mask_eff
+without a SGLang 0.4 case, op_s without a host-bound version) stays at its prior. Solved by cyclic
+golden-section search, one knob at a time (three knobs, each objective evaluation a replay of the cases).
+`loso(cases)` refits without each source in turn and predicts that source. `main` is the CLI.
+
+May import: numpy, the standard library, `specsched`, `validate.spec_cases`, `validate.spec_replay`.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import replace
+
+from specsched import safeio
+from specsched.progress import Progress
+from specsched.results import write_json
+from specsched.spec_knobs import BOUNDS, PRIORS, SpecKnobs
+from specsched.spec_versions import engine_name
+from validate.spec_cases import SpecCase, read_cases
+from validate.spec_replay import predict, replay, unmodelled
+
+#: relative error a case is expected to carry (its acceptance is often another run's)
+NOISE = 0.10
+SWEEPS, GOLDEN_STEPS = 3, 18
+PHI = (math.sqrt(5) - 1) / 2
+
+
+def objective(cases: list[SpecCase], knobs: SpecKnobs) -> float:
+    """The MAP objective (module docstring) of `knobs` on the modelled `cases`."""
+    out = 0.0
+    for c in cases:
+        out += (math.log(predict(c, knobs) / c.measured) / NOISE) ** 2
+    for name, (mu, sd) in PRIORS.items():
+        out += ((getattr(knobs, name) - mu) / sd) ** 2
+    return out
+
+
+def fit(cases: list[SpecCase], start: SpecKnobs | None = None) -> SpecKnobs:
+    """The MAP knobs on the modelled `cases` (the priors when none is modelled)."""
+    usable = [c for c in cases if not unmodelled(c)]
+    knobs = start or SpecKnobs()
+    if not usable:
+        return knobs
+    for _ in range(SWEEPS):
+        for name, (lo, hi) in BOUNDS.items():
+            knobs = _golden(usable, knobs, name, lo, hi)
+    return knobs
+
+
+def _golden(cases, knobs: SpecKnobs, name: str, lo: float, hi: float) -> SpecKnobs:
+    """`knobs` with `name` set to the golden-section minimum of the objective over [lo, hi] (the objective
+    is smooth and, along one knob, unimodal in practice: a prior term plus monotone step prices)."""
+
+    def f(x):
+        return objective(cases, replace(knobs, **{name: x}))
+
+    a, b = lo, hi
+    c, d = b - PHI * (b - a), a + PHI * (b - a)
+    fc, fd = f(c), f(d)
+    for _ in range(GOLDEN_STEPS):
+        if fc < fd:
+            b, d, fd = d, c, fc
+            c = b - PHI * (b - a)
+            fc = f(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + PHI * (b - a)
+            fd = f(d)
+    best = min(((fc, c), (fd, d), (f(getattr(knobs, name)), getattr(knobs, name))))[1]
+    return replace(knobs, **{name: best})
+
+
+def loso(cases: list[SpecCase]) -> list[dict]:
+    """Leave-one-source-out: each source's cases predicted by knobs fitted on the other sources' cases
+    (a refit a source, progress on stderr)."""
+    rows = []
+    sources = sorted({c.source for c in cases})
+    bar = Progress(len(sources), label="leave-one-source-out", unit="sources", every=10.0)
+    for source in sources:
+        knobs = fit([c for c in cases if c.source != source])
+        rows += replay([c for c in cases if c.source == source], knobs)
+        bar.advance(1)
+    bar.close()
+    return rows
+
+
+def _median(rows: list[dict]) -> float | None:
+    errs = [abs(r["error_pct"]) for r in rows if "error_pct" in r]
+    return statistics.median(errs) if errs else None
+
+
+def table(rows: list[dict], loso_rows: list[dict]) -> str:
+    """Per-case lines: measured → in-sample predicted (error) and leave-one-source-out predicted (error)."""
+    held = {r["case"]: r for r in loso_rows}
+    lines = [f"{'case':<40} {'split':<6} {'measured':>9} {'fit':>8} {'err%':>7} {'LOSO':>8} {'err%':>7}"]
+    for r in rows:
+        if "skipped" in r:
+            lines.append(
+                f"{r['case'][:40]:<40} {r['split']:<6} {r['measured']:9.3f}  not modelled: {r['skipped']}"
+            )
+            continue
+        h = held.get(r["case"], {})
+        lo = f"{h['predicted']:8.3f} {h['error_pct']:+7.1f}" if "error_pct" in h else f"{'-':>8} {'-':>7}"
+        lines.append(f"{r['case'][:40]:<40} {r['split']:<6} {r['measured']:9.3f} {r['predicted']:8.3f} "
+                     f"{r['error_pct']:+7.1f} {lo}")  # fmt: skip
+    return "\n".join(lines)
+
+
+def _summary(knobs: SpecKnobs, band: dict, check: list[dict]) -> str:
+    lines = ["knobs: " + ", ".join(f"{k} = {v:.4g}" for k, v in knobs.as_dict().items())]
+    if band["median_pct"] is None:
+        return lines[0] + "\nno train case could be modelled"
+    text = f"train median |error| {band['median_pct']:.1f} %, worst {band['worst_pct']:.1f} %"
+    text += f" ({band['cases']} cases)"
+    if band["loso_median_pct"] is not None:
+        text += f"; leave-one-source-out median {band['loso_median_pct']:.1f} %"
+        text += f", worst {band['loso_worst_pct']:.1f} %"
+    lines.append(text)
+    if _median(check) is not None:
+        n = sum("error_pct" in r for r in check)
+        lines.append(f"check median |error| {_median(check):.1f} % ({n} cases)")
+    return "\n".join(lines)
+
+
+def calibrate_doc(files: list[str]) -> tuple[dict, str]:
+    """(the knobs file's JSON document, the printed report) of a fit on `files` (their train cases, or
+    every case when a file has no train split)."""
+    cases = [c for f in files for c in read_cases(f)]
+    train = [c for c in cases if c.split == "train"] or cases
+    knobs = fit(train)
+    rows = replay(cases, knobs)
+    held = loso(train)
+    errs = [abs(r["error_pct"]) for r in rows if "error_pct" in r and r["split"] == "train"]
+    band = {
+        "median_pct": statistics.median(errs) if errs else None,
+        "worst_pct": max(errs) if errs else None,
+        "loso_median_pct": _median(held),
+        "loso_worst_pct": max((abs(r["error_pct"]) for r in held if "error_pct" in r), default=None),
+        "cases": len(errs),
+        "engines": sorted({engine_name(c.engine, c.engine_version) for c in train}),
+    }
+    check = [r for r in rows if r["split"] == "check"]
+    text = table(rows, held) + "\n" + _summary(knobs, band, check)
+    doc = {
+        "about": "speculative knobs (specsched.spec_knobs), MAP fit by `specbed cost calibrate --spec`",
+        "source": "specbed cost calibrate --spec " + " ".join(files),
+        "knobs": knobs.as_dict(),
+        "band": band,
+        "cases": rows,
+        "loso": held,
+    }
+    return doc, text
+
+
+def main(files: list[str], out: str | None) -> int:
+    """`specbed cost calibrate --spec FILE… [--out KNOBS.json]`: print the fit; write it with --out."""
+    if out:
+        safeio.check_file(out, field="--out", inputs=files)
+    doc, text = calibrate_doc(files)
+    print(text)
+    if out:
+        write_json(out, doc, field="--out", indent=1, sort_keys=False)
+    return 0

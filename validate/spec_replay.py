@@ -1,0 +1,148 @@
+"""Replay measured speculative cases through the simulator's speculative pricing.
+
+Role: `predict(case, knobs)` prices one `validate.spec_cases.SpecCase` at its steady state with its published
+acceptance: B requests, each holding `CONTEXT` KV tokens, each emitting E tokens a step (E = the case's
+acceptance length, bonus included):
+
+    no speculation   T0 = target step at B tokens (the catalogue's vLLM cost table on the GPU's shipped
+                     knobs) + the engine version's exposed host seconds (`nospec_host_s`)
+    speculative      T1 = draft step (`specsched.draft_shape.own_draft_cost` with `drafter.engine` = the
+                     case's engine and version: first pass over the verified positions, K − 1 later ones,
+                     host launches, rejection sampling) + target step at B·(1 + K) tokens (B·(1 + nodes)
+                     for a tree) + the drafter's and the verify kernel's KV reads + nospec_host_s
+    speedup = E·T0 / T1; tpot_ms = 1e3·T1 / E; itl_ms as tpot; throughput_tok_s = B·E / T1.
+
+`replay(cases, knobs)` returns one row a case (predicted, |error| %, or why it was not modelled);
+`medians(rows)` the median |error| per split and over all. Cases given by request rate, Medusa and
+e2e_s are reported as not modelled.
+
+May import: numpy, the standard library, `sim.vllm_deploy`, `specsched`, `validate.spec_cases`.
+"""
+
+from __future__ import annotations
+
+import statistics
+from functools import lru_cache
+
+import numpy as np
+
+from sim.vllm_deploy import VllmSpec, cost_table, shipped_knobs
+from specsched.catalog import GPUS, find_model, get_model
+from specsched.draft_lm import find_draft_lm, get_draft_lm
+from specsched.draft_shape import drafter_shape, own_draft_cost
+from specsched.errors import InputError
+from specsched.spec_engine import get_engine
+from specsched.spec_knobs import SpecKnobs
+from specsched.spec_versions import engine_name
+from validate.spec_cases import SpecCase
+
+#: KV tokens a request holds at the steady state (prompt + half the output of a chat turn)
+CONTEXT = 512
+#: tokens the replayed cost table covers (`sim.vllm_deploy.cost_table`: max(max_num_batched_tokens, 8192))
+MAX_TOKENS = 8192
+PRESET = {"eagle": "eagle1", "eagle3": "eagle3", "mtp": "mtp"}
+
+
+@lru_cache(maxsize=64)
+def _table(model: str, gpu: str, tp: int, precision: str | None):
+    spec = VllmSpec(model=model, gpu=gpu, tp=tp, precision=precision, max_num_seqs=256)
+    return cost_table(spec, shipped_knobs(gpu)), spec
+
+
+def _shape(case: SpecCase, target):
+    if case.drafter == "draft_model":
+        return get_draft_lm(case.drafter_model)
+    return drafter_shape(PRESET[case.drafter], target)
+
+
+def step_seconds(case: SpecCase, knobs: SpecKnobs) -> tuple[float, float]:
+    """(no-speculation step, speculative step) seconds of `case` at its batch (module docstring)."""
+    table, spec = _table(get_model(case.model).name, case.gpu, case.tp, case.precision)
+    target, gpu, bpp = spec.resolve()
+    eng = get_engine(engine_name(case.engine, case.engine_version))
+    b, k = case.batch, case.k
+    verify_tokens = b * (1 + (case.tree_nodes or k))
+    ctx = b * CONTEXT
+    ar = float(table.step_seconds(b, b, ctx)) + eng.nospec_host_s
+    verify = float(table.step_seconds(verify_tokens, b, ctx))
+    if case.drafter == "ngram":  # drafted on the host from the prompt: no GPU pass, the rejection launches
+        return ar, verify + eng.prep_ops * knobs.op_s + eng.nospec_host_s
+    shape = _shape(case, target)
+    top = max(b * (case.tree_nodes or k), b)
+    own, kv = own_draft_cost(shape, target, gpu, shipped_knobs(case.gpu), k, top, tp=case.tp, bpp=bpp,
+                             engine=eng, emitted=case.emitted, spec_knobs=knobs)  # fmt: skip
+    positions = b * (case.tree_nodes or k)
+    draft = float(own.price(np.array([positions]), np.array([b]), np.array([k]), table)[0])
+    return ar, draft + verify + (kv + own.verify_kv_s) * ctx + eng.nospec_host_s
+
+
+def predict(case: SpecCase, knobs: SpecKnobs) -> float:
+    """The case's metric as the simulator's pricing predicts it (module docstring)."""
+    why = unmodelled(case)
+    if why:
+        raise ValueError(why)
+    ar, spec = step_seconds(case, knobs)
+    e = case.emitted
+    return {"speedup": e * ar / spec, "tpot_ms": 1e3 * spec / e, "itl_ms": 1e3 * spec / e,
+            "throughput_tok_s": case.batch * e / spec}[case.metric]  # fmt: skip
+
+
+def unmodelled(case: SpecCase) -> str:
+    """Why `case` cannot be replayed ("" when it can)."""
+    if find_model(case.model) is None:
+        return f"model {case.model!r} is not in the catalogue"
+    if case.gpu not in GPUS:
+        return f"gpu {case.gpu!r} is not in the catalogue"
+    if case.batch is None:
+        return "given by request rate (a steady batch is replayed)"
+    if case.drafter == "medusa":
+        return "Medusa heads are not priced"
+    if case.metric == "e2e_s":
+        return "e2e_s needs the request lengths"
+    if case.acceptance_length is None and case.acceptance_rates is None:
+        return "no published acceptance"
+    if case.drafter == "draft_model" and find_draft_lm(case.drafter_model) is None:
+        return f"draft model {case.drafter_model!r} is not known (catalogue or specsched.draft_lm)"
+    if case.batch * (1 + (case.tree_nodes or case.k)) > MAX_TOKENS:
+        return f"a verify pass over more than the replayed table's {MAX_TOKENS} tokens"
+    return ""
+
+
+def replay(cases: list[SpecCase], knobs: SpecKnobs) -> list[dict]:
+    """One row a case: {"case", "split", "source", "measured", "predicted", "error_pct"} (signed %,
+    predicted vs measured) or {"case", ..., "skipped": why}."""
+    rows = []
+    for c in cases:
+        row = {
+            "case": c.case_id,
+            "split": c.split,
+            "source": c.source,
+            "metric": c.metric,
+            "measured": c.measured,
+        }
+        why = unmodelled(c)
+        if why:
+            rows.append({**row, "skipped": why})
+            continue
+        try:
+            p = predict(c, knobs)
+        except InputError as err:  # a deployment the catalogue cannot price (e.g. heads not divisible by tp)
+            raise InputError(err.message, file=c.file or None, line=c.line or None, field=err.field) from None
+        rows.append({**row, "predicted": p, "error_pct": 100.0 * (p - c.measured) / c.measured})
+    return rows
+
+
+def medians(rows: list[dict]) -> dict[str, float]:
+    """Median |error| % by split and over all modelled rows ("all")."""
+    out = {}
+    for split in ("train", "check", "all"):
+        errs = [abs(r["error_pct"]) for r in rows if "error_pct" in r and split in (r["split"], "all")]
+        if errs:
+            out[split] = statistics.median(errs)
+    return out
+
+
+def sign_right(rows: list[dict]) -> tuple[int, int]:
+    """(cases whose predicted speedup is on the measured side of 1, speedup cases modelled)."""
+    sp = [r for r in rows if "error_pct" in r and r["metric"] == "speedup"]
+    return sum((r["predicted"] > 1) == (r["measured"] > 1) for r in sp), len(sp)
