@@ -228,16 +228,13 @@ class Replica:
         # charge per request plus, for a context-aware table, one per KV token held (kv_used = Σ context).
         step = eng.step
         shape = StepShape(
-            self.n,
-            r,
-            verify + prefill,
-            verify,
+            self.n, r, verify + prefill, verify,
             int(np.count_nonzero(chunks)) if prefill and step.prefill_request_s else 0,  # prefilling
             r * (1 + int(lengths.max())) if r and step.pad_s else 0,  # padded verify slots
             self.kv_used,
             longest_context(self) if step.context_pad_s else 0,  # longest running context
             depths=decision.depths if decision is not None else None,  # the bill's named draft parts
-        )
+        )  # fmt: skip
         bill = step.bill(shape, draft_s)
         self.last_start = now
         args = (now, bill.seconds, verify, bill.draft, bill, decision)
