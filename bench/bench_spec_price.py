@@ -36,11 +36,11 @@ import time
 
 import numpy as np
 
-from sim.vllm_deploy import VllmSpec, cost_table, shipped_knobs
 from specsched import DraftCost
-from specsched.catalog import get_gpu, get_model
-from specsched.draft_shape import drafter_shape, own_draft_cost
-from specsched.spec_engine import (
+from specsched.price import get_gpu, get_model
+from specsched.price.draft_shape import drafter_shape, own_draft_cost
+from specsched.price.knobs import shipped_knobs
+from specsched.price.spec_engine import (
     EAGER_OP_S,
     ENGINES,
     SGLANG_HOST_REQ_S,
@@ -49,6 +49,7 @@ from specsched.spec_engine import (
     SGLANG_NOSPEC_REQ_S,
     SGLANG_OVERLAP_GAIN_S,
 )
+from specsched.price.vllm import VllmSpec, cost_table
 
 GAMMA, CONTEXT = 3, 512
 #: batch -> EAGLE-3 speedup, arXiv:2503.01840v3 Table 3 (SGLang v0.4.4, H100, chain of 3)

@@ -14,9 +14,9 @@ from pathlib import Path
 from sim.config import DrafterConfig, PolicyConfig, ServerConfig, SimConfig, WorkloadConfig
 from sim.inference_perf import load_profiles
 from sim.run import simulate
-from sim.vllm_deploy import shipped_knobs
 from specbed import validate as v
 from specbed.validate_runs import read_runs
+from specsched.price.knobs import shipped_knobs
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "real-vllm"
 

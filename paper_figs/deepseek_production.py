@@ -57,7 +57,7 @@ import numpy as np
 
 from paper_figs.common import parse_args, write_summary
 from specsched.comm import get_link
-from specsched.ep_decode import EPGroup, group_table
+from specsched.price.ep import EPGroup, group_table
 
 PUBLISHED = {
     "prefill_input_tok_s_per_node": 73.7e3,

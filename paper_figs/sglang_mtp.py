@@ -31,7 +31,7 @@ import sys
 
 from paper_figs.common import parse_args, write_summary
 from specsched.comm import get_link
-from specsched.ep_decode import EPGroup
+from specsched.price.ep import EPGroup
 
 PUBLISHED = {"base": 51.0, "overlap": 60.4, "mtp3": 81.5, "accept3": 2.18, "gain": 0.598}
 REQUESTS, CONTEXT = 2, 65536 + 4096 / 2

@@ -28,8 +28,8 @@ from sim.bounds import check_bounds, check_not_empty
 from sim.bounds import check_choice as _check_choice
 from sim.bounds import check_range as _check_range
 from sim.bounds import fail as _fail
-from sim.config_vllm import VllmServerKeys, check_preset
 from sim.curves import DOMAINS, DRAFTERS
+from sim.deploy.keys import VllmServerKeys, check_preset
 from specsched import DRAFT_MODES, POLICIES, policy_params
 from specsched.graphs import check_capture_sizes
 

@@ -35,11 +35,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from sim.vllm_deploy import HOST_BW, HOST_BW_DEFAULT, Knobs, VllmSpec, step_parts
-from sim.vllm_kv import kv_bytes_per_token_per_gpu
 from specbed import validate as v
 from specbed.validate_runs import MeasuredRun
 from specsched.graphs import vllm_capture_sizes
+from specsched.price.knobs import Knobs
+from specsched.price.vllm import HOST_BW, HOST_BW_DEFAULT, VllmSpec, step_parts
 
 FEATURES = ("step_s", "c0", "eta_bw", "eta_kv", "link_latency", "c_moe", "c_token", "c_vocab")
 #: Physical priors, (mean, sd) in the x-space of `solve` (seconds; 1/eta − 1 for the efficiencies), and
@@ -107,7 +107,7 @@ class StepFeatures:
         self.phi = np.where(mem_bound, comm, core)
         self.w = np.where(mem_bound, w, 0.0)
         self.tok = np.where(mem_bound, m.layers * b, 0.0)
-        self.kv_byte_s = kv_bytes_per_token_per_gpu(m, spec.tp) / bw
+        self.kv_byte_s = m.kv_bytes_per_gpu(spec.tp) / bw
         self.kv_s = self.kv_byte_s / knobs.eta_kv
         offload = spec.cpu_offload_gb * 1e9 / HOST_BW.get(g.key, HOST_BW_DEFAULT)
         self.layers, self.links, self.moe = m.layers, (2 * m.layers if spec.tp > 1 else 0), m.moe_layers

@@ -19,14 +19,14 @@ import json
 import time
 
 from sim.inference_perf import load_profiles
-from sim.vllm_deploy import Knobs
 from specbed import calibrate as cal
 from specbed import validate as v
 from specbed.validate_runs import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_NUM_SEQS, read_runs
 from specsched import safeio
-from specsched.catalog import get_gpu
 from specsched.errors import InputError
 from specsched.fit import file_hash
+from specsched.price import get_gpu
+from specsched.price.knobs import Knobs
 from specsched.progress import Progress
 
 

@@ -19,13 +19,13 @@ from dataclasses import replace
 
 import numpy as np
 
+from sim.deploy.prepare import prepare
 from sim.inference_perf import Profile, generate
 from sim.metrics import request_table
-from sim.vllm_deploy import Knobs
-from sim.vllm_prepare import prepare
 from sim.wiring import run_replicas
 from specbed.validate_runs import METRICS, MeasuredRun, latency_metrics
 from specsched.errors import InputError
+from specsched.price.knobs import Knobs
 
 #: a run is "saturated" when requests queue this long on average: the queue grows through the run
 SATURATED_QUEUE_S = 5.0

@@ -25,12 +25,13 @@ import time
 from pathlib import Path
 
 from sim.inference_perf import load_profiles
-from sim.vllm_deploy import Knobs, VllmSpec, shipped_knobs
 from specbed import validate as v
 from specbed.validate_runs import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_NUM_SEQS, read_bench, read_runs
 from specsched import inputs, safeio
-from specsched.catalog import find_model, get_gpu
 from specsched.errors import InputError
+from specsched.price import find_model, get_gpu
+from specsched.price.knobs import Knobs, shipped_knobs
+from specsched.price.vllm import VllmSpec
 from specsched.progress import Progress
 
 

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.vllm_deploy import VllmSpec
 from sim.workload import Workload
 from specsched import inputs as inp
-from specsched.catalog import find_model, get_gpu, precision_bytes
 from specsched.errors import InputError
+from specsched.price import find_model, get_gpu, precision_bytes
+from specsched.price.vllm import VllmSpec
 
 METRICS = ("e2e_mean", "e2e_p90", "e2e_p99", "ttft_mean", "ttft_p90", "ttft_p99", "itl_mean")
 

@@ -38,10 +38,12 @@ from pathlib import Path
 
 import numpy as np
 
-from specsched import hardware, inputs, safeio
+from specsched import inputs, safeio
+from specsched import price as hardware  # the catalogue and roofline (specsched.price)
 from specsched.cost import CostTable
 from specsched.errors import InputError
 from specsched.measured import Points
+from specsched.price.knobs import FIT_START
 
 #: knob -> (lower, upper) bound; the fit stays strictly inside (logistic map).
 BOUNDS: dict[str, tuple[float, float]] = {
@@ -58,7 +60,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
 }
 #: the knobs a fit fits: request_s is not one (a fit file may carry one, within its bound, and it is used)
 KNOBS: tuple[str, ...] = tuple(k for k in BOUNDS if k != "request_s")
-_START = {"c0": 40e-6, "eta_bw": 0.8, "eta_f": 0.5, "link_bw": 100e9, "hop_latency": 2e-6}
+_START = FIT_START  # the one Knobs' starting point (specsched.price.knobs)
 _HUBER = 0.05  # relative error below which a point counts fully
 _OUTLIER = math.log(1.25)  # never flag a point within 25 %
 FIT_VERSION = 1

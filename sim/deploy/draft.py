@@ -3,20 +3,21 @@
 Role: map a config with `server.model` and `drafter.model` (a `specsched.draft_shape` preset) to the
 `specsched.DraftCost` and drafter KV seconds its steps are priced with, on the target GPU's shipped
 (no-speculation, calibrated) knobs — the same `step_s`, `c0`, `eta_bw`, `eta_f`, `eta_kv` as the target's
-steps; the verify step is the target's own catalogue step at R·(1 + γ) tokens (`sim.vllm_deploy`).
+steps; the verify step is the target's own catalogue step at R·(1 + γ) tokens (`specsched.price.vllm`).
 `drafter.engine` names how the serving engine runs the step (`specsched.spec_engine`): an EAGLE-style
 drafter's first pass over the R·(1 + γ) verified positions, and the host work the engine exposes (its
 per-request part at the bound of 1 + γ tokens a request emits a step: acceptance is not known here).
 
-May import: the standard library, `sim.config`, `sim.vllm_deploy`, `specsched`.
+May import: the standard library, `sim.config`, `sim.deploy.cost`, `specsched`.
 """
 
 from __future__ import annotations
 
 from sim.config import SimConfig
-from sim.vllm_deploy import config_spec, shipped_knobs
+from sim.deploy.cost import config_spec
 from specsched import DraftCost, InputError
-from specsched.draft_shape import drafter_shape, own_draft_cost
+from specsched.price.draft_shape import drafter_shape, own_draft_cost
+from specsched.price.knobs import shipped_knobs
 
 
 def check_drafter_model(cfg: SimConfig) -> None:

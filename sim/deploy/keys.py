@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sim.bounds import check_choice, check_range
-from specsched.catalog import PRECISIONS, get_gpu, get_model, precision_bytes
 from specsched.errors import InputError
+from specsched.price import PRECISIONS, get_gpu, get_model, precision_bytes
 
 #: `drafter.engine`: the serving engines whose speculative step is priced (`specsched.spec_engine.ENGINES`)
 SPEC_ENGINES = ("vllm", "sglang")
@@ -26,7 +26,7 @@ SPEC_ENGINES = ("vllm", "sglang")
 def check_preset(section: str, preset: str | None, engine: str = "vllm") -> None:
     """`drafter.model`: None or a `specsched.draft_shape` preset; `drafter.engine`: one of SPEC_ENGINES
     (one-line InputError naming the key)."""
-    from specsched.draft_shape import PRESETS
+    from specsched.price.draft_shape import PRESETS
 
     if preset is not None and (not isinstance(preset, str) or preset.lower() not in PRESETS):
         choices = ", ".join(PRESETS)

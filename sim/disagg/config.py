@@ -43,9 +43,9 @@ from sim.config import ROUTERS, SimConfig
 from sim.config_io import coerce, load_config, parse_override
 from specsched import inputs
 from specsched.comm import LINKS
-from specsched.ep_decode import ATTENTION
 from specsched.errors import InputError
-from specsched.hardware import GPUS, MODELS
+from specsched.price import GPUS, MODELS
+from specsched.price.ep import ep_models
 
 ROLES = ("prefill", "decode")
 DRAFT_KV = ("transfer", "rebuild")
@@ -121,11 +121,11 @@ class PoolConfig:
     draft_prefix_cached: the drafter's KV of a cached prefix is cached alongside the target's (true);
         false — only the target's is, so the prefill pool recomputes the drafter over the cached prefix
         (the "hits drop with a drafter on" engines, vLLM #54360), priced as its share of target tokens.
-    ep_gpus: price each replica as one DP-attention + EP group of this many GPUs (`specsched.ep_decode`)
+    ep_gpus: price each replica as one DP-attention + EP group of this many GPUs (`specsched.price.ep`)
         instead of `cost`; a prefill pool's per attention rank (a request prefills on one DP rank) at the
         workload's mean prompt and its prefix hits, with the NVLink-forwarding all-to-all.
     attention_ranks: the group's data-parallel attention ranks (dividing ep_gpus).
-    ep_model: the group's model (one with attention facts: `specsched.ep_decode.ATTENTION`).
+    ep_model: the group's model (one with attention facts: `specsched.price.ep.ep_models`).
     ep_gpu: the group's GPU (`specsched.hardware.GPUS`). ep_inter: its network link, ep_intra: its
         in-node link (`specsched.comm.LINKS`).
     micro_batches: 1, or 2 for two-micro-batch overlap of communication with compute.
@@ -207,7 +207,7 @@ class PoolConfig:
         check_range(s, "attention_ranks", self.attention_ranks, 1)
         if self.ep_gpus % self.attention_ranks:
             raise fail(s, "attention_ranks", f"must divide ep_gpus ({self.ep_gpus})")
-        check_choice(s, "ep_model", self.ep_model, tuple(ATTENTION))  # the models with attention facts
+        check_choice(s, "ep_model", self.ep_model, ep_models())  # the models with attention facts
         check_choice(s, "ep_gpu", self.ep_gpu, tuple(GPUS))
         check_choice(s, "ep_inter", self.ep_inter, tuple(LINKS))
         check_choice(s, "ep_intra", self.ep_intra, tuple(LINKS))

@@ -42,9 +42,9 @@ from sim.routing import STATE_FREE, OpenLoop, Router, route_up_front
 from sim.run import prepare
 from sim.wiring import Prepared, _deployment, run_replicas
 from specsched.comm import KVHandoff, Link, get_link
-from specsched.ep_decode import EPGroup, group_table, prefill_table
 from specsched.errors import InputError
-from specsched.hardware import MODELS
+from specsched.price import MODELS
+from specsched.price.ep import EPGroup, group_table, prefill_table
 
 
 @dataclass(frozen=True)

@@ -37,11 +37,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specsched.catalog import CatalogGPU, CatalogModel
 from specsched.cost import CostTable
 from specsched.draft_cost import DraftCost
 from specsched.errors import InputError
-from specsched.spec_engine import (
+from specsched.price import GPU as CatalogGPU
+from specsched.price import ModelShape as CatalogModel
+from specsched.price.spec_engine import (
     EAGER_OP_S,
     draft_pass_seconds,
     first_pass_seconds,

@@ -25,13 +25,11 @@ per step). The network share of the all-to-all: every remote expert in low-laten
 remote node with NVLink forwarding (prefill; `specsched.comm.remote_nodes`). KV bytes are NOT
 divided by tp_a: MLA's latent KV is read whole by every tensor-parallel attention rank.
 
-Attention arithmetic (`Attention`): decode runs MLA "absorbed" (FlashMLA): each query token does
-2·heads·(qk_dim + v_dim) FLOPs per KV token per layer; DeepSeek-V3: 128 heads, qk 576 (512 latent + 64
-rope), v 512 (config.json: num_attention_heads, kv_lora_rank, qk_rope_head_dim). Prefill runs it
-unabsorbed, as multi-head attention: 2·heads·(qk_nope + rope + v_head) = 2·128·(128 + 64 + 128) per
-query-key pair per layer.
+Models, GPUs and links are the catalogue's (`specsched.price`); a model's attention arithmetic is its
+row's `attention` facts (`specsched.price.models.Attention`, `ep_models()` lists the models that have
+them); η_bw, η_f, η_attn and c0 default to the one `Knobs` (`specsched.price.knobs`).
 
-May import: numpy, the standard library, `specsched.comm`, `specsched.hardware`, `specsched.cost` (in
+May import: numpy, the standard library, `specsched.comm`, `specsched.price`, `specsched.cost` (in
 `group_table`).
 """
 
@@ -41,33 +39,15 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from specsched.comm import AllToAll, Link, get_link, overlapped, pipeline_fill, remote_nodes
-from specsched.hardware import GPU, ModelShape, get_gpu, get_model
+from specsched.comm import AllToAll, overlapped, pipeline_fill, remote_nodes
+from specsched.price.gpus import GPU, Link, get_gpu, get_link
+from specsched.price.knobs import DEFAULTS, check_knob
+from specsched.price.models import MODELS, Attention, ModelShape, get_model
 
 
-@dataclass(frozen=True)
-class Attention:
-    """Attention arithmetic of a model (per layer): FLOPs per (query token × KV token) when decoding and
-    when prefilling."""
-
-    decode_flops_per_pair: float
-    prefill_flops_per_pair: float
-    note: str = ""
-    #: bytes of the output head (vocab × d_model × bytes), read whole by every draft pass of an MTP-style
-    #: drafter that shares it; 0 = folded into the layer share
-    head_bytes: float = 0.0
-
-
-#: Attention facts of the models this module prices (others: `gqa_attention`).
-ATTENTION: dict[str, Attention] = {
-    "deepseek-v3": Attention(
-        2 * 128 * (576 + 512),
-        2 * 128 * (128 + 64 + 128),
-        "MLA: 128 heads, kv_lora_rank 512, qk_rope_head_dim 64, qk_nope 128, v_head 128 (config.json); "
-        "output head 129,280 × 7,168 in bf16 (vocab_size, hidden_size; the FP8 checkpoint keeps it bf16)",
-        head_bytes=129280 * 7168 * 2.0,
-    ),
-}
+def ep_models() -> tuple[str, ...]:
+    """The catalogue models an EP group can price: those with attention facts."""
+    return tuple(name for name, m in MODELS.items() if m.attention is not None)
 
 
 def gqa_attention(model: ModelShape, heads: int, head_dim: int) -> Attention:
@@ -117,10 +97,10 @@ class EPGroup:
     micro_batches: int = 2
     expert_imbalance: float = 1.0
     attention_imbalance: float = 1.0
-    eta_bw: float = 0.9
-    eta_f: float = 0.6
-    eta_attn: float = 0.6
-    c0: float = 40e-6
+    eta_bw: float = DEFAULTS.eta_bw
+    eta_f: float = DEFAULTS.eta_f
+    eta_attn: float = DEFAULTS.eta_attn
+    c0: float = DEFAULTS.c0
     attention: Attention | None = None
 
     def __post_init__(self) -> None:
@@ -131,23 +111,22 @@ class EPGroup:
         if not self.model.is_moe:
             raise ValueError(f"EP group: {self.model.name} is dense; expert parallelism needs an MoE model")
         if self.attention is None:
-            if self.model.name not in ATTENTION:
+            if self.model.attention is None:
                 raise ValueError(f"EP group: no attention facts for {self.model.name}; pass `attention`")
-            object.__setattr__(self, "attention", ATTENTION[self.model.name])
+            object.__setattr__(self, "attention", self.model.attention)
         if self.gpus < 1 or self.attention_ranks < 1 or self.gpus % self.attention_ranks:
             raise ValueError(
                 f"EP group: attention_ranks ({self.attention_ranks}) must divide gpus ({self.gpus})"
             )
         if self.micro_batches not in (1, 2):
             raise ValueError(f"EP group: micro_batches must be 1 or 2, got {self.micro_batches!r}")
-        for name in ("eta_bw", "eta_f", "eta_attn"):
-            if not 0 < getattr(self, name) <= 1:
-                raise ValueError(f"EP group: {name} must be in (0, 1], got {getattr(self, name)!r}")
+        for name in ("eta_bw", "eta_f", "eta_attn", "c0"):
+            check_knob(name, getattr(self, name), where="EP group")
         for name in ("expert_imbalance", "attention_imbalance"):
             if not getattr(self, name) >= 1:
                 raise ValueError(f"EP group: {name} must be ≥ 1 (max over mean), got {getattr(self, name)!r}")
-        if self.c0 < 0 or self.redundant_experts < 0 or self.gpus_per_node < 1:
-            raise ValueError("EP group: c0 ≥ 0, redundant_experts ≥ 0 and gpus_per_node ≥ 1 required")
+        if self.redundant_experts < 0 or self.gpus_per_node < 1:
+            raise ValueError("EP group: redundant_experts ≥ 0 and gpus_per_node ≥ 1 required")
 
     @property
     def tp_attention(self) -> int:
@@ -251,7 +230,7 @@ def group_table(
     `step_overhead`: seconds added to every step (a stated or fitted per-step cost outside the bill);
     `slowdown` ≥ 1 multiplies the bill (a stated or fitted efficiency shortfall of the whole step).
     """
-    from specsched.cost import CostTable  # cost imports hardware; kept local to stay a leaf module
+    from specsched.cost import CostTable  # cost imports the roofline; kept local to stay a leaf module
 
     if max_tokens < 1 or context < 0 or query_tokens < 1 or step_overhead < 0 or not slowdown > 0:
         raise ValueError(

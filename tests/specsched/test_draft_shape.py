@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 
 from sim.config import DrafterConfig
-from sim.vllm_deploy import VllmSpec, cost_table, shipped_knobs
 from specsched import DraftCost, InputError
-from specsched.catalog import get_gpu, get_model
 from specsched.draft_cost import plan_prices
-from specsched.draft_shape import PRESETS, drafter_shape, own_draft_cost, pass_seconds
+from specsched.price import get_gpu, get_model
+from specsched.price.draft_shape import PRESETS, drafter_shape, own_draft_cost, pass_seconds
+from specsched.price.knobs import shipped_knobs
+from specsched.price.vllm import VllmSpec, cost_table
 
 TARGET, GPU = get_model("llama3.1-8b"), get_gpu("h100")
 KNOBS = shipped_knobs("h100")

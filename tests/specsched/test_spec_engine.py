@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from sim.config import DrafterConfig
-from sim.config_vllm import SPEC_ENGINES
-from sim.vllm_deploy import VllmSpec, cost_table, shipped_knobs
+from sim.deploy.keys import SPEC_ENGINES
 from specsched import DraftCost, InputError
-from specsched.catalog import get_gpu, get_model
 from specsched.draft_cost import plan_prices
-from specsched.draft_shape import drafter_shape, own_draft_cost, pass_seconds
-from specsched.spec_engine import (
+from specsched.price import get_gpu, get_model
+from specsched.price.draft_shape import drafter_shape, own_draft_cost, pass_seconds
+from specsched.price.knobs import shipped_knobs
+from specsched.price.spec_engine import (
     EAGER_OP_S,
     ENGINES,
     SGLANG_DECODE_OPS,
@@ -30,6 +30,7 @@ from specsched.spec_engine import (
     host_request_seconds,
     host_step_seconds,
 )
+from specsched.price.vllm import VllmSpec, cost_table
 
 TARGET, GPU = get_model("llama3.1-8b"), get_gpu("h100")
 KNOBS = shipped_knobs("h100")

@@ -5,9 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from sim.vllm_deploy import Knobs
 from specbed.calibrate import FEATURES, PRIORS, bounded_lsq, solve
 from specbed.cli import main
+from specsched.price.knobs import Knobs
 
 HEADER = (
     "exp_id,folder,model,hardware,tp,dp,workload,max_num_batched_tokens,cpu_offload,gpu_mem_util,precision,"

@@ -3,14 +3,15 @@
 import numpy as np
 import pytest
 
+from sim.deploy.prepare import prepare
 from sim.inference_perf import Profile, generate
 from sim.metrics import request_table
-from sim.vllm_deploy import Knobs, VllmSpec, cost_table
-from sim.vllm_kv import size_kv
-from sim.vllm_prepare import prepare
 from sim.wiring import run_replicas
-from specsched.catalog import GPUS, MODELS, find_model, get_gpu, get_model
 from specsched.errors import InputError
+from specsched.price import GPUS, MODELS, find_model, get_gpu, get_model
+from specsched.price.knobs import Knobs
+from specsched.price.kv import size_kv
+from specsched.price.vllm import VllmSpec, cost_table
 
 
 def test_catalogue_knows_hf_ids_and_sources():
@@ -79,8 +80,8 @@ def test_async_scheduling_adds_a_step_to_ttft():
 
 
 def test_shipped_knobs_calibrated_for_h100_carried_to_other_gpus():
-    from sim.vllm_deploy import shipped_knobs, transferred_knobs
-    from specsched.catalog import get_gpu
+    from specsched.price import get_gpu
+    from specsched.price.knobs import shipped_knobs, transferred_knobs
 
     h100, a100 = shipped_knobs("h100"), shipped_knobs("A100-80GB")
     assert h100.frontend_s > 0 and h100 != Knobs()
@@ -97,7 +98,7 @@ def test_shipped_knobs_calibrated_for_h100_carried_to_other_gpus():
 
 
 def test_c_token_prices_each_token_while_memory_bound():
-    from sim.vllm_deploy import step_parts
+    from specsched.price.vllm import step_parts
 
     spec = VllmSpec("llama3.1-8b", max_num_seqs=64, max_num_batched_tokens=2048)
     b = np.array([1.0, 32.0, 2048.0])
@@ -108,7 +109,7 @@ def test_c_token_prices_each_token_while_memory_bound():
 
 
 def test_filtered_default_sampling_costs_vocabulary_passes_per_wave_of_rows():
-    from sim.vllm_deploy import sampling_seconds, step_parts
+    from specsched.price.vllm import sampling_seconds, step_parts
 
     knobs = Knobs(c_vocab=5e-9)
     qwen = VllmSpec("qwen2.5-7b", max_num_seqs=256)
