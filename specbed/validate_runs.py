@@ -22,7 +22,7 @@ import numpy as np
 from sim.workload import Workload
 from specsched import inputs as inp
 from specsched.errors import InputError
-from specsched.price import find_model, get_gpu, precision_bytes
+from specsched.price import GPU_MEMORY_UTILIZATION, find_model, get_gpu, precision_bytes
 from specsched.price.vllm import VllmSpec
 
 METRICS = ("e2e_mean", "e2e_p90", "e2e_p99", "ttft_mean", "ttft_p90", "ttft_p99", "itl_mean")
@@ -107,7 +107,7 @@ def _row_run(row: dict, path: str, line: int, profiles, seqs: int, model_len: in
     tp = _cell(row, "tp", path, line, int, lo=1, hi=4096)
     dp = _cell(row, "dp", path, line, int, default=1, lo=1, hi=4096)
     mnbt = _cell(row, "max_num_batched_tokens", path, line, int, lo=1, hi=10_000_000)
-    util = _cell(row, "gpu_mem_util", path, line, default=0.9, lo=0.01, hi=1.0)
+    util = _cell(row, "gpu_mem_util", path, line, default=GPU_MEMORY_UTILIZATION, lo=0.01, hi=1.0)
     seqs = _cell(row, "max_num_seqs", path, line, int, default=seqs, lo=1, hi=16384)
     model_len = _cell(row, "max_model_len", path, line, int, default=model_len, lo=1, hi=10_000_000)
     offload = _offload(row, path, line)

@@ -17,7 +17,14 @@ from dataclasses import dataclass
 
 from sim.bounds import check_choice, check_range
 from specsched.errors import InputError
-from specsched.price import PRECISIONS, get_gpu, get_model, precision_bytes
+from specsched.price import (
+    GPU_MEMORY_UTILIZATION,
+    PRECISIONS,
+    check_utilization,
+    get_gpu,
+    get_model,
+    precision_bytes,
+)
 
 #: `drafter.engine`: the serving engines whose speculative step is priced (`specsched.spec_engine.ENGINES`)
 SPEC_ENGINES = ("vllm", "sglang")
@@ -51,7 +58,7 @@ class VllmServerKeys:
     model: str | None = None
     gpu: str | None = None  # None: h100 for a vLLM deployment
     precision: str | None = None
-    gpu_memory_utilization: float = 0.9
+    gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION
     max_model_len: int | None = None
     cpu_offload_gb: float = 0.0
     prefix_caching: bool = True
@@ -59,7 +66,7 @@ class VllmServerKeys:
 
     def _check_vllm(self) -> None:
         s = "server"
-        check_range(s, "gpu_memory_utilization", self.gpu_memory_utilization, 0, 1, lo_open=True)
+        check_utilization(self.gpu_memory_utilization, f"{s}.gpu_memory_utilization")
         check_range(s, "cpu_offload_gb", self.cpu_offload_gb, 0.0)
         if self.max_model_len is not None:
             check_range(s, "max_model_len", self.max_model_len, 1)

@@ -41,7 +41,7 @@ import numpy as np
 
 from specsched.comm import AllToAll, overlapped, pipeline_fill, remote_nodes
 from specsched.price.gpus import GPU, Link, get_gpu, get_link
-from specsched.price.knobs import DEFAULTS, check_knob
+from specsched.price.knobs import DEFAULTS, Knobs
 from specsched.price.models import MODELS, Attention, ModelShape, get_model
 
 
@@ -78,9 +78,9 @@ class Bill:
 class EPGroup:
     """A DP-attention + EP group: `gpus` GPUs (G), `attention_ranks` DP ranks (D, dividing G).
 
-    Knobs (all stated, none fitted here): eta_bw / eta_f / eta_attn — achieved fractions of HBM bandwidth,
-    dense tensor peak for the linear layers and for attention; c0 — fixed seconds per layer per
-    micro-batch (launches, norms, routing, small ops); micro_batches — 1 or 2 (two-batch overlap);
+    knobs: the one `Knobs` (defaults: stated, none fitted here) — eta_bw / eta_f / eta_attn, achieved
+    fractions of HBM bandwidth, dense tensor peak for the linear layers and for attention; c0, fixed
+    seconds per layer per micro-batch (launches, norms, routing, small ops); micro_batches — 1 or 2;
     low_latency — DeepEP's pure-RDMA decode kernels (every destination over `inter`) instead of the
     NVLink-forwarding normal kernels (a share gpus_per_node/G of destinations over `intra`).
     """
@@ -97,10 +97,7 @@ class EPGroup:
     micro_batches: int = 2
     expert_imbalance: float = 1.0
     attention_imbalance: float = 1.0
-    eta_bw: float = DEFAULTS.eta_bw
-    eta_f: float = DEFAULTS.eta_f
-    eta_attn: float = DEFAULTS.eta_attn
-    c0: float = DEFAULTS.c0
+    knobs: Knobs = DEFAULTS
     attention: Attention | None = None
 
     def __post_init__(self) -> None:
@@ -120,8 +117,6 @@ class EPGroup:
             )
         if self.micro_batches not in (1, 2):
             raise ValueError(f"EP group: micro_batches must be 1 or 2, got {self.micro_batches!r}")
-        for name in ("eta_bw", "eta_f", "eta_attn", "c0"):
-            check_knob(name, getattr(self, name), where="EP group")
         for name in ("expert_imbalance", "attention_imbalance"):
             if not getattr(self, name) >= 1:
                 raise ValueError(f"EP group: {name} must be ≥ 1 (max over mean), got {getattr(self, name)!r}")
@@ -153,14 +148,15 @@ class EPGroup:
     def bill(self, tokens: float, kv_tokens: float, attn_flops: float) -> Bill:
         """The step of `tokens` query tokens per rank, `kv_tokens` KV tokens read per rank and `attn_flops`
         attention FLOPs per rank (all layers), per GPU (module docstring)."""
-        m, bw, tp = self.micro_batches, self.eta_bw * self.gpu.hbm_bw, self.tp_attention
+        k, m, tp = self.knobs, self.micro_batches, self.tp_attention
+        bw = k.eta_bw * self.gpu.hbm_bw
         md, peak = self.model, self._peak()
         bpp = md.bytes_per_param
         attention = self.attention_imbalance * max(
-            kv_tokens * md.kv_bytes_per_token / bw, attn_flops / (tp * self.eta_attn * self.gpu.flops)
+            kv_tokens * md.kv_bytes_per_token / bw, attn_flops / (tp * k.eta_attn * self.gpu.flops)
         )
         dense = m * max(
-            md.dense_params * bpp / tp / bw, 2.0 * md.dense_params * tokens / (m * tp) / (self.eta_f * peak)
+            md.dense_params * bpp / tp / bw, 2.0 * md.dense_params * tokens / (m * tp) / (k.eta_f * peak)
         )
         group_tokens = tokens * self.attention_ranks
         per_mb = group_tokens / m
@@ -168,7 +164,7 @@ class EPGroup:
         expert_bytes = self.experts_per_gpu * touched * md.expert_params * md.moe_layers * bpp
         routed = group_tokens * md.top_k / self.gpus * self.expert_imbalance
         experts = m * max(
-            expert_bytes / bw, 2.0 * md.expert_params * md.moe_layers * routed / m / (self.eta_f * peak)
+            expert_bytes / bw, 2.0 * md.expert_params * md.moe_layers * routed / m / (k.eta_f * peak)
         )
         d1, c1 = self.all_to_all().seconds(tokens / tp / m)
         dispatch, combine = d1 * m * md.moe_layers, c1 * m * md.moe_layers
@@ -176,7 +172,7 @@ class EPGroup:
         comm_l = (dispatch + combine) / md.moe_layers
         layers = md.moe_layers * overlapped(compute_l, comm_l, m) + (md.layers - md.moe_layers) * compute_l
         layers += pipeline_fill(compute_l, comm_l, m)
-        overhead = self.c0 * md.layers * m
+        overhead = k.c0 * md.layers * m
         total = layers + overhead
         hidden = attention + dense + experts + dispatch + combine - layers
         return Bill(attention, dense, experts, dispatch, combine, overhead, hidden, total)
@@ -205,7 +201,7 @@ class EPGroup:
         if passes <= 0 or requests <= 0:
             return 0.0
         one = self.decode_bill(requests, 1.0, context).total
-        head = self.attention.head_bytes / (self.eta_bw * self.gpu.hbm_bw)
+        head = self.attention.head_bytes / (self.knobs.eta_bw * self.gpu.hbm_bw)
         return passes * (one * draft_layers / self.model.layers + head)
 
 
