@@ -103,6 +103,9 @@ class SimModel:
             sub = typing.get_type_hints(cls)
             for f in dataclasses.fields(cls):
                 out[f"{section}.{f.name}"] = sub[f.name]
+        from sim.deploy.keys import COST_KEYS  # the [cost] section: a view of [server]'s pricing fields
+
+        out.update({f"cost.{key}": out[f"server.{name}"] for key, name in COST_KEYS.items()})
         return out
 
     def resolve(self, base_path: Path | None, base_table: dict | None, overrides: list[Override]) -> dict:

@@ -108,13 +108,13 @@ def check_inputs(cfg: SimConfig) -> None:
 
     Sweeps call it for every cell before their results folder is touched; InputError if one is bad.
     """
-    load_table(cfg, cfg.server.cost, "server.cost")
+    load_table(cfg, cfg.server.cost, "cost.table")
     if cfg.drafter.model is not None:
         from sim.deploy.draft import check_drafter_model
 
         check_drafter_model(cfg)
     if cfg.server.policy_cost is not None:
-        load_table(cfg, cfg.server.policy_cost, "server.policy_cost")
+        load_table(cfg, cfg.server.policy_cost, "cost.policy_table")
     if cfg.drafter.cost is not None and cfg.drafter.effective_gamma > 0:
         load_draft_cost(cfg.drafter.cost, tp=cfg.server.tp or 1)
     _load_curves(cfg)  # γ against the curves is checked per run: it depends on the workload's domains

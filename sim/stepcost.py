@@ -1,8 +1,8 @@
 """A config's step price: `step_cost(cfg, cost)` maps the config keys of `specsched.stepcost.TERMS` to one.
 
-Role: the only place the simulator reads the config keys that price a step (server.prefill_request_seconds,
+Role: the only place the simulator reads the config keys that price a step (cost.prefill_request_seconds,
 pad_token_seconds, padded_context_seconds; drafter.intake_seconds, intake_tokens, padded_context_seconds,
-cost): one `StepCost` per table a run times (the hardware's) or plans with (server.policy_cost). The draft
+cost): one `StepCost` per table a run times (the hardware's) or plans with (cost.policy_table). The draft
 terms are off without drafting (γ = 0). `term_values(cfg)` reads the same keys back by term name and
 `term_settings(terms)` writes them (the twin's measured terms into its config).
 

@@ -139,5 +139,5 @@ def load_cost(
     raise InputError(
         f"unknown cost table {str(spec)!r}: not a built-in ({', '.join(BUILTIN_COSTS)}), "
         "a CSV or a fit .json",
-        field="server.cost",
+        field="cost.table",
     )

@@ -42,10 +42,10 @@ def deployment(cfg: SimConfig) -> Priced:
     if cfg.server.model is not None:  # a deployment from vLLM's knobs: catalogue cost, vLLM's KV sizing
         cfg, cost = server_deployment(cfg)
     else:
-        cost = load_table(cfg, cfg.server.cost, "server.cost")
+        cost = load_table(cfg, cfg.server.cost, "cost.table")
     policy_cost = None
     if cfg.server.policy_cost is not None:
-        policy_cost = load_table(cfg, cfg.server.policy_cost, "server.policy_cost")
+        policy_cost = load_table(cfg, cfg.server.policy_cost, "cost.policy_table")
     if cfg.server.tp is not None:
         tp = cfg.server.tp
     elif cfg.server.cost in specsched.BUILTIN_COSTS:
@@ -101,8 +101,8 @@ def load_table(cfg: SimConfig, source: str, fieldname: str) -> specsched.CostTab
     try:
         cost = specsched.load_cost(source, mode=cfg.server.cost_mode, tp=cfg.server.tp, ep=cfg.server.ep)
         cost = _with_graphs(cfg, source, cost)
-    except InputError as err:  # load_cost names server.cost; the table may be server.policy_cost's
-        field = fieldname if err.field in (None, "server.cost") else err.field
+    except InputError as err:  # load_cost names cost.table; the table may be cost.policy_table's
+        field = fieldname if err.field in (None, "cost.table") else err.field
         raise InputError(err.message, file=err.file, line=err.line, field=field) from None
     except ValueError as err:
         raise as_input_error(err, fieldname) from None
@@ -125,7 +125,7 @@ def load_table(cfg: SimConfig, source: str, fieldname: str) -> specsched.CostTab
         raise InputError(
             "is required with a CSV cost table to price the draft layers "
             "(the number of target layers the table's latency covers)",
-            field="server.layers",
+            field="cost.layers",
         )
     return cost
 

@@ -1,6 +1,6 @@
 """The draft pass of a vLLM deployment with `drafter.model`: a drafter priced from its own shape.
 
-Role: map a config with `server.model` and `drafter.model` (a `specsched.draft_shape` preset) to the
+Role: map a config with `cost.model` and `drafter.model` (a `specsched.draft_shape` preset) to the
 `specsched.DraftCost` and drafter KV seconds its steps are priced with, on the target GPU's shipped
 (no-speculation, calibrated) knobs — the same `step_s`, `c0`, `eta_bw`, `eta_f`, `eta_kv` as the target's
 steps; the verify step is the target's own catalogue step at R·(1 + γ) tokens (`specsched.price.vllm`).
@@ -24,7 +24,7 @@ def check_drafter_model(cfg: SimConfig) -> None:
     """InputError (one line, drafter.model) if `drafter.model` is set without a vLLM deployment."""
     if cfg.drafter.model is not None and cfg.server.model is None:
         raise InputError(
-            "prices a drafter against the target's catalogue shape: set server.model too",
+            "prices a drafter against the target's catalogue shape: set cost.model too",
             field="drafter.model",
         )
 

@@ -34,7 +34,7 @@ def prepare(
     if spec.max_model_len is not None and longest > spec.max_model_len:
         raise InputError(
             f"a request needs {longest} tokens, more than max_model_len {spec.max_model_len}",
-            field="server.max_model_len",
+            field="cost.max_model_len",
         )
     if longest > kv:
         raise InputError(

@@ -55,7 +55,7 @@ class KVSizing:
         return {k: (round(v / GiB, 3) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
 
 
-def check_utilization(value, field: str = "server.gpu_memory_utilization") -> float:
+def check_utilization(value, field: str = "cost.gpu_memory_utilization") -> float:
     """`value` if it is a fraction in (0, 1] (vLLM's range for gpu_memory_utilization), else InputError."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value <= 1.0:
         raise InputError(f"must be in (0, 1], got {value!r}", field=field)
@@ -84,7 +84,7 @@ def size_kv(
     max_num_seqs: int = 256,
     cpu_offload_gb: float = 0.0,
     cudagraphs: bool = True,
-    field: str = "server.gpu_memory_utilization",
+    field: str = "cost.gpu_memory_utilization",
 ) -> KVSizing:
     """The KV capacity of one replica (module docstring). InputError naming `field` when the weights and
     activations leave no room for even one block, as vLLM refuses to start then."""

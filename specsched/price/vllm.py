@@ -74,12 +74,12 @@ class VllmSpec:
 
     def resolve(self) -> tuple[ModelShape, GPU, float]:
         """(model, GPU, weight bytes per parameter); InputError naming the `[cost]` key that is wrong."""
-        m = get_model(self.model, field="server.model")
+        m = get_model(self.model, field="cost.model")
         if m.heads is None:
             msg = "has no config.json attention shape in the catalogue (KV heads, head size)"
-            raise InputError(f"{m.name} {msg}: it cannot be sized as a vLLM deployment", field="server.model")
-        g = get_gpu(self.gpu, field="server.gpu")
-        return m, g, precision_bytes(self.precision, m, field="server.precision")
+            raise InputError(f"{m.name} {msg}: it cannot be sized as a vLLM deployment", field="cost.model")
+        g = get_gpu(self.gpu, field="cost.gpu")
+        return m, g, precision_bytes(self.precision, m, field="cost.precision")
 
     def kv(self) -> KVSizing:
         m, g, bpp = self.resolve()

@@ -13,8 +13,9 @@ from sim.drafter import draft_seconds_table
 from sim.run import prepare
 from sim.stepcost import step_cost
 
-BASE = ["server.model=llama3.1-8b", "drafter.name=eagle3", "drafter.gamma=3", "policy.name=fixed",
-        "workload.num_requests=40", "server.max_num_seqs=16", "server.max_num_batched_tokens=2048"]  # fmt: skip
+BASE = ["cost.model=llama3.1-8b", "drafter.name=eagle3", "drafter.gamma=3", "policy.name=fixed",
+        "workload.num_requests=40", "server.max_num_seqs=16",
+        "server.max_num_batched_tokens=2048"]  # fmt: skip
 
 
 @pytest.mark.parametrize("own", [False, True], ids=["layer-priced", "drafter.model"])

@@ -27,8 +27,8 @@ _BOOL_BAD = ("maybe", "2", "")
 _MIX_BAD = ("a,b,c", "1,1", "-1,1,1", "0,0,0", "nan,1,1", "1e30,1,1", "chat=1,bogus=2", "")
 #: str keys that name files: bad values need the key to be used (trace only with kind=trace)
 _PATH_BAD = {
-    "server.cost": ("nope", "", "{W}/missing.csv", "{W}/adir/"),
-    "server.policy_cost": ("nope", "", "{W}/missing.csv", "{W}/adir/"),
+    "cost.table": ("nope", "", "{W}/missing.csv", "{W}/adir/"),
+    "cost.policy_table": ("nope", "", "{W}/missing.csv", "{W}/adir/"),
     "drafter.curves": ("", "{W}/missing.json", "{W}/adir/"),
     "workload.trace": ("", "nope-not-a-trace", "{W}/missing.csv", "{W}/adir/"),
 }
@@ -71,8 +71,8 @@ def config_cases() -> list[Case]:
                     expect=(key,),
                 )
             )
-    # a drafter priced from its own shape needs a vLLM deployment (server.model) to price it against
-    vllm = ("--set", "server.model=llama3.1-8b")
+    # a drafter priced from its own shape needs a vLLM deployment (cost.model) to price it against
+    vllm = ("--set", "cost.model=llama3.1-8b")
     for argv in (("--set", "drafter.model=eagle3"), (*vllm, "--set", "drafter.model=eagle9")):
         name = f"drafter.model {' '.join(argv)!r}"
         cases.append(Case("config-set", name, (*_RUN, *argv), expect=("drafter.model",)))
@@ -123,7 +123,7 @@ def config_file_cases() -> list[Case]:
     ]
     # a missing data file is named itself (with its key), not the config line that names it
     cases = [
-        Case(c.category, c.name, c.argv, c.files, ("nope.csv", "server.policy_cost"))
+        Case(c.category, c.name, c.argv, c.files, ("nope.csv", "cost.policy_table"))
         if "missing" in c.name
         else c
         for c in cases
@@ -163,9 +163,9 @@ def cost_cases() -> list[Case]:
     }
     cases = []
     for name, data in bad.items():
-        for key in ("server.cost", "server.policy_cost"):
+        for key in ("cost.table", "cost.policy_table"):
             # --out a new folder: a run refused at start-up must not leave it behind
-            argv = (*_RUN, "--set", "server.layers=32", "--set", f"{key}={{W}}/t.csv", "--out", "{W}/new")
+            argv = (*_RUN, "--set", "cost.layers=32", "--set", f"{key}={{W}}/t.csv", "--out", "{W}/new")
             cases.append(Case("cost-csv", f"{key} {name}", argv, {"t.csv": data}, ("t.csv",)))
     return cases
 
@@ -367,11 +367,11 @@ def sweep_cases() -> list[Case]:
         "empty-axis": SWEEP + b"seed = []\n",
         "scalar-axis": SWEEP + b"seed = 3\n",
         "huge-value": SWEEP + b'"workload.num_requests" = [100000000000]\n',
-        "bad-cost-name": SWEEP + b'"server.cost" = ["h200-v4flash", "nope"]\n',
-        "bad-cost-file": SWEEP + b'"server.cost" = ["bad.csv"]\n"server.layers" = [32]\n',
+        "bad-cost-name": SWEEP + b'"cost.table" = ["h200-v4flash", "nope"]\n',
+        "bad-cost-file": SWEEP + b'"cost.table" = ["bad.csv"]\n"cost.layers" = [32]\n',
         "bad-curves-file": SWEEP + b'"drafter.curves" = ["bad.json"]\n',
         "bad-draft-cost-file": SWEEP + b'"drafter.cost" = ["bad.csv"]\n',
-        "bad-policy-cost-file": SWEEP + b'"server.policy_cost" = ["bad.csv"]\n',
+        "bad-policy-cost-file": SWEEP + b'"cost.policy_table" = ["bad.csv"]\n',
         "missing-base": b'base = "nope.toml"\n' + SWEEP[SWEEP.index(b"[axes]") :],
         "zip-lengths": SWEEP + b'[[zip]]\n"policy.name" = ["ar", "fixed"]\n"drafter.name" = ["none"]\n',
         "zip-same-configs": SWEEP + b'[[zip]]\nlabel = ["A", "B"]\n"policy.name" = ["dspark", "dspark"]\n',
@@ -383,7 +383,7 @@ def sweep_cases() -> list[Case]:
         "analysis-key": SWEEP + b"[analysis]\nbogus = 1\n",
         "type-in-axis": SWEEP + b'"workload.rate" = ["fast"]\n',
         "nan-in-axis": SWEEP + b'"workload.rate" = [nan]\n',
-        "empty-cost": SWEEP + b'"server.cost" = [""]\n',
+        "empty-cost": SWEEP + b'"cost.table" = [""]\n',
         "policy-param": SWEEP + b'"policy.k" = [3]\n',
     }
     files = {"bad.csv": b"tokens,seconds\n1,\xff\n", "bad.json": b"{not json"}
@@ -405,7 +405,7 @@ def sweep_cases() -> list[Case]:
 
 SPACE = b"""name = "fz"
 [axes]
-"server.cost" = ["h200-dense8b"]
+"cost.table" = ["h200-dense8b"]
 "server.replicas" = [1, 2]
 """
 PRICES = b"""[gpu.h200]
@@ -443,7 +443,7 @@ def search_cases() -> list[Case]:
         "space-gpus": SPACE + b"[search]\ngpus = 3\n",
         "space-truncated": SPACE[:20],
         "space-binary": b"\x00\xff" * 20,
-        "space-unpriced-csv": SPACE.replace(b'"h200-dense8b"', b'"c.csv"') + b'"server.layers" = [32]\n',
+        "space-unpriced-csv": SPACE.replace(b'"h200-dense8b"', b'"c.csv"') + b'"cost.layers" = [32]\n',
     }
     cases = [_search_case(n, (*run, *_SLO), {"space.toml": d, "c.csv": b"tokens,seconds\n1,0.01\n"},
                           ("space.toml",)) for n, d in spaces.items()]  # fmt: skip

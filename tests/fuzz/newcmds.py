@@ -12,7 +12,7 @@ from tests.fuzz.generated import LONG, SPECIAL
 
 SPACE = b"""name = "fzs"
 [axes]
-"server.cost" = ["h100-dense8b"]
+"cost.table" = ["h100-dense8b"]
 "server.replicas" = [1, 2]
 [search]
 rungs = [0.5, 1.0]

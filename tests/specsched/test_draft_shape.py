@@ -77,7 +77,7 @@ def test_run_with_drafter_model_prices_its_draft_pass():
     from sim.config_io import load_config
     from sim.run import simulate
 
-    base = ["server.model=llama3.1-8b", "drafter.name=eagle3", "drafter.gamma=3", "policy.name=fixed",
+    base = ["cost.model=llama3.1-8b", "drafter.name=eagle3", "drafter.gamma=3", "policy.name=fixed",
             "workload.num_requests=40", "server.max_num_seqs=16"]  # fmt: skip
     old = simulate(load_config(None, base)).summary
     new = simulate(load_config(None, [*base, "drafter.model=eagle3"])).summary

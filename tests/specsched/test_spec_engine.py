@@ -157,7 +157,7 @@ def test_run_with_drafter_engine_sglang_drafts_slower():
     from sim.config_io import load_config
     from sim.run import simulate
 
-    base = ["server.model=llama3.1-8b", "drafter.name=eagle3", "drafter.gamma=3", "policy.name=fixed",
+    base = ["cost.model=llama3.1-8b", "drafter.name=eagle3", "drafter.gamma=3", "policy.name=fixed",
             "workload.num_requests=30", "server.max_num_seqs=8", "drafter.model=eagle3"]  # fmt: skip
     vllm = simulate(load_config(None, base)).summary
     sgl = simulate(load_config(None, [*base, "drafter.engine=sglang"])).summary

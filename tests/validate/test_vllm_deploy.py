@@ -21,7 +21,7 @@ def test_catalogue_knows_hf_ids_and_sources():
     assert {"h100", "a100", "l40s", "h200", "b200"} <= set(GPUS)
     assert get_gpu("H100").key == "h100"
     with pytest.raises(InputError, match="unknown model"):
-        get_model("acme/unknown-7b", field="server.model")
+        get_model("acme/unknown-7b", field="cost.model")
 
 
 def test_kv_sizing_follows_memory():
