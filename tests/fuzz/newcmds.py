@@ -98,8 +98,8 @@ rate = 20.0
 num_requests = 30
 input_tokens = 512
 output_tokens = 32
-[server]
-cost = "h200-v4flash"
+[cost]
+table = "h200-v4flash"
 [handoff]
 link = "ib-400g"
 model = "deepseek-v3"
