@@ -60,11 +60,6 @@ SPEC_ENGINES = ("vllm", "sglang")
 DEFAULT_KV_TOKENS = 2_000_000
 
 
-def cost_field(fieldname: str) -> str:
-    """"cost.<name>" of a `ServerConfig` cost field (`cost` -> "cost.table"), else "server.<field>"."""
-    return f"cost.{COST_NAME[fieldname]}" if fieldname in COST_NAME else f"server.{fieldname}"
-
-
 def check_preset(section: str, preset: str | None, engine: str = "vllm") -> None:
     """`drafter.model`: None or a `specsched.price.draft_shape` preset; `drafter.engine`: one of
     SPEC_ENGINES (one-line InputError naming the key)."""

@@ -26,29 +26,8 @@ from specsched.price.models import (
 from specsched.price.roofline import kv_token_seconds, request_seconds, step_seconds
 
 __all__ = [
-    "DEFAULTS",
-    "GPU",
-    "GPUS",
-    "GPU_MEMORY_UTILIZATION",
-    "LINKS",
-    "MODELS",
-    "PRECISIONS",
-    "Attention",
-    "KVSizing",
-    "Knobs",
-    "Link",
-    "ModelShape",
-    "check_utilization",
-    "find_gpu",
-    "find_model",
-    "get_gpu",
-    "get_link",
-    "get_model",
-    "kv_token_seconds",
-    "precision_bytes",
-    "request_seconds",
-    "shipped_knobs",
-    "size_kv",
-    "step_seconds",
-    "transferred_knobs",
-]
+    "DEFAULTS", "GPU", "GPUS", "GPU_MEMORY_UTILIZATION", "LINKS", "MODELS", "PRECISIONS", "Attention",
+    "KVSizing", "Knobs", "Link", "ModelShape", "check_utilization", "find_gpu", "find_model", "get_gpu",
+    "get_link", "get_model", "kv_token_seconds", "precision_bytes", "request_seconds", "shipped_knobs",
+    "size_kv", "step_seconds", "transferred_knobs"
+]  # fmt: skip

@@ -50,12 +50,6 @@ def ep_models() -> tuple[str, ...]:
     return tuple(name for name, m in MODELS.items() if m.attention is not None)
 
 
-def gqa_attention(model: ModelShape, heads: int, head_dim: int) -> Attention:
-    """Plain (GQA/MHA) attention: 4·heads·head_dim FLOPs per query-key pair per layer (QKᵀ and AV)."""
-    flops = 4.0 * heads * head_dim
-    return Attention(flops, flops, f"{model.name}: {heads} heads × {head_dim}")
-
-
 @dataclass(frozen=True)
 class Bill:
     """One step's seconds, part by part (per GPU of the slowest rank). `total` is what the step takes;
