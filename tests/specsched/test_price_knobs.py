@@ -18,8 +18,8 @@ def test_every_knob_has_one_range(bad):
 
 @pytest.mark.parametrize(
     "text, field",
-    [("{", None), ('{"gpus": []}', "gpus"), ('{"gpus": {"h100": {"knobs": {"eta_bw": 2}}}, "transfer": {"from": "h100"}}',
-      "knobs.eta_bw"),
+    [("{", None), ('{"gpus": []}', "gpus"),
+     ('{"gpus": {"h100": {"knobs": {"eta_bw": 2}}}, "transfer": {"from": "h100"}}', "knobs.eta_bw"),
      ('{"gpus": {"h100": {"knobs": {}}}, "transfer": {"from": "b200"}}', "transfer.from")],
 )  # fmt: skip
 def test_a_bad_shipped_knobs_file_is_one_line_naming_it(tmp_path, monkeypatch, text, field):
