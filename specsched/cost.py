@@ -226,7 +226,7 @@ class CostTable:
         name: str | None = None,
         **knobs,
     ) -> CostTable:
-        """A table synthesized from a roofline when no profile exists (`specsched.price.roofline.step_seconds`).
+        """A table synthesized from a roofline when no profile exists (`price.roofline.step_seconds`).
 
         The KV-cache reads of attention do not scale with B: with a number `context_tokens` (default 1024)
         each request is charged that fixed context in `request_seconds`; with `context_tokens=None` the

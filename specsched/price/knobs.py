@@ -143,8 +143,11 @@ def transferred_knobs(knobs: Knobs, source: str, target: str) -> Knobs:
     src, dst = get_gpu(source), get_gpu(target)
     if src.sm_clock is None or dst.sm_clock is None:
         missing = src.key if src.sm_clock is None else dst.key
-        raise InputError(f"carrying calibrated knobs needs GPU {missing!r}'s SM clock, which the table "
-                         "does not have: calibrate that GPU (`specbed cost calibrate`)", field="cost.gpu")
+        raise InputError(
+            f"carrying calibrated knobs needs GPU {missing!r}'s SM clock, which the table "
+            "does not have: calibrate that GPU (`specbed cost calibrate`)",
+            field="cost.gpu",
+        )
     clock = src.sm_clock / dst.sm_clock
     link = None
     if knobs.link_latency is not None:

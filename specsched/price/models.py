@@ -171,8 +171,23 @@ class ModelShape:
         return self.dense_params + self.moe_layers * touched * self.expert_params
 
 
-def _hf(name, hf_ids, layers, hidden, heads, kv_heads, head_dim, inter, vocab, params, active, source,
-        *, aliases=(), **kw) -> ModelShape:
+def _hf(
+    name,
+    hf_ids,
+    layers,
+    hidden,
+    heads,
+    kv_heads,
+    head_dim,
+    inter,
+    vocab,
+    params,
+    active,
+    source,
+    *,
+    aliases=(),
+    **kw,
+) -> ModelShape:
     """A checkpoint's row from its config.json (bf16 KV cache)."""
     return ModelShape(name, layers, hidden, params, active, 2 * layers * kv_heads * head_dim * 2,
                       note=source, hf_ids=tuple(hf_ids), heads=heads, kv_heads=kv_heads, head_dim=head_dim,
