@@ -269,7 +269,21 @@ def load_config(
         section, key, dotted = _place(section, key, None, None)
         values[section][key] = value
         origin[dotted] = (None, None)
+    _one_kind(values["server"], origin)
     return _build(values, origin, fname)
+
+
+def _one_kind(server: dict, origin: dict) -> None:
+    """A `[cost]` naming a model that also gives a table key (even at its default) is one error naming that
+    key where it was set (`CostKeys` refuses one off its default however the config was made)."""
+    if server.get("model") is None:
+        return
+    for key in TABLE_KEYS:
+        if f"cost.{key}" in origin:
+            file, line = origin[f"cost.{key}"]
+            what = "a table key, but this [cost] names a deployment (cost.model): it holds one or the other"
+            raise InputError(what + (" (in --set)" if file is None else ""), file=file, line=line,
+                             field=f"cost.{key}")  # fmt: skip
 
 
 def locate(err: InputError, path: str | Path | None, overrides: typing.Iterable[str] = ()) -> InputError:

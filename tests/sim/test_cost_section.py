@@ -36,6 +36,8 @@ def test_cost_section_reads_as_the_old_server_keys_which_warn(tmp_path):
     "sets, field",
     [
         (["cost.model=llama3.1-8b", "cost.table=h200-dense8b"], "cost.table"),
+        (["cost.model=llama3.1-8b", "cost.table=h200-v4flash"], "cost.table"),  # given, even at its default
+        (["cost.model=llama3.1-8b", "cost.mode=step"], "cost.mode"),
         (["cost.model=llama3.1-8b", "cost.layers=32"], "cost.layers"),  # was silently ignored
         (["cost.model=llama3.1-8b", "cost.max_cudagraph_capture_size=64"], "cost.max_cudagraph_capture_size"),
         (["cost.precision=fp8"], "cost.precision"),  # a deployment key without a deployment
@@ -47,6 +49,11 @@ def test_a_key_of_the_other_kind_is_one_line_naming_it(sets, field):
     with pytest.raises(InputError) as err:
         load_config(None, sets)
     assert err.value.field == field and "\n" not in str(err.value)
+
+
+def test_a_model_unset_again_leaves_a_table():
+    cfg = load_config(None, ["cost.model=llama3.1-8b", "cost.model=none", "cost.table=h100-dense8b"])
+    assert cfg.server.model is None and cfg.server.cost == "h100-dense8b"
 
 
 def test_old_spelling_errors_name_the_cost_key(tmp_path):
