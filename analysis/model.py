@@ -27,6 +27,7 @@ import math
 import typing
 from pathlib import Path
 
+from specsched import inputs
 from specsched.errors import InputError
 
 Where = tuple[str | None, int | None]
@@ -103,6 +104,9 @@ class SimModel:
             sub = typing.get_type_hints(cls)
             for f in dataclasses.fields(cls):
                 out[f"{section}.{f.name}"] = sub[f.name]
+        from sim.deploy.keys import COST_KEYS  # the [cost] section: a view of [server]'s pricing fields
+
+        out.update({f"cost.{key}": out.pop(f"server.{name}") for key, name in COST_KEYS.items()})
         return out
 
     def resolve(self, base_path: Path | None, base_table: dict | None, overrides: list[Override]) -> dict:
@@ -113,6 +117,7 @@ class SimModel:
         texts: list[str] = []
         origin: dict[str, Where] = {}
         for key, value, where in items + list(overrides):
+            key = _respelled(key, where)
             if key not in schema:
                 section = key.rpartition(".")[0]
                 known = [k for k in schema if k.rpartition(".")[0] == section]
@@ -173,6 +178,19 @@ class SimModel:
 
     def label(self, config: dict) -> str:
         return policy_label(config)
+
+
+def _respelled(key: str, where: Where) -> str:
+    """`key`, or the `[cost]` name of an old `server.FIELD` spelling of a pricing key (with a warning)."""
+    from sim.deploy.keys import COST_NAME
+
+    section, _, name = key.partition(".")
+    if section != "server" or name not in COST_NAME:
+        return key
+    new = f"cost.{COST_NAME[name]}"
+    message = f"a [cost] key now: write it as {new} (read as such)"
+    inputs.warn(message, file=where[0], line=where[1], field=key)
+    return new
 
 
 def policy_label(config: dict) -> str:

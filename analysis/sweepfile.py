@@ -13,7 +13,7 @@ Sweep file (TOML; unknown top-level keys are errors):
 
     [axes]                               # each key: a non-empty list; cells = the cartesian product
     "workload.concurrency" = [8, 16, 32] # (dotted keys quoted, or nested tables: [axes.workload])
-    "server.cost" = ["h200-v4flash", "h200-v4pro"]
+    "cost.table" = ["h200-v4flash", "h200-v4pro"]
     seed = [0, 1]
 
     [[zip]]                              # optional: keys that vary together (equal-length lists); one axis
@@ -28,7 +28,7 @@ Sweep file (TOML; unknown top-level keys are errors):
     x = "throughput_tok_s_per_gpu"       # throughput metric;  y = per-user speed metric
     y = "per_user_tok_s_mean"
     load = ["workload.concurrency"]      # axes that trace a frontier (default: rate, concurrency, ...)
-    facet = ["server.cost"]              # axes that split panels (default: every other non-series axis)
+    facet = ["cost.table"]               # axes that split panels (default: every other non-series axis)
 
 TOML puts every key after a [table] header into that table: write name, base and set first.
 Order: zip groups first (outermost), then axes, in file order; the last axis varies fastest. A cell's
@@ -69,7 +69,8 @@ LOAD_KEYS = (
 #: keys the model's default series label already spells out
 LABELLED_KEYS = ("policy.name", "policy.k", "policy.threshold", "policy.delay", "drafter.name")
 #: config values that name files, resolved relative to the sweep file when such a file exists there
-PATH_KEYS = ("workload.trace", "drafter.curves", "drafter.cost", "server.cost", "server.policy_cost")
+PATH_KEYS = ("workload.trace", "drafter.curves", "drafter.cost", "cost.table", "cost.policy_table",
+             "server.cost", "server.policy_cost")  # the last two: the old spelling of the [cost] keys
 
 
 @dataclass(frozen=True)

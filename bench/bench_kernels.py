@@ -85,7 +85,8 @@ def _splitwise() -> dict:
 def prefill_evidence() -> None:
     """Issue 33 item 5: how a prefill's per-token time splits over the kernels, per TP, against the step
     price's c_token term (layers · c_token · tokens, at any TP) and the Splitwise measurements."""
-    from sim.vllm_deploy import VllmSpec, shipped_knobs, step_parts
+    from specsched.price.knobs import shipped_knobs
+    from specsched.price.vllm import VllmSpec, step_parts
 
     knobs = shipped_knobs("h100")
     meas = _splitwise()

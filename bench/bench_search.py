@@ -53,7 +53,7 @@ SPACE = (
     'name = "azure-conv-2x"\n'
     + ARMS
     + """[axes]
-"server.cost" = ["h100-dense70b-tp4", "h200-dense70b-tp4", "b200-dense70b-tp4"]
+"cost.table" = ["h100-dense70b-tp4", "h200-dense70b-tp4", "b200-dense70b-tp4"]
 "server.replicas" = [1, 2, 3, 4]
 "server.max_num_seqs" = SEQS
 "server.max_num_batched_tokens" = TOKENS
@@ -81,7 +81,7 @@ def _top(cands, slo, objective: str) -> list:
 def _name(c) -> str:
     a = c.cell.axes
     return (
-        f"{c.cell.series} on {a['server.replicas']}× {a['server.cost']}, seqs {a['server.max_num_seqs']}, "
+        f"{c.cell.series} on {a['server.replicas']}× {a['cost.table']}, seqs {a['server.max_num_seqs']}, "
         f"tokens {a['server.max_num_batched_tokens']}: ${c.cost:.3f}/Mtok"
     )
 

@@ -52,7 +52,7 @@ STEPS_SETS = [
     "drafter.name=dspark",
     "drafter.gamma=7",
     "policy.name=dspark",
-    "server.cost=h200-v4flash",
+    "cost.table=h200-v4flash",
 ]
 AZURE = ("configs/azure-conv-replay.toml", [])
 #: 1M requests, Poisson at 12 req/s with Azure 2023 conversation lengths (prompt ≈ 1155, output ≈ 211
@@ -67,7 +67,7 @@ MILLION_SETS = [
     "workload.output_dist=trace",
     "drafter.name=dspark",
     "policy.name=dspark",
-    "server.cost=h200-v4flash",
+    "cost.table=h200-v4flash",
     "server.max_num_seqs=512",
 ]
 
@@ -82,7 +82,7 @@ RAY_SETS = [
     "workload.output_dist=trace",
     "drafter.name=dspark",
     "policy.name=dspark",
-    "server.cost=h200-v4flash",
+    "cost.table=h200-v4flash",
     "server.replicas=20",
     "server.router=round_robin",
 ]

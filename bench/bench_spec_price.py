@@ -22,7 +22,8 @@ Published (EAGLE-3 paper, arXiv:2503.01840v3, Table 3, read in full this session
 H100, LLaMA-Instruct-3.1-8B, MT-bench, chain of 3 (no tree), throughput over SGLang without speculation.
 
 `--host` (`python -m bench.bench_spec_price --host`) also measures the host loops that price SGLang's
-exposed per-request work (`specsched.spec_engine.SGLANG_HOST_REQ_S` / `_TOKEN_S` / `SGLANG_NOSPEC_REQ_S`):
+exposed per-request work (`specsched.price.spec_engine.SGLANG_HOST_REQ_S` / `_TOKEN_S` /
+`SGLANG_NOSPEC_REQ_S`):
 a model, written here, of v0.4.4's scheduler and EAGLE-verify Python on stub requests (below), timed at
 4 and 64 requests and 1 and γ + 1 emitted tokens, the fastest of 40 trials each.
 
@@ -39,11 +40,11 @@ import time
 
 import numpy as np
 
-from sim.vllm_deploy import VllmSpec, cost_table, shipped_knobs
 from specsched import DraftCost
-from specsched.catalog import get_gpu, get_model
-from specsched.draft_shape import drafter_shape, own_draft_cost
-from specsched.spec_engine import (
+from specsched.price import get_gpu, get_model
+from specsched.price.draft_shape import drafter_shape, own_draft_cost
+from specsched.price.knobs import shipped_knobs
+from specsched.price.spec_engine import (
     ENGINES,
     SGLANG_HOST_REQ_S,
     SGLANG_HOST_STEP_S,
@@ -51,6 +52,7 @@ from specsched.spec_engine import (
     SGLANG_NOSPEC_REQ_S,
     SGLANG_OVERLAP_GAIN_S,
 )
+from specsched.price.vllm import VllmSpec, cost_table
 from specsched.spec_knobs import shipped_spec_knobs
 
 GAMMA, CONTEXT = 3, 512
@@ -353,7 +355,7 @@ def host_loop_costs(trials: int = 40) -> dict[str, float]:
 def main(host: bool = False) -> None:
     print(f"EAGLE-3 chain of {GAMMA}, Llama-3.1-8B on one H100, {CONTEXT} KV tokens a request; shipped H100")
     sk = shipped_spec_knobs()
-    print("knobs (no-speculation calibration) + engine terms (specsched.spec_engine, spec_versions) + the")
+    print("knobs (no-speculation calibration) + engine terms (price.spec_engine, spec_versions) + the")
     print(
         f"shipped speculative knobs (op_s {sk.op_s * 1e6:.1f} µs, mask_eff {sk.mask_eff:.3f}, host_scale "
         f"{sk.host_scale:.2f}: `specbed cost calibrate --spec` on the dataset's train half)"

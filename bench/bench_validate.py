@@ -14,7 +14,7 @@ from pathlib import Path
 from sim.config import DrafterConfig, PolicyConfig, ServerConfig, SimConfig, WorkloadConfig
 from sim.inference_perf import load_profiles
 from sim.run import simulate
-from sim.vllm_deploy import shipped_knobs
+from specsched.price.knobs import shipped_knobs
 from validate import predict as v
 from validate.runs import read_runs
 

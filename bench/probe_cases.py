@@ -114,8 +114,8 @@ def _raw(doc: dict, path: tuple, literal: str) -> bytes:
 RUN = ["run", "--quiet", "--set", "workload.num_requests=20"]
 SLOTS = {  # name -> (argv with {F} = the input path, good bytes)
     "config": (["run", "--quiet", "{F}"], CONFIG),
-    "server.cost": ([*RUN, "--set", "server.layers=32", "--set", "server.cost={F}"], COST),
-    "server.policy_cost": ([*RUN, "--set", "server.layers=32", "--set", "server.policy_cost={F}"], COST),
+    "cost.table": ([*RUN, "--set", "cost.layers=32", "--set", "cost.table={F}"], COST),
+    "cost.policy_table": ([*RUN, "--set", "cost.layers=32", "--set", "cost.policy_table={F}"], COST),
     "drafter.cost": ([*RUN, "--set", "drafter.cost={F}"], b"requests,seconds\n1,0.001\n8,0.002\n"),
     "drafter.curves": ([*RUN, "--set", "drafter.curves={F}"], _j(CURVES)),
     "workload.trace": ([*RUN, "--set", "workload.kind=trace", "--set", "workload.trace={F}"], TRACE),
@@ -219,7 +219,7 @@ def toml_csv_probes() -> list[Probe]:
             ("deep-inline", b"a = " + b"{b = " * 3000),
         ):
             out.append(_p(f"shape {slot} {label}", argv, "x.toml", text))
-    for slot in ("server.cost", "cost fit", "trace stats", "workload.trace", "drafter.cost"):
+    for slot in ("cost.table", "cost fit", "trace stats", "workload.trace", "drafter.cost"):
         argv, good = SLOTS[slot]
         lines = good.splitlines()
         for label, literal in BIG.items():

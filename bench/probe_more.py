@@ -118,7 +118,7 @@ def flag_probes() -> list[Probe]:
     return out + [Probe(f"flag {n}", a, names=(w,)) for n, a, w in fast]
 
 
-COST_RUN = [*RUN, "--set", "server.layers=32", "--set", "server.cost={F}"]
+COST_RUN = [*RUN, "--set", "cost.layers=32", "--set", "cost.table={F}"]
 NONSENSE_COST = {
     "tiny": b"tokens,seconds\n1,1e-300\n64,1e-300\n",
     "huge": b"tokens,seconds\n1,1e300\n64,1e300\n",

@@ -54,7 +54,7 @@ FULL_LIMITS = {"max_num_seqs": 2048, "max_num_batched_tokens": 2048 * 8}
 
 def sweep_text(tiny: bool) -> str:
     conc, reqs = LOADS[tiny]
-    head = 'name = "crossover"\nset = ["server.cost=h200-v4flash"]\n'
+    head = 'name = "crossover"\nset = ["cost.table=h200-v4flash"]\n'
     return (
         head
         + (production_base(tiny) if tiny else production_base(tiny, **FULL_LIMITS))

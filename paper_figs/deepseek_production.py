@@ -8,7 +8,7 @@ micro-batches overlapping communication in prefill, a 5-stage pipeline in decode
 which 342B (56.3 %) hit the on-disk KV cache; 168B output tokens; average output speed 20–22 tok/s;
 average KV length per output token 4,989; per H800 node ~73.7k input tok/s (with cache hits) in prefill,
 ~14.8k output tok/s in decode. MTP: the second token is accepted 85–90 % of the time (DeepSeek-V3
-technical report, arXiv 2412.19437, §5.4.3). Model shape: DeepSeek-V3 config.json (specsched.hardware);
+technical report, arXiv 2412.19437, §5.4.3). Model shape: DeepSeek-V3 config.json (specsched.price.roofline);
 H800: H100's HBM and tensor throughput, NVLink cut to 400 GB/s (~160 GB/s measured, DeepEP README).
 
 Derived, not fitted (stated):
@@ -19,7 +19,7 @@ Derived, not fitted (stated):
   plus the shared output head.
 
 Predicted (0 fitted knobs): the decode step of one DP rank at 88 requests verifying 2 tokens over 4,989
-tokens of context (`specsched.ep_decode`, all efficiencies the catalogue's defaults), and the prefill
+tokens of context (`specsched.price.ep`, all efficiencies the catalogue's defaults), and the prefill
 group's capacity at DeepSeek's mix (16,384-token chunks per rank, 56.3 % hits).
 
 Calibrated (2 fitted knobs, each costing the figure it is fitted to as a check):
@@ -57,7 +57,7 @@ import numpy as np
 
 from paper_figs.common import parse_args, write_summary
 from specsched.comm import get_link
-from specsched.ep_decode import EPGroup, group_table
+from specsched.price.ep import EPGroup, group_table
 
 PUBLISHED = {
     "prefill_input_tok_s_per_node": 73.7e3,
@@ -189,7 +189,7 @@ def _simulate(
     16-token prompts: the KV arrives from the prefill pool; the table charges the 4,989-token context)."""
     from sim.config import DrafterConfig, PolicyConfig, ServerConfig, SimConfig, WorkloadConfig
     from sim.run import prepare, results
-    from sim.wiring import run_replicas
+    from sim.wiring import run_pool
 
     budget = max(8192, concurrency * (drafter.get("gamma", 1) + 1))
     cfg = SimConfig(
@@ -202,7 +202,7 @@ def _simulate(
                             max_num_batched_tokens=budget),
     )  # fmt: skip
     prep = dataclasses.replace(prepare(cfg), cost=table, gpus=ranks)
-    s = results(prep, run_replicas(prep), 0.0, 0.0).summary
+    s = results(prep, run_pool(prep), 0.0, 0.0).summary
     return {"concurrency": concurrency, "tok_s_per_gpu": s["throughput_tok_s_per_gpu"],
             "tok_s_per_user": s["per_user_tok_s_mean"], "tau": s["tau_mean"],
             "verify_per_request": s["mean_verify_tokens_per_request_step"]}  # fmt: skip

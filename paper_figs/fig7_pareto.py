@@ -65,7 +65,7 @@ label = ["MTP-1", "DSpark-5 fixed k=3", "EAGLE-3 k=7", "DFlash k=7", "DSpark-5",
 "policy.delay" = ["none", "none", "none", "none", "none", 2]
 
 [axes]
-"server.cost" = ["h200-v4flash", "h200-v4pro"]
+"cost.table" = ["h200-v4flash", "h200-v4pro"]
 
 [[zip]]
 "workload.concurrency" = {conc}

@@ -46,7 +46,7 @@ label = ["MTP-1", "DSpark-5", "DSpark-5 stale-2"]
 "policy.delay" = ["none", "none", 2]
 
 [axes]
-"server.cost" = ["h200-v4flash", "h200-v4pro"]
+"cost.table" = ["h200-v4flash", "h200-v4pro"]
 
 [[zip]]
 "workload.concurrency" = {conc}
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     rows, _ = run_sweep_text(sweep_text(args.tiny), args.out, args)
     budget: dict = {}
     for row in rows:
-        cost = row["config"]["server"]["cost"]
+        cost = row["config"]["cost"]["table"]
         conc = row["config"]["workload"]["concurrency"]
         budget.setdefault(cost, {}).setdefault(row["series"], {})[str(conc)] = row["summary"][METRIC]
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)

@@ -6,7 +6,7 @@ Without MTP and without overlap scheduling: 51.0 tok/s per rank; overlap schedul
 a 3-token window (topk = 1): 81.5 at an average acceptance length of 2.18 (+59.8 %); a 4-token window:
 82.0 at 2.44.
 
-specbed prices both steps of one rank with `specsched.ep_decode` (EP16 over 2 nodes, one DP attention
+specbed prices both steps of one rank with `specsched.price.ep` (EP16 over 2 nodes, one DP attention
 rank per GPU, DeepEP low-latency all-to-all over 400 Gb/s IB, one micro-batch: two requests do not split,
 MLA over the mean context 65,536 + 2,048) and takes from the blog only what a user sets or reads off the
 engine: requests per rank, lengths, the window (3 verify tokens per request; the drafter — one V3-shaped
@@ -31,7 +31,7 @@ import sys
 
 from paper_figs.common import parse_args, write_summary
 from specsched.comm import get_link
-from specsched.ep_decode import EPGroup
+from specsched.price.ep import EPGroup
 
 PUBLISHED = {"base": 51.0, "overlap": 60.4, "mtp3": 81.5, "accept3": 2.18, "gain": 0.598}
 REQUESTS, CONTEXT = 2, 65536 + 4096 / 2

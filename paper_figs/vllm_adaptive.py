@@ -66,7 +66,7 @@ def sweep_text(tiny: bool) -> str:
     conc, reqs = LOADS[tiny]
     base = production_base(tiny, max_num_seqs=256, max_num_batched_tokens=16384)
     return f"""name = "{NAME}"
-set = ["server.cost=b300x8-v4pro"]
+set = ["cost.table=b300x8-v4pro"]
 {base}[base.drafter]
 curves = {json.dumps(str(CURVES))}
 cost = {json.dumps(str(DRAFT))}

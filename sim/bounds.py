@@ -47,19 +47,19 @@ UPPER_BOUNDS: dict[str, float] = {
     "policy.delay": 64,  # steps of confidence history kept per running request
     "server.replicas": 4096,
     "server.tp": 4096,
-    "server.layers": 1024,
     "server.max_num_seqs": 16_384,
     "server.max_num_batched_tokens": 1 << 20,  # = specsched.cost.MAX_TOKENS, the largest table size
     "server.kv_tokens": 10**12,
-    "server.gpu_memory_utilization": 1.0,
-    "server.max_model_len": 10**8,
-    "server.cpu_offload_gb": 1e6,
-    "server.prefill_request_seconds": 3600.0,
-    "server.pad_token_seconds": 3600.0,
-    "server.padded_context_seconds": 3600.0,
-    "server.max_cudagraph_capture_size": 1 << 16,  # eager points are tabulated per token up to 2× it
-    "server.cudagraph_capture_sizes": 1 << 16,
-    "server.eager_factor": 1000.0,
+    "cost.layers": 1024,
+    "cost.gpu_memory_utilization": 1.0,
+    "cost.max_model_len": 10**8,
+    "cost.cpu_offload_gb": 1e6,
+    "cost.prefill_request_seconds": 3600.0,
+    "cost.pad_token_seconds": 3600.0,
+    "cost.padded_context_seconds": 3600.0,
+    "cost.max_cudagraph_capture_size": 1 << 16,  # eager points are tabulated per token up to 2× it
+    "cost.cudagraph_capture_sizes": 1 << 16,
+    "cost.eager_factor": 1000.0,
     # disaggregated runs (sim.disagg.config): [[pool]] tables by role, and [handoff]
     "pool.prefill.replicas": 4096,
     "pool.prefill.tp": 4096,
@@ -100,11 +100,12 @@ DEFAULT_INT_MAX = 10**9
 DEFAULT_FLOAT_MAX = 1e12
 
 
-def check_bounds(section: str, obj) -> None:
-    """Every numeric field of dataclass `obj` ≤ its UPPER_BOUNDS entry; InputError naming the key if not."""
+def check_bounds(section: str, obj, names: dict[str, str] | None = None) -> None:
+    """Every numeric field of dataclass `obj` ≤ its UPPER_BOUNDS entry; InputError naming the key if not.
+    `names`: field -> its dotted key where that is not `section.field` (the `[cost]` keys of `[server]`)."""
     for f in fields(obj):
         values = getattr(obj, f.name)
-        dotted = f"{section}.{f.name}" if section else f.name
+        dotted = (names or {}).get(f.name) or (f"{section}.{f.name}" if section else f.name)
         for value in values if isinstance(values, tuple) else (values,):
             if isinstance(value, bool) or not isinstance(value, int | float):
                 continue

@@ -9,13 +9,14 @@ Sections (TOML tables) and their public keys — every key can be set with `--se
 - `[workload]` (`WorkloadConfig`): traffic — kind, rate, cv, concurrency, think time, lengths, domains, trace.
 - `[drafter]` (`DrafterConfig`): which drafter, γ, how its pass is priced, optional curves file.
 - `[policy]` (`PolicyConfig`): the one `specsched` policy and its parameters (k, threshold, delay).
-- `[server]` (`ServerConfig`): cost table, replicas, GPUs per replica, router, batching and KV limits.
+- `[server]` (`ServerConfig`): replicas, GPUs per replica, router, batching and KV limits.
+- `[cost]` (`sim.deploy.keys.CostKeys`): the price of a step — a cost table or a catalogue deployment.
 - `[acceptance]` (`sim.acceptance.AcceptanceConfig`, owned by the acceptance models): truth and
   confidence-estimate knobs (difficulty spread, step noise, AUC, over-confidence, STS).
 - `[metrics]` (`MetricsConfig`): steady-state window, SLOs for goodput, time-series resolution.
 
-May import: the standard library, `specsched` (errors, policy/cost names, graph sizes), `sim.acceptance`,
-`sim.curves`, `sim.config_vllm`.
+May import: the standard library, `specsched` (errors, policy/cost names), `sim.acceptance`, `sim.curves`,
+`sim.deploy.keys`.
 """
 
 from __future__ import annotations
@@ -28,10 +29,9 @@ from sim.bounds import check_bounds, check_not_empty
 from sim.bounds import check_choice as _check_choice
 from sim.bounds import check_range as _check_range
 from sim.bounds import fail as _fail
-from sim.config_vllm import VllmServerKeys, check_preset
 from sim.curves import DOMAINS, DRAFTERS
+from sim.deploy.keys import COST_NAME, CostKeys, check_preset
 from specsched import DRAFT_MODES, POLICIES, policy_params
-from specsched.graphs import check_capture_sizes
 
 WORKLOAD_KINDS = ("poisson", "gamma", "closed", "trace")
 LENGTH_DISTS = ("fixed", "uniform", "exponential", "lognormal", "trace")
@@ -153,7 +153,7 @@ class DrafterConfig:
         among the running requests (prompt + generated). Specbed's engine drafts over every drafting row's
         context padded to the longest (`specbed engine profile --context 0` measures it, with draft
         seconds at no context); 0 (default) = the draft cost holds the context (or its kv column does).
-    model: a `specsched.draft_shape` preset priced from its own shape (needs server.model, validation.md).
+    model: a `specsched.price.draft_shape` preset priced from its own shape (needs cost.model, validation.md).
     """
 
     _section: ClassVar[str] = "drafter"
@@ -270,100 +270,42 @@ class PolicyConfig:
 
 
 @dataclass(frozen=True)
-class ServerConfig(VllmServerKeys):
-    """The deployment.
+class ServerConfig(CostKeys):
+    """The serving fleet and its scheduler limits (the keys that price a step are the `[cost]` section's,
+    `sim.deploy.keys.CostKeys`, whose values live here in code).
 
-    cost: a built-in cost table name (`specsched.BUILTIN_COSTS`), a `tokens,seconds` CSV path, or a fit
-        file (`specbed cost fit`'s FIT.json, priced for `tp` and `ep`); it gives one replica's step
-        latency. replicas: copies behind the router. tp: GPUs per replica (for throughput per GPU, and the
-        tensor-parallel degree of a fit file's table); None = the built-in table's own GPU count (1 for a
-        CSV or fit file). ep: expert-parallel degree of a fit file's table (MoE models only); None = 1.
-    cost_mode: how a CSV table is read between its points: "step" (the next measured size at or above B,
-        as engines pad to captured sizes) or "linear" (interpolate); built-in tables ignore it.
-    layers: target layers, to price draft layers (one draft layer = latency / layers); default: the
-        built-in table's own; required with a CSV table when the drafter has layers to price.
+    replicas: copies behind the router. tp: GPUs per replica (for throughput per GPU, a fit file's
+        tensor-parallel degree, a deployment's tensor parallelism); None = the built-in table's own GPU
+        count (1 for a CSV or fit file).
     router: "round_robin", "least_outstanding" (fewest queued + running; ties to the lowest index),
         "random" (uniform, from the run's "router" stream) or "session" (a hash of the session: the user
         in closed loop, the trace's session column, else the request id); see `sim.routing`.
     max_num_seqs: running requests per replica. max_num_batched_tokens: per-step token budget shared by
-        verify tokens (first) and prefill chunks. kv_tokens: KV cache capacity per replica, in tokens.
-    policy_cost: the table the POLICY plans with (a built-in name or CSV, read like `cost`, with the same
-        cost_mode and layers); None = `cost`. A different table models a scheduler whose profiled costs are
-        off from the hardware's: steps are still timed by `cost`.
-    prefill_request_seconds: seconds added to a step per request prefilling in it, beyond its prompt
-        tokens' share of the cost table (an engine that pads the batch to the prompt, or runs prefill steps
-        outside its captured decode graphs); 0 = prompt tokens cost what verify tokens cost.
-    pad_token_seconds: seconds per verify slot the engine pads on a pure-decode step, R·(1 + max_r ℓ_r) −
-        Σ_r (1 + ℓ_r): specbed's engine runs its MLPs on the packed tokens but attention over the padded
-        [R, 1 + max ℓ] rows (`specbed engine profile` measures it); 0 (default) = a flattened batch.
-    padded_context_seconds: seconds per padded KV slot, charged every step: (running requests) × the
-        longest context among them (prompt + generated tokens). Specbed's engine pads every row's KV to the
-        step's longest (`specbed engine profile --context 0` measures it, with a table at no context);
-        0 (default) = paged attention, which reads each request's own KV (the cost table's
-        kv_token_seconds prices that).
-    max_cudagraph_capture_size / cudagraph_capture_sizes: model an engine replaying captured CUDA graphs
-        (`specsched.graphs`): a step of B tokens pays the smallest captured size ≥ B, and past the largest
-        it runs eagerly at `eager_factor` × the cost. Sizes default to vLLM's list up to the maximum (1,
-        2, 4, every 8 below 256, every 16 from 256); sizes above the maximum are dropped. Both None = the
-        table as it is (a built-in that models graphs keeps its own); else they re-pad any table (built-in,
-        CSV, policy_cost). eager_factor ≥ 1; None = the built-in's own, else `graphs.EAGER_FACTOR`.
-    model, gpu, precision, gpu_memory_utilization, max_model_len, cpu_offload_gb, prefix_caching,
-        async_scheduling: a deployment from vLLM's own knobs (`sim.config_vllm`, docs/validation.md).
+        verify tokens (first) and prefill chunks. kv_tokens: KV cache capacity per replica, in tokens
+        (None: 2,000,000 for a table, sized as vLLM sizes it for a deployment).
     """
 
     _section: ClassVar[str] = "server"
-    cost: str = "h200-v4flash"
-    cost_mode: str = "step"
     replicas: int = 1
     tp: int | None = None
-    ep: int | None = None
-    layers: int | None = None
     router: str = "least_outstanding"
     max_num_seqs: int = 256
     max_num_batched_tokens: int = 8192
-    kv_tokens: int | None = None  # None: 2,000,000, or sized as vLLM does (sim.config_vllm)
-    policy_cost: str | None = None
-    prefill_request_seconds: float = 0.0
-    pad_token_seconds: float = 0.0
-    padded_context_seconds: float = 0.0
-    max_cudagraph_capture_size: int | None = None
-    cudagraph_capture_sizes: tuple[float, ...] | None = None
-    eager_factor: float | None = None
+    kv_tokens: int | None = None  # None: 2,000,000, or sized as vLLM does (sim.deploy.keys)
 
     def __post_init__(self) -> None:
         s = self._section
-        check_bounds(s, self)
-        self._check_graphs(), self._check_vllm()
-        if not self.cost:
-            raise _fail(s, "cost", "must name a built-in cost table or a CSV file")
-        if self.policy_cost is not None and (not isinstance(self.policy_cost, str) or not self.policy_cost):
-            raise _fail(s, "policy_cost", "must name a built-in cost table or a CSV file")
-        _check_choice(s, "cost_mode", self.cost_mode, ("step", "linear"))
+        check_bounds(s, self, names={f: f"cost.{k}" for f, k in COST_NAME.items()})
+        self._check_cost()
         _check_range(s, "replicas", self.replicas, 1)
-        for key in ("tp", "ep", "layers"):
-            if getattr(self, key) is not None:
-                _check_range(s, key, getattr(self, key), 1)
+        if self.tp is not None:
+            _check_range(s, "tp", self.tp, 1)
         _check_choice(s, "router", self.router, ROUTERS)
         _check_range(s, "max_num_seqs", self.max_num_seqs, 1)
         _check_range(s, "max_num_batched_tokens", self.max_num_batched_tokens, 1)
         if self.max_num_batched_tokens < self.max_num_seqs:
             msg = f"must be ≥ server.max_num_seqs ({self.max_num_seqs}) so every running request can verify"
             raise _fail(s, "max_num_batched_tokens", msg + " its anchor token")
-        for key in ("prefill_request_seconds", "pad_token_seconds", "padded_context_seconds"):
-            _check_range(s, key, getattr(self, key), 0.0)
-
-    def _check_graphs(self) -> None:
-        s = self._section
-        if self.max_cudagraph_capture_size is not None:
-            _check_range(s, "max_cudagraph_capture_size", self.max_cudagraph_capture_size, 1)
-        if self.cudagraph_capture_sizes is not None:
-            try:
-                sizes = check_capture_sizes(self.cudagraph_capture_sizes)
-            except ValueError as err:
-                raise _fail(s, "cudagraph_capture_sizes", str(err)) from None
-            object.__setattr__(self, "cudagraph_capture_sizes", sizes)
-        if self.eager_factor is not None:
-            _check_range(s, "eager_factor", self.eager_factor, 1.0)
 
 
 @dataclass(frozen=True)

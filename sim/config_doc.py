@@ -6,8 +6,8 @@ file is out of date). Each section's table lists every field of its dataclass (`
 and the class docstring's sentence about it; the docstring itself follows as the section's prose. A test
 (tests/sim/test_config_doc.py) checks that every key appears and the file is up to date.
 
-May import: the standard library, `sim.config`, `sim.bounds`, `sim.disagg.config` (the `[[pool]]` and
-`[handoff]` tables of disaggregated configs).
+May import: the standard library, `sim.config`, `sim.bounds`, `sim.deploy.keys`, `sim.disagg.config` (the
+`[[pool]]` and `[handoff]` tables of disaggregated configs).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 
 from sim.bounds import DEFAULT_FLOAT_MAX, DEFAULT_INT_MAX, UPPER_BOUNDS
 from sim.config import SimConfig
+from sim.deploy.keys import COST_KEYS, COST_NAME, CostKeys
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "config.md"
 HEADER = """# Config reference
@@ -63,18 +64,22 @@ def describe(doc: str, name: str) -> str:
     return (found if len(found) <= 200 else found[:197] + "...").replace("|", "\\|")
 
 
-def _section(title: str, cls, prefix: str) -> list[str]:
+def _section(title: str, cls, prefix: str, names: dict[str, str] | None = None) -> list[str]:
+    """A section's table: `names` (field -> key) lists its keys where they are not the class's fields."""
     doc = inspect.getdoc(cls) or ""
     lines = [f"## {title}", "", doc, "", "| key | type | default | bound | what |", "|---|---|---|---|---|"]
-    for f in fields(cls):
-        if f.name.startswith("_"):
-            continue
-        dotted = f"{prefix}.{f.name}" if prefix else f.name
+    byname = {f.name: f for f in fields(cls)}
+    for name, key in (names or {f: f for f in _own_fields(cls)}).items():
+        f = byname[name]
+        dotted = f"{prefix}.{key}" if prefix else key
         kind = str(f.type).replace("|", "or")
-        lines.append(
-            f"| `{dotted}` | {kind} | {_default(f)} | {_bound(dotted, f)} | {describe(doc, f.name)} |"
-        )
+        lines.append(f"| `{dotted}` | {kind} | {_default(f)} | {_bound(dotted, f)} | {describe(doc, key)} |")
     return lines + [""]
+
+
+def _own_fields(cls) -> list[str]:
+    """The public fields a section's class declares (`[server]`'s pricing fields are `[cost]`'s)."""
+    return [f.name for f in fields(cls) if not f.name.startswith("_") and f.name not in COST_NAME]
 
 
 def keys() -> list[str]:
@@ -82,8 +87,8 @@ def keys() -> list[str]:
     out = ["seed"]
     for section in SimConfig.SECTIONS:
         cls = type(getattr(SimConfig(), section))
-        out += [f"{section}.{f.name}" for f in fields(cls) if not f.name.startswith("_")]
-    return out
+        out += [f"{section}.{name}" for name in _own_fields(cls)]
+    return out + [f"cost.{key}" for key in COST_KEYS]
 
 
 def render() -> str:
@@ -95,6 +100,8 @@ def render() -> str:
     for section in SimConfig.SECTIONS:
         cls = type(getattr(SimConfig(), section))
         lines += _section(f"[{section}] (`{cls.__name__}`)", cls, section)
+        if section == "server":
+            lines += _section("[cost] (`sim.deploy.keys.CostKeys`)", CostKeys, "cost", COST_NAME)
     from sim.disagg.config import HandoffConfig, PoolConfig  # disaggregated runs (docs/disaggregation.md)
 
     lines += _section("[[pool]] (`sim.disagg.config.PoolConfig`, keys shown for the decode pool)", PoolConfig,

@@ -3,12 +3,14 @@
 Role: turn user text into a validated `SimConfig`, or one `InputError` naming the file, line and key.
 Types come from the dataclass annotations: `--set workload.rate=8` becomes a float, `drafter.gamma=5` an
 int, `policy.k=none` None, `workload.mix=0.2,0.4,0.4` (or `chat=0.2,math=0.4,code=0.4`) a tuple.
-Relative paths in a TOML file (workload.trace, drafter.curves, drafter.cost, server.cost,
-server.policy_cost) are taken relative to the
-file's directory when such a file exists there; paths given with --set are relative to the working
-directory.
+Relative paths in a TOML file (workload.trace, drafter.curves, drafter.cost, cost.table,
+cost.policy_table) are taken relative to the file's directory when such a file exists there; paths given
+with --set are relative to the working directory.
 
-May import: the standard library, `sim.config`, `sim.curves`, `specsched.errors`.
+The `[cost]` section (`sim.deploy.keys`) is a view of `ServerConfig`'s pricing fields: `cost.KEY` is read
+into its field, written back as `cost.KEY`; the old spelling `server.FIELD` reads with a warning.
+
+May import: the standard library, `sim.config`, `sim.curves`, `sim.deploy.keys`, `specsched.errors`.
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ from pathlib import Path
 
 from sim.config import SimConfig
 from sim.curves import DOMAINS
+from sim.deploy.keys import COST_KEYS, COST_NAME, DEPLOYMENT_KEYS, TABLE_KEYS
 from specsched import inputs
 from specsched.errors import InputError
 from specsched.results import dumps_json
 
 _PATH_KEYS = {("workload", "trace"), ("drafter", "curves"), ("drafter", "cost"), ("server", "cost"),
-              ("server", "policy_cost")}  # fmt: skip
+              ("server", "policy_cost")}  # fmt: skip (stored places: cost.table, cost.policy_table)
 _NONE_WORDS = ("none", "null")
 _TRUE_WORDS = ("true", "yes", "on", "1")
 _FALSE_WORDS = ("false", "no", "off", "0")
@@ -50,7 +53,21 @@ def _schema() -> dict[str, dict[str, object]]:
     out: dict[str, dict[str, object]] = {"": {"seed": int}}
     for name, cls in _section_types().items():
         out[name] = _field_types(cls)
+    out["cost"] = {key: out["server"][fieldname] for key, fieldname in COST_KEYS.items()}
     return out
+
+
+def _place(section: str, key: str, file: str | None, line: int | None) -> tuple[str, str, str]:
+    """(section, field) where a key is stored and its dotted `[cost]` name where it is one: `cost.KEY` in
+    its `ServerConfig` field; the old `server.FIELD` of a cost key too, with a warning."""
+    if section == "cost":
+        return "server", COST_KEYS[key], f"cost.{key}"
+    if section == "server" and key in COST_NAME:
+        new = f"cost.{COST_NAME[key]}"
+        inputs.warn(f"a [cost] key now: write it as {new} (read as such)", file=file, line=line,
+                    field=f"server.{key}")  # fmt: skip
+        return "server", key, new
+    return section, key, f"{section}.{key}" if section else key
 
 
 # -- type coercion -----------------------------------------------------------------------------------------
@@ -232,6 +249,7 @@ def load_config(
                     value = coerce(dotted, value, schema[section][key], from_text=False)
                 except ValueError as err:
                     raise InputError(str(err), file=fname, line=line, field=dotted) from None
+                section, key, dotted = _place(section, key, fname, line)
                 if (section, key) in _PATH_KEYS and _relative_path(value):
                     candidate = base / value
                     if os.path.exists(candidate):  # False (never OSError) for a name too long
@@ -246,11 +264,27 @@ def load_config(
         if section not in schema or key not in schema[section]:
             raise InputError(_unknown(section, key, schema).message + " (in --set)", field=dotted)
         try:
-            values[section][key] = coerce(dotted, text_value, schema[section][key], from_text=True)
+            value = coerce(dotted, text_value, schema[section][key], from_text=True)
         except ValueError as err:
             raise InputError(f"{err} (in --set)", field=dotted) from None
+        section, key, dotted = _place(section, key, None, None)
+        values[section][key] = value
         origin[dotted] = (None, None)
+    _one_kind(values["server"], origin)
     return _build(values, origin, fname)
+
+
+def _one_kind(server: dict, origin: dict) -> None:
+    """A `[cost]` naming a model that also gives a table key (even at its default) is one error naming that
+    key where it was set (`CostKeys` refuses one off its default however the config was made)."""
+    if server.get("model") is None:
+        return
+    for key in TABLE_KEYS:
+        if f"cost.{key}" in origin:
+            file, line = origin[f"cost.{key}"]
+            what = "a table key, but this [cost] names a deployment (cost.model): it holds one or the other"
+            raise InputError(what + (" (in --set)" if file is None else ""), file=file, line=line,
+                             field=f"cost.{key}")  # fmt: skip
 
 
 def locate(err: InputError, path: str | Path | None, overrides: typing.Iterable[str] = ()) -> InputError:
@@ -266,6 +300,8 @@ def locate(err: InputError, path: str | Path | None, overrides: typing.Iterable[
         return err
     section, _, key = err.field.partition(".")
     line = _line_of(text, section, key)
+    if line is None and section == "cost" and key in COST_KEYS:  # written in the old [server] spelling
+        line = _line_of(text, "server", COST_KEYS[key])
     if line is None:
         return err
     return InputError(err.message, file=str(path), line=line, field=err.field)
@@ -301,7 +337,7 @@ def _construct(cls: type, section: str, kwargs: dict):
         return cls(**kwargs)
     except InputError as err:
         fieldname = err.field or section
-        if not fieldname.startswith(section + "."):
+        if not fieldname.startswith((section + ".", "cost." if section == "server" else section + ".")):
             fieldname = f"{section}.{fieldname}" if fieldname != section else section
         raise InputError(err.message, field=fieldname) from None
     except (ValueError, TypeError) as err:
@@ -319,12 +355,23 @@ def _reraise(message: str, file, line, fieldname):
 
 
 def config_to_dict(cfg: SimConfig) -> dict:
-    """{"seed": int, section: {key: value}}; tuples become lists, None stays None."""
+    """{"seed": int, section: {key: value}}; tuples become lists, None stays None. The pricing fields of
+    `[server]` are written as the `[cost]` section (after `server`), the keys of the kind it does not
+    name left out (they are at their defaults: `sim.deploy.keys`)."""
     out: dict[str, object] = {"seed": cfg.seed}
     for name in SimConfig.SECTIONS:
         section = getattr(cfg, name)
         out[name] = {f.name: _plain(getattr(section, f.name)) for f in dataclasses.fields(section)}
+        if name == "server":
+            out["cost"] = _cost_section(out["server"])
     return out
+
+
+def _cost_section(server: dict) -> dict:
+    """Pop the pricing fields out of a dumped `[server]` into a `[cost]` dict (module docstring)."""
+    other = TABLE_KEYS if server["model"] is not None else DEPLOYMENT_KEYS
+    cost = {key: server.pop(fieldname) for key, fieldname in COST_KEYS.items()}
+    return {key: value for key, value in cost.items() if key not in other}
 
 
 def _plain(value):
@@ -351,7 +398,7 @@ def config_to_toml(cfg: SimConfig) -> str:
     """TOML text that `load_config` reads back to an equal config (None values are left out)."""
     data = config_to_dict(cfg)
     lines = [f"seed = {data['seed']}"]
-    for name in SimConfig.SECTIONS:
+    for name in (n for n in data if n != "seed"):
         lines += ["", f"[{name}]"]
         lines += [f"{k} = {_toml_value(v)}" for k, v in data[name].items() if v is not None]
     return "\n".join(lines) + "\n"

@@ -29,7 +29,7 @@ class Deployment:
 
     input_tokens, output_tokens, domain, latent: per-request arrays (int64/int64/int64/float64[N]).
     step: the `StepCost` that prices every step (`sim.stepcost.step_cost`); plan: the one the policy plans
-    with when it differs (server.policy_cost), None = step.
+    with when it differs (cost.policy_table), None = step.
     views: cost table with the draft seconds of R drafting requests as its draft cost, by R (what the
     policy is given).
     observer: optional per-step callback (e.g. `sim.timeline.TimelineWriter`), see the field.

@@ -27,7 +27,7 @@ def decide(rep, di, r: int, conf: np.ndarray) -> StepDecision:
     its current row — sizing the batch from current confidences is exactly the lookahead bias the delay
     exists to avoid. With draft = "adaptive" depths are planned from those rows before the verify lengths
     (the acceptance model drew all γ positions; only the drafted ones are recorded) on the policy's own
-    table (server.policy_cost, when set), the context's KV reads a fixed term of it; the step itself is
+    table (cost.policy_table, when set), the context's KV reads a fixed term of it; the step itself is
     timed with the hardware's (`draft_part`).
     """
     eng, planner = rep.eng, rep.planner

@@ -30,12 +30,14 @@ import specsched
 from sim.acceptance import AcceptanceModel
 from sim.config import SimConfig
 from sim.curves import DOMAINS, curve_matrix, load_curves
+from sim.deploy.cost import as_input_error as _as_input_error
+from sim.deploy.cost import deployment, load_table
+from sim.deploy.draft import accuracy
 from sim.drafter import load_draft_cost
 from sim.empirical import EmpiricalModel
 from sim.metrics import request_table, summarize, time_series
 from sim.recorder import Recorder
 from sim.streams import stream_rngs
-from sim.vllm_draft import accuracy
 from sim.wiring import Prepared, run_pool
 from sim.workload import build_workload
 from specsched import inputs
@@ -58,67 +60,6 @@ class SimResult:
     series: dict[str, np.ndarray]
     confidence: dict
     timing: dict
-
-
-def _as_input_error(err: ValueError, fieldname: str) -> InputError:
-    if isinstance(err, InputError):
-        return err
-    return InputError(" ".join(str(err).split()), field=fieldname)
-
-
-def _load_table(cfg: SimConfig, source: str, fieldname: str) -> specsched.CostTable:
-    """A cost table named by `source` (built-in name, CSV or fit file) with cfg.server's mode, layers and
-    replica shape (tp, ep: fit files only)."""
-    try:
-        cost = specsched.load_cost(source, mode=cfg.server.cost_mode, tp=cfg.server.tp, ep=cfg.server.ep)
-        cost = _with_graphs(cfg, source, cost)
-    except InputError as err:  # load_cost names server.cost; the table may be server.policy_cost's
-        field = fieldname if err.field in (None, "server.cost") else err.field
-        raise InputError(err.message, file=err.file, line=err.line, field=field) from None
-    except ValueError as err:
-        raise _as_input_error(err, fieldname) from None
-    if cfg.server.layers is not None:
-        cost = specsched.CostTable.from_points(
-            cost.tokens,
-            cost.seconds,
-            mode=cost.mode,
-            layers=cfg.server.layers,
-            name=cost.name,
-            request_seconds=cost.request_seconds,
-            kv_token_seconds=cost.kv_token_seconds,
-        )
-    elif (
-        source not in specsched.BUILTIN_COSTS
-        and not source.lower().endswith(".json")
-        and cfg.drafter.effective_gamma > 0
-        and cfg.drafter.cost is None
-    ):
-        raise InputError(
-            "is required with a CSV cost table to price the draft layers "
-            "(the number of target layers the table's latency covers)",
-            field="server.layers",
-        )
-    return cost
-
-
-def _with_graphs(cfg: SimConfig, source: str, cost: specsched.CostTable) -> specsched.CostTable:
-    """`cost` re-padded to the config's CUDA-graph capture sizes, when the config sets them."""
-    srv = cfg.server
-    if srv.max_cudagraph_capture_size is None and srv.cudagraph_capture_sizes is None:
-        return cost
-    builtin = source in specsched.BUILTIN_COSTS
-    own = specsched.builtin_graphs(source) if builtin else None
-    eager = srv.eager_factor or (own[1] if own else specsched.graphs.EAGER_FACTOR)
-    growth = own[2] if own and not srv.eager_factor else 0.0  # the built-in's growth goes with its factor
-    base = specsched.builtin_cost(source, graphs=False) if builtin else cost
-    return specsched.with_cudagraphs(
-        base,
-        srv.cudagraph_capture_sizes,
-        max_capture_size=srv.max_cudagraph_capture_size,
-        eager_factor=eager,
-        eager_growth=growth,
-        name=cost.name,
-    )
 
 
 def _load_trace(cfg: SimConfig):
@@ -168,13 +109,13 @@ def check_inputs(cfg: SimConfig) -> None:
 
     Sweeps call it for every cell before their results folder is touched; InputError if one is bad.
     """
-    _load_table(cfg, cfg.server.cost, "server.cost")
+    load_table(cfg, cfg.server.cost, "cost.table")
     if cfg.drafter.model is not None:
-        from sim.vllm_draft import check_drafter_model
+        from sim.deploy.draft import check_drafter_model
 
         check_drafter_model(cfg)
     if cfg.server.policy_cost is not None:
-        _load_table(cfg, cfg.server.policy_cost, "server.policy_cost")
+        load_table(cfg, cfg.server.policy_cost, "cost.policy_table")
     if cfg.drafter.cost is not None and cfg.drafter.effective_gamma > 0:
         load_draft_cost(cfg.drafter.cost, tp=cfg.server.tp or 1)
     _load_curves(cfg)  # γ against the curves is checked per run: it depends on the workload's domains
@@ -184,28 +125,14 @@ def check_inputs(cfg: SimConfig) -> None:
 def prepare(cfg: SimConfig) -> Prepared:
     """Read and check every input of `cfg` (cost table, trace, curves, policy, KV fit); InputError if bad."""
     rngs = stream_rngs(cfg.seed)
-    if cfg.server.model is not None:  # a deployment from vLLM's knobs: catalogue cost, vLLM's KV sizing
-        from sim.vllm_deploy import server_deployment
-
-        cfg, cost = server_deployment(cfg)
-    elif cfg.drafter.model is not None:
-        from sim.vllm_draft import check_drafter_model
+    priced = deployment(cfg)  # the one price of a config's deployment (sim.deploy.cost)
+    cfg, cost, policy_cost, tp = priced.config, priced.cost, priced.policy_cost, priced.tp
+    if cfg.drafter.model is not None and cfg.server.model is None:
+        from sim.deploy.draft import check_drafter_model
 
         check_drafter_model(cfg)
-    else:
-        cost = _load_table(cfg, cfg.server.cost, "server.cost")
     if cfg.drafter.cost is not None and cfg.drafter.effective_gamma > 0:
         load_draft_cost(cfg.drafter.cost, tp=cfg.server.tp or 1)  # bad input fails before any work
-    policy_cost = None
-    if cfg.server.policy_cost is not None:
-        policy_cost = _load_table(cfg, cfg.server.policy_cost, "server.policy_cost")
-    builtin = cfg.server.cost in specsched.BUILTIN_COSTS
-    if cfg.server.tp is not None:
-        tp = cfg.server.tp
-    elif builtin:
-        tp = specsched.builtin_gpus_per_replica(cfg.server.cost)
-    else:
-        tp = 1
     try:
         policy = specsched.make_policy(cfg.policy.name, **cfg.policy.params())
     except ValueError as err:
@@ -307,7 +234,7 @@ def results(prep: Prepared, rec: Recorder, t_start: float, t_loop: float) -> Sim
             "seed": cfg.seed,
         }
     )
-    summary.update(accuracy(cfg))  # the validated error bands (sim.vllm_draft.accuracy)
+    summary.update(accuracy(cfg))  # the validated error bands (sim.deploy.draft.accuracy)
     stats = getattr(rec, "prefix_cache_stats", None)
     if stats is not None:
         summary["prefix_cache_hit_rate"] = stats["hit_rate"]

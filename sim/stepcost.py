@@ -1,12 +1,12 @@
 """A config's step price: `step_cost(cfg, cost)` maps the config keys of `specsched.stepcost.TERMS` to one.
 
-Role: the only place the simulator reads the config keys that price a step (server.prefill_request_seconds,
+Role: the only place the simulator reads the config keys that price a step (cost.prefill_request_seconds,
 pad_token_seconds, padded_context_seconds; drafter.intake_seconds, intake_tokens, padded_context_seconds,
-cost): one `StepCost` per table a run times (the hardware's) or plans with (server.policy_cost). The draft
+cost): one `StepCost` per table a run times (the hardware's) or plans with (cost.policy_table). The draft
 terms are off without drafting (γ = 0). `term_values(cfg)` reads the same keys back by term name and
 `term_settings(terms)` writes them (the twin's measured terms into its config).
 
-May import: numpy, the standard library, `sim.config`, `sim.drafter`, `sim.vllm_draft`, `specsched`.
+May import: numpy, the standard library, `sim.config`, `sim.drafter`, `sim.deploy.draft`, `specsched`.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def term_settings(terms: dict[str, float]) -> dict[str, dict[str, float]]:
 
 def step_cost(cfg: SimConfig, cost: CostTable) -> StepCost:
     """The `StepCost` of `cfg`'s steps timed (or planned) with the target table `cost`."""
-    from sim.vllm_draft import own_drafter
+    from sim.deploy.draft import own_drafter
 
     tp = cfg.server.tp or 1
     budget = cfg.server.max_num_batched_tokens

@@ -1,7 +1,7 @@
 """The simulator's named random streams: one Generator per name, spawned from one SeedSequence.
 
 Role: the one place the stream names and their order live, so every way of building a run (`sim.run`,
-`sim.vllm_prepare`) draws the same numbers from the same seed. A new stream is appended, never inserted,
+`sim.deploy.prepare`) draws the same numbers from the same seed. A new stream is appended, never inserted,
 so existing ones keep their draws.
 
 May import: numpy.

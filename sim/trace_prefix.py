@@ -1,7 +1,7 @@
 """Prefix-cache block keys of a replayed trace: from its `hash_ids` (Mooncake) or its sessions.
 
-Role: feed automatic prefix caching (`sim.prefix_cache`) from a trace, for a run with `server.model` and
-`server.prefix_caching` on (`sim.run.prepare`). Each request gets the chained keys of its prompt's whole
+Role: feed automatic prefix caching (`sim.prefix_cache`) from a trace, for a run with `cost.model` and
+`cost.prefix_caching` on (`sim.run.prepare`). Each request gets the chained keys of its prompt's whole
 16-token cache blocks:
 - `hash_ids` (one id per `workload.hash_block_tokens`-token trace block, 512 in the Mooncake traces):
   trace block j of 512 tokens is 32 cache blocks, whose contents are (id, 0) … (id, 31); the keys are

@@ -51,7 +51,7 @@ class Prepared:
     latent: np.ndarray
     rngs: dict[str, np.random.Generator]
     policy_cost: specsched.CostTable | None = None
-    #: vLLM v1 serving (`sim.vllm_deploy`): each request's prompt block keys, the cache's block size and
+    #: vLLM v1 serving (`specsched.price.vllm`): each request's prompt block keys, the cache's block size and
     #: whether automatic prefix caching is on; async scheduling (`Deployment.async_scheduling`)
     block_keys: list | None = None
     block_size: int = 16
@@ -136,7 +136,6 @@ def run_pool(
 
 
 #: the old name of `run_pool`, for callers outside the simulator (validate, paper figures) until they move
-run_replicas = run_pool
 
 
 def _arrivals(prep: Prepared, feed: Feed, eng: Deployment, replicas: list[Replica], only, closed) -> int:

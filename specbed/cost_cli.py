@@ -24,7 +24,8 @@ import time
 
 import numpy as np
 
-from specsched import hardware, safeio
+from specsched import price as hardware  # the catalogue (specsched.price)
+from specsched import safeio
 from specsched.errors import InputError
 from specsched.fit import Fit, error_pct, file_hash, fit, load_fit, predict, summary
 from specsched.kernels import carry_knobs

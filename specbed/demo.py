@@ -41,8 +41,10 @@ domain = "mix"
 input_tokens = 64
 output_tokens = 384
 
+[base.cost]
+table = "h200-v4flash"
+
 [base.server]
-cost = "h200-v4flash"
 max_num_seqs = 1024
 
 [[zip]]

@@ -116,7 +116,7 @@ def _check_bounds(args: argparse.Namespace) -> None:
 
     for flag, key, values in (
         ("--batch-sizes", "server.max_num_seqs", args.batch_sizes or ()),
-        ("--layers", "server.layers", (args.layers,) if args.layers is not None else ()),
+        ("--layers", "cost.layers", (args.layers,) if args.layers is not None else ()),
         ("--gamma", "drafter.gamma", (args.gamma,)),
     ):
         bound = UPPER_BOUNDS[key]

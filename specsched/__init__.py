@@ -17,7 +17,6 @@ from specsched.cost import CostTable
 from specsched.depth import DRAFT_MODES, AdaptivePolicy, DraftCost, make_policy, plan_depths
 from specsched.errors import InputError
 from specsched.graphs import vllm_capture_sizes, with_cudagraphs
-from specsched.hardware import GPU, GPUS, MODELS, ModelShape
 from specsched.planner import Planner, StepDecision
 from specsched.policies import (
     POLICIES,
@@ -26,6 +25,7 @@ from specsched.policies import (
     check_conf,
     policy_params,
 )
+from specsched.price import GPU, GPUS, MODELS, ModelShape
 from specsched.stale import StaleBuffer
 from specsched.stepcost import StepBill, StepCost, StepShape
 

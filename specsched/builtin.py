@@ -1,11 +1,11 @@
 """Named cost tables that ship with specbed, and `load_cost` (a name or a CSV path).
 
-All built-ins are roofline-synthesized (`specsched.hardware`): labelled "-like" where the model's shape
+All built-ins are roofline-synthesized (`specsched.price.roofline`): labelled "-like" where the model's shape
 is an assumption. A measured profile (`specbed engine profile --out cost.csv`) always beats them.
 Setups listed in `_GRAPHS` model an engine that replays CUDA graphs (`specsched.graphs`: padding to the
 captured sizes, eager cliff past them).
 
-May import: numpy, the standard library, specsched.cost, specsched.graphs, specsched.hardware,
+May import: numpy, the standard library, specsched.cost, specsched.graphs, specsched.price,
 specsched.errors, specsched.fit.
 """
 
@@ -88,7 +88,7 @@ def builtin_gpus_per_replica(name: str) -> int:
 
 
 def builtin_gpu(name: str) -> str:
-    """The GPU kind of a built-in table (a key of `specsched.hardware.GPUS`: "h100", "h200", ...)."""
+    """The GPU kind of a built-in table (a key of `specsched.price.GPUS`: "h100", "h200", ...)."""
     return _SPECS[name][1]
 
 
@@ -139,5 +139,5 @@ def load_cost(
     raise InputError(
         f"unknown cost table {str(spec)!r}: not a built-in ({', '.join(BUILTIN_COSTS)}), "
         "a CSV or a fit .json",
-        field="server.cost",
+        field="cost.table",
     )

@@ -1,78 +1,28 @@
 """Communication cost: link presets, MoE all-to-all (dispatch/combine) bytes and time, KV hand-off, overlap.
 
-Role: the network half of a disaggregated, expert-parallel deployment. `specsched.ep_decode` prices one
+Role: the network half of a disaggregated, expert-parallel deployment. `specsched.price.ep` prices one
 DP-attention + EP step with it; `sim.disagg` prices the prefill→decode KV hand-off with it.
 
-A transfer of `n` bytes over a link costs `latency + n / bandwidth` (bandwidth per GPU, one direction).
-Every preset states its source; the numbers are per GPU:
-
-- "nvlink-h100" / "nvlink-h200": NVLink 4, 900 GB/s bidirectional per GPU (H100/H200 datasheets) → 450 GB/s
-  one way.
-- "nvlink-h800": H800 SXM's NVLink is cut to 400 GB/s bidirectional (H800 datasheet) → 200 GB/s one way;
-  DeepSeek measure ~160 GB/s of it in practice (DeepSeek-V3 technical report §3.2.2, arXiv 2412.19437;
-  DeepEP README: "H800 (~160 GB/s NVLink maximum bandwidth)"). The preset takes the measured 160 GB/s.
-- "ib-400g": one ConnectX-7 400 Gb/s InfiniBand NIC per GPU, ~50 GB/s (DeepEP README: "CX7 InfiniBand
-  400 Gb/s RDMA network card (~50 GB/s maximum bandwidth)"; DeepSeek-V3 report: "IB (50 GB/s)").
-- "roce-400g": 400 Gb/s RoCE per GPU: the same 50 GB/s wire rate, a longer per-message latency (RoCE's
-  congestion control and switch hops; stated, not measured: 2× IB's).
-
-Latency per collective is the kernel's fixed cost, not the wire's: DeepEP's low-latency kernels on H800 +
-CX7 take 163–194 µs for an FP8 dispatch of 128 tokens × top-8 × 7,168 (EP8–EP256) — 7.3 MB, ≈ 147 µs of
-wire time at 50 GB/s — so ≈ 30–45 µs is fixed. The IB preset's 35 µs is read off that table, not fitted.
+A transfer of `n` bytes over a link costs `latency + n / bandwidth`; the links (`Link`, `LINKS`,
+`get_link`) are the catalogue's one link table (`specsched.price.gpus`, with their sources).
 
 Two-micro-batch overlap (DeepSeek's prefill "dual micro-batch", decode 5-stage pipeline; SGLang's
 two-batch overlap): a step's batch is split in two halves; while one half communicates the other computes,
 so per layer the step costs max(compute, communication) instead of their sum — but every weight is read
-once per micro-batch, so memory-bound parts are paid twice (`specsched.ep_decode` charges that).
+once per micro-batch, so memory-bound parts are paid twice (`specsched.price.ep` charges that).
 
-May import: numpy and the standard library.
+May import: numpy, the standard library, `specsched.price.gpus`.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
+from specsched.price.gpus import LINKS, Link, get_link
 
-@dataclass(frozen=True)
-class Link:
-    """A per-GPU link: `bandwidth` bytes/s one way, `latency` seconds per transfer (or per collective)."""
-
-    name: str
-    bandwidth: float
-    latency: float
-    note: str = ""
-
-    def __post_init__(self) -> None:
-        if not (math.isfinite(self.bandwidth) and self.bandwidth > 0):
-            raise ValueError(f"link {self.name}: bandwidth must be > 0 bytes/s, got {self.bandwidth!r}")
-        if not (math.isfinite(self.latency) and self.latency >= 0):
-            raise ValueError(f"link {self.name}: latency must be ≥ 0 s, got {self.latency!r}")
-
-    def seconds(self, nbytes: float) -> float:
-        """Seconds to move `nbytes` (0 bytes cost nothing: no transfer, no latency)."""
-        if nbytes < 0:
-            raise ValueError(f"link {self.name}: bytes must be ≥ 0, got {nbytes!r}")
-        return 0.0 if nbytes == 0 else self.latency + nbytes / self.bandwidth
-
-
-#: Built-in links (module docstring for sources).
-LINKS: dict[str, Link] = {
-    "nvlink-h100": Link("nvlink-h100", 450e9, 8e-6, "NVLink 4, 900 GB/s bidirectional"),
-    "nvlink-h200": Link("nvlink-h200", 450e9, 8e-6, "NVLink 4, 900 GB/s bidirectional"),
-    "nvlink-h800": Link("nvlink-h800", 160e9, 8e-6, "H800 NVLink 400 GB/s bidi; ~160 GB/s measured"),
-    "ib-400g": Link("ib-400g", 50e9, 35e-6, "CX7 400 Gb/s InfiniBand per GPU (DeepEP README)"),
-    "roce-400g": Link("roce-400g", 50e9, 70e-6, "400 Gb/s RoCE per GPU; latency assumed 2x IB"),
-}
-
-
-def get_link(link: str | Link) -> Link:
-    if isinstance(link, Link):
-        return link
-    try:
-        return LINKS[str(link).lower()]
-    except KeyError:
-        raise ValueError(f"unknown link {link!r} (built-in: {', '.join(LINKS)})") from None
+__all__ = [
+    "LINKS", "AllToAll", "KVHandoff", "Link", "get_link", "overlapped", "pipeline_fill", "remote_nodes"
+]  # fmt: skip
 
 
 @dataclass(frozen=True)

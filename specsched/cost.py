@@ -2,9 +2,10 @@
 
 Role: the hardware half of the scheduler's objective Θ = τ · sps(B). A `CostTable` maps the total number
 of query tokens B in one step (B = Σ_r (1 + ℓ_r) + prefill tokens) to seconds, from measured points
-(`from_points`, `from_csv`) or from a roofline (`roofline`, see `specsched.hardware`).
+(`from_points`, `from_csv`) or from a roofline (`roofline`, see `specsched.price.roofline`).
 
-May import: numpy, the standard library, `specsched.errors`, `specsched.hardware`.
+May import: numpy, the standard library, `specsched.errors`, `specsched.inputs`, `specsched.price`
+(catalogue and roofline).
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ from typing import Literal
 
 import numpy as np
 
-from specsched import hardware, inputs, safeio
+from specsched import inputs, safeio
 from specsched.errors import InputError
+from specsched.price import roofline
+from specsched.price.gpus import GPU, get_gpu
+from specsched.price.models import ModelShape, get_model
 
 Mode = Literal["step", "linear"]
 
@@ -215,14 +219,14 @@ class CostTable:
     @classmethod
     def roofline(
         cls,
-        model: str | hardware.ModelShape,
-        gpu: str | hardware.GPU,
+        model: str | ModelShape,
+        gpu: str | GPU,
         *,
         tp: int = 1,
         name: str | None = None,
         **knobs,
     ) -> CostTable:
-        """A table synthesized from a roofline when no profile exists (see `specsched.hardware.step_seconds`).
+        """A table synthesized from a roofline when no profile exists (`price.roofline.step_seconds`).
 
         The KV-cache reads of attention do not scale with B: with a number `context_tokens` (default 1024)
         each request is charged that fixed context in `request_seconds`; with `context_tokens=None` the
@@ -233,14 +237,14 @@ class CostTable:
         Evaluated at every integer B in 1..8192 ("linear" mode); beyond that the compute-bound regime is
         linear, which is exactly what the table extrapolates.
         """
-        shape = hardware.get_model(model)
-        dev = hardware.get_gpu(gpu)
+        shape = get_model(model)
+        dev = get_gpu(gpu)
         b = np.arange(1, 8193, dtype=np.float64)
-        secs = hardware.step_seconds(shape, dev, b, tp=tp, **knobs)
-        per_request = hardware.request_seconds(shape, dev, tp=tp, **knobs)
+        secs = roofline.step_seconds(shape, dev, b, tp=tp, **knobs)
+        per_request = roofline.request_seconds(shape, dev, tp=tp, **knobs)
         per_kv = 0.0
         if "context_tokens" in knobs and knobs["context_tokens"] is None:
-            per_kv = hardware.kv_token_seconds(shape, dev, tp=tp, **knobs)
+            per_kv = roofline.kv_token_seconds(shape, dev, tp=tp, **knobs)
         label = name or f"roofline:{shape.name}@{dev.name}x{tp}"
         return cls.from_points(
             b.astype(np.int64),

@@ -36,7 +36,7 @@ class DraftCost:
     measured: optional measured draft cost replacing the layer pricing (not for "free"): a table whose
         `latency` is the whole draft pass, indexed by `index` — "tokens" (drafted positions Σ d_r),
         "requests" (drafting requests) or "fit" (`step_seconds(Σ d_r, drafting requests)`).
-    own: optional table of ONE pass of a drafter priced from its own shape (`specsched.draft_shape`),
+    own: optional table of ONE pass of a drafter priced from its own shape (`specsched.price.draft_shape`),
         replacing the layer pricing: parallel → own(Σ d_r); autoregressive → max d_r · own(drafting);
         plus position_s per drafted position (rejection sampling), request_s per drafting request (an
         engine's exposed per-request host work) and step_s per drafting step.

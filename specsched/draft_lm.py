@@ -1,6 +1,6 @@
 """The draft-model drafter: a separate small LM from the catalogue drafting autoregressively.
 
-Role: `draft_lm_shape(model)` is the `specsched.draft_shape.DrafterShape` of a catalogue model used as a
+Role: `draft_lm_shape(model)` is the `specsched.price.draft_shape.DrafterShape` of a catalogue model used as a
 drafter (e.g. Llama-3.2-1B for Llama-3.1-70B, Qwen3-0.6B for Qwen3-8B): its own layers, width, heads, KV
 and full LM head, no feature fusion. It is priced by the same terms as EAGLE (`draft_shape.own_draft_cost`):
 K sequential passes over the drafting requests, the first over every verified position (the accepted
@@ -8,14 +8,15 @@ tokens are its prefill: vLLM's draft-model proposer runs the EAGLE proposer's `p
 each pass, its weights sharded over the target's TP (vLLM requires the draft TP to equal the target's) with
 two all-reduces a layer and the LM head's gather.
 
-May import: the standard library, `specsched.catalog`, `specsched.draft_shape`, `specsched.errors`.
+May import: the standard library, `specsched.price.models`, `specsched.price.draft_shape`, `specsched.errors`.
 """
 
 from __future__ import annotations
 
-from specsched.catalog import CatalogModel, find_model
-from specsched.draft_shape import DrafterShape
 from specsched.errors import InputError
+from specsched.price import ModelShape as CatalogModel
+from specsched.price import find_model
+from specsched.price.draft_shape import DrafterShape
 
 #: small LMs used only as drafters (not serving targets, so not in the catalogue): Hugging Face id ->
 #: (layers, hidden, intermediate, heads, kv heads, head dim, vocab), from each model's config.json

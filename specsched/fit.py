@@ -1,6 +1,6 @@
 """Fit the roofline's physical knobs to measured steps, predict steps with them, and the FIT.json file.
 
-Role: ground `specsched.hardware.step_seconds` in measurements. A fit keeps the roofline's formula and
+Role: ground `specsched.price.roofline.step_seconds` in measurements. A fit keeps the roofline's formula and
 fits five bounded knobs, shared across TP degrees (so a fit on TP 2 and 4 predicts TP 8, and the same knobs
 with another GPU's or model's specs predict that GPU or model):
 
@@ -34,7 +34,7 @@ Levenberg–Marquardt on the knobs mapped to unbounded coordinates (a logistic m
 Huber weights (scale 5 %); then points off by more than max(3 robust σ of their phase, 25 %) are flagged as
 outliers and the knobs refitted without them — outliers are reported, never bent to.
 
-May import: numpy, the standard library, `specsched.errors`, `specsched.hardware`, `specsched.cost`,
+May import: numpy, the standard library, `specsched.errors`, `specsched.price.roofline`, `specsched.cost`,
 `specsched.measured`, `specsched.safeio`, `specsched.inputs`, `specsched.kernels`.
 """
 
@@ -47,10 +47,12 @@ from pathlib import Path
 
 import numpy as np
 
-from specsched import hardware, inputs, kernels
+from specsched import inputs, kernels
+from specsched import price as hardware  # the catalogue and roofline (specsched.price)
 from specsched.cost import CostTable
 from specsched.errors import InputError
 from specsched.measured import Points
+from specsched.price.knobs import FIT_START
 from specsched.results import write_json
 
 #: knob -> (lower, upper) bound; the fit stays strictly inside (logistic map).
@@ -70,7 +72,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
 }
 #: the knobs a fit fits: request_s is not one (a fit file may carry one, within its bound, and it is used)
 KNOBS: tuple[str, ...] = tuple(k for k in BOUNDS if k != "request_s")
-_START = {"c0": 40e-6, "eta_bw": 0.8, "eta_f": 0.5, "link_bw": 100e9, "hop_latency": 2e-6, "eager_s": 1e-5}
+_START = FIT_START  # the one Knobs' starting point (specsched.price.knobs)
 #: knobs of a fit that `hardware.step_seconds` does not take (priced here)
 _OWN = ("eager_s", "context_tokens")
 _HUBER = 0.05  # relative error below which a point counts fully

@@ -50,6 +50,12 @@ def vllm_capture_sizes(max_size: int = DEFAULT_MAX_CAPTURE) -> tuple[int, ...]:
     return tuple(sizes)
 
 
+def vllm_max_capture(max_num_seqs: int) -> int:
+    """vLLM's largest captured size for a server of `max_num_seqs` when none is given: min(2·max_num_seqs,
+    512) (vllm/config, compilation: the one capture rule every vLLM deployment here uses)."""
+    return min(2 * int(max_num_seqs), DEFAULT_MAX_CAPTURE)
+
+
 def check_capture_sizes(sizes: Sequence[int]) -> tuple[int, ...]:
     """The sizes as a sorted tuple of distinct whole numbers ≥ 1 (ValueError naming the bad one)."""
     out = []

@@ -1,6 +1,6 @@
 """`specbed cost calibrate`: one GPU's roofline knobs, fitted to measured vLLM runs end to end.
 
-Role: fit `sim.vllm_deploy.Knobs` — shared by every model on the GPU — so that simulated runs match the
+Role: fit `specsched.price.vllm.Knobs` — shared by every model on the GPU — so that simulated runs match the
 measured ones, and say how well that carries to a model the fit has not seen (leave-one-model-out).
 
 The fit goes through the simulator. A run's pooled inter-token latency is Σ_k r_k·t_k / Σ_k r_k over its
@@ -35,9 +35,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from sim.vllm_deploy import HOST_BW, HOST_BW_DEFAULT, Knobs, VllmSpec, step_parts
-from sim.vllm_kv import kv_bytes_per_token_per_gpu
 from specsched.graphs import vllm_capture_sizes
+from specsched.price.knobs import Knobs
+from specsched.price.vllm import HOST_BW, HOST_BW_DEFAULT, VllmSpec, step_parts
 from validate import predict as v
 from validate.runs import MeasuredRun
 
@@ -107,7 +107,7 @@ class StepFeatures:
         self.phi = np.where(mem_bound, comm, core)
         self.w = np.where(mem_bound, w, 0.0)
         self.tok = np.where(mem_bound, m.layers * b, 0.0)
-        self.kv_byte_s = kv_bytes_per_token_per_gpu(m, spec.tp) / bw
+        self.kv_byte_s = m.kv_bytes_per_gpu(spec.tp) / bw
         self.kv_s = self.kv_byte_s / knobs.eta_kv
         offload = spec.cpu_offload_gb * 1e9 / HOST_BW.get(g.key, HOST_BW_DEFAULT)
         self.layers, self.links, self.moe = m.layers, (2 * m.layers if spec.tp > 1 else 0), m.moe_layers

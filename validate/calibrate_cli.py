@@ -2,7 +2,7 @@
 
     specbed cost calibrate RUNS.csv --workloads PROFILES.json --gpu h100 --out knobs.json [--scale S]
 
-Fits `sim.vllm_deploy.Knobs` shared by every model on `--gpu` to the RUNS.csv rows on that GPU
+Fits `specsched.price.vllm.Knobs` shared by every model on `--gpu` to the RUNS.csv rows on that GPU
 (`validate.calibrate`), prints the knobs, the per-run table and the median |error| per metric in sample and
 leave-one-model-out, and writes knobs.json: {"gpu", "knobs", "fitted_on": {"file", "sha256", "runs"},
 "in_sample_median_error_pct", "lomo_median_error_pct", "lomo_knobs", "runs": [per-run predictions]}.
@@ -18,11 +18,11 @@ from __future__ import annotations
 import time
 
 from sim.inference_perf import load_profiles
-from sim.vllm_deploy import Knobs
 from specsched import safeio
-from specsched.catalog import get_gpu
 from specsched.errors import InputError
 from specsched.fit import file_hash
+from specsched.price import get_gpu
+from specsched.price.knobs import Knobs
 from specsched.progress import Progress
 from specsched.results import write_json
 from validate import calibrate as cal

@@ -10,7 +10,7 @@ validate.json and validate.png (predicted vs measured, log axes); `--json OUT` w
 {"runs": [{"exp_id", "folder", "model", "hardware", "predicted", "actual", "error_pct"} or with
 "error"], "median_error_pct"}. Exit 0 when at least one run was modelled, 1 when none was, 2 on bad
 input (one line naming file, row and field). Knobs: the catalogue's for each run's GPU
-(`sim.vllm_deploy.shipped_knobs`), or a `specbed cost calibrate` file for its GPU (`--knobs`).
+(`specsched.price.vllm.shipped_knobs`), or a `specbed cost calibrate` file for its GPU (`--knobs`).
 
 May import: the standard library, numpy, `sim`, `specsched`, `validate` modules, matplotlib (plot only).
 """
@@ -24,10 +24,11 @@ import time
 from pathlib import Path
 
 from sim.inference_perf import load_profiles
-from sim.vllm_deploy import Knobs, VllmSpec, shipped_knobs
 from specsched import inputs, safeio
-from specsched.catalog import find_model, get_gpu
 from specsched.errors import InputError
+from specsched.price import find_model, get_gpu
+from specsched.price.knobs import Knobs, shipped_knobs
+from specsched.price.vllm import VllmSpec
 from specsched.progress import Progress
 from specsched.results import STDOUT, dumps_json, write_json, write_results
 from validate import predict as v

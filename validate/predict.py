@@ -2,7 +2,7 @@
 
 Role: for each `validate.runs.MeasuredRun`, regenerate its traffic (the inference-perf profile,
 `sim.inference_perf`, or the bench file's own requests), build the deployment from the run's knobs
-(`sim.vllm_deploy`: catalogue step cost, vLLM's KV sizing, prefix caching, CUDA-graph padding, async
+(`specsched.price.vllm`: catalogue step cost, vLLM's KV sizing, prefix caching, CUDA-graph padding, async
 scheduling), simulate it with plain autoregressive serving and compute what inference-perf reports over
 the whole run: end-to-end latency and TTFT (mean, p90, p99) and the inter-token latency (every gap between
 streamed chunks pooled: per-token time / the model's catalogue `stream_fraction`), in milliseconds, the
@@ -19,12 +19,12 @@ from dataclasses import replace
 
 import numpy as np
 
+from sim.deploy.prepare import prepare
 from sim.inference_perf import Profile, generate
 from sim.metrics import request_table
-from sim.vllm_deploy import Knobs
-from sim.vllm_prepare import prepare
-from sim.wiring import run_replicas
+from sim.wiring import run_pool
 from specsched.errors import InputError
+from specsched.price.knobs import Knobs
 from validate.runs import METRICS, MeasuredRun, latency_metrics
 
 #: a run is "saturated" when requests queue this long on average: the queue grows through the run
@@ -47,7 +47,7 @@ def simulate_run(
     else:
         wl, keys = generate(scaled(profiles[run.profile], scale), seed=seed)
     prep = prepare(run.spec, knobs, wl, keys, seed=seed)
-    rec = run_replicas(prep, observer=observer)
+    rec = run_pool(prep, observer=observer)
     req = request_table(rec, wl)
     ttft = req["ttft_s"] * 1e3 + knobs.frontend_s * 1e3
     e2e = req["e2e_s"] * 1e3 + knobs.frontend_s * 1e3

@@ -2,7 +2,8 @@
 
 Role: parse RUNS.csv (the columns of ../shared/real-vllm/runs.csv; any subset of rows, any order) and
 `vllm bench serve --save-result --save-detailed` JSON files into `MeasuredRun`s: the deployment (a
-`sim.vllm_deploy.VllmSpec` from the row's knobs), where its traffic comes from (an inference-perf profile,
+`specsched.price.vllm.VllmSpec` from the row's knobs), where its traffic comes from (an inference-perf
+profile,
 or the bench file's own requests) and the measured metrics in milliseconds. Malformed input is one
 InputError naming file, row and field; a well-formed row that specbed cannot model (a model or GPU the
 catalogue does not know, a profile the profiles file lacks) becomes a run with `error` set.
@@ -19,11 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.vllm_deploy import VllmSpec
 from sim.workload import Workload
 from specsched import inputs as inp
-from specsched.catalog import find_model, get_gpu, precision_bytes
 from specsched.errors import InputError
+from specsched.price import GPU_MEMORY_UTILIZATION, find_model, get_gpu, precision_bytes
+from specsched.price.vllm import VllmSpec
 
 METRICS = ("e2e_mean", "e2e_p90", "e2e_p99", "ttft_mean", "ttft_p90", "ttft_p99", "itl_mean")
 
@@ -107,7 +108,7 @@ def _row_run(row: dict, path: str, line: int, profiles, seqs: int, model_len: in
     tp = _cell(row, "tp", path, line, int, lo=1, hi=4096)
     dp = _cell(row, "dp", path, line, int, default=1, lo=1, hi=4096)
     mnbt = _cell(row, "max_num_batched_tokens", path, line, int, lo=1, hi=10_000_000)
-    util = _cell(row, "gpu_mem_util", path, line, default=0.9, lo=0.01, hi=1.0)
+    util = _cell(row, "gpu_mem_util", path, line, default=GPU_MEMORY_UTILIZATION, lo=0.01, hi=1.0)
     seqs = _cell(row, "max_num_seqs", path, line, int, default=seqs, lo=1, hi=16384)
     model_len = _cell(row, "max_model_len", path, line, int, default=model_len, lo=1, hi=10_000_000)
     offload = _offload(row, path, line)

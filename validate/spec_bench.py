@@ -19,8 +19,8 @@ from pathlib import Path
 
 from bridge.read_json import BENCH_DRAFTS, BENCH_RATES, _bench_one
 from specsched import inputs
-from specsched.catalog import find_model, get_gpu
 from specsched.errors import InputError
+from specsched.price import find_model, get_gpu
 from validate.spec_cases import DRAFTERS, SpecCase
 
 

@@ -6,7 +6,7 @@ Role: `read_cases(path)` reads a file in the dataset format (docs/notes/.. TEAM 
 naming the file, the row's line and the field (the CLI prints it as one line and exits 2). Nothing here
 prices a case (`validate.spec_replay` does).
 
-May import: the standard library, `specsched.inputs`, `specsched.errors`, `specsched.catalog`.
+May import: the standard library, `specsched.inputs`, `specsched.errors`, `specsched.price.models`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import io
 from dataclasses import dataclass
 
 from specsched import inputs
-from specsched.catalog import PRECISIONS, get_gpu
 from specsched.errors import InputError
+from specsched.price import PRECISIONS, get_gpu
 
 COLUMNS = (
     "case_id", "source", "citation", "split", "engine", "engine_version", "gpu", "tp", "model", "precision",

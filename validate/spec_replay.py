@@ -6,7 +6,7 @@ acceptance length, bonus included):
 
     no speculation   T0 = target step at B tokens (the catalogue's vLLM cost table on the GPU's shipped
                      knobs) + the engine version's exposed host seconds (`nospec_host_s`)
-    speculative      T1 = draft step (`specsched.draft_shape.own_draft_cost` with `drafter.engine` = the
+    speculative      T1 = draft step (`specsched.price.draft_shape.own_draft_cost` with `drafter.engine` = the
                      case's engine and version: first pass over the verified positions, K − 1 later ones,
                      host launches, rejection sampling) + target step at B·(1 + K) tokens (B·(1 + nodes)
                      for a tree) + the drafter's and the verify kernel's KV reads + nospec_host_s
@@ -16,7 +16,7 @@ acceptance length, bonus included):
 `medians(rows)` the median |error| per split and over all. Cases given by request rate, Medusa and
 e2e_s are reported as not modelled.
 
-May import: numpy, the standard library, `sim.vllm_deploy`, `specsched`, `validate.spec_cases`.
+May import: numpy, the standard library, `specsched.price.vllm`, `specsched`, `validate.spec_cases`.
 """
 
 from __future__ import annotations
@@ -26,19 +26,21 @@ from functools import lru_cache
 
 import numpy as np
 
-from sim.vllm_deploy import VllmSpec, cost_table, shipped_knobs
-from specsched.catalog import GPUS, find_model, get_model
 from specsched.draft_lm import find_draft_lm, get_draft_lm
-from specsched.draft_shape import drafter_shape, own_draft_cost
 from specsched.errors import InputError
-from specsched.spec_engine import get_engine
+from specsched.price import GPUS, find_model, get_model
+from specsched.price.draft_shape import drafter_shape, own_draft_cost
+from specsched.price.knobs import shipped_knobs
+from specsched.price.spec_engine import get_engine
+from specsched.price.vllm import VllmSpec, cost_table
 from specsched.spec_knobs import SpecKnobs
 from specsched.spec_versions import engine_name
 from validate.spec_cases import SpecCase
 
 #: KV tokens a request holds at the steady state (prompt + half the output of a chat turn)
 CONTEXT = 512
-#: tokens the replayed cost table covers (`sim.vllm_deploy.cost_table`: max(max_num_batched_tokens, 8192))
+#: tokens the replayed cost table covers (`specsched.price.vllm.cost_table`: max(max_num_batched_tokens,
+#: 8192))
 MAX_TOKENS = 8192
 PRESET = {"eagle": "eagle1", "eagle3": "eagle3", "mtp": "mtp"}
 

@@ -1,7 +1,7 @@
 """The winner as something to deploy: a `vllm serve` command line and its `specbed run` TOML.
 
 Role: map a resolved simulator config onto vLLM's serving flags — tensor parallelism (GPUs per replica),
-data parallelism (replicas), vLLM's own knobs when the config names them (`server.model`, precision,
+data parallelism (replicas), vLLM's own knobs when the config names them (`cost.model`, precision,
 `gpu_memory_utilization`, `max_model_len`, `cpu_offload_gb`, prefix caching),
 `--max-num-seqs`, `--max-num-batched-tokens`, CUDA-graph capture sizes
 (`--compilation-config`), and `--speculative-config` JSON with vLLM's keys: `method`, `model` (the draft
@@ -86,7 +86,7 @@ def draft_schedule(config: dict) -> list[dict] | None:
 
 
 def _vllm_knobs(server: dict) -> list[str]:
-    """The flags of a config that names its deployment in vLLM's own knobs (`server.model`, ...)."""
+    """The flags of a config that names its deployment in vLLM's own knobs (`cost.model`, ...)."""
     if server.get("model") is None:
         return []
     out = ["--gpu-memory-utilization", f"{server.get('gpu_memory_utilization', 0.9):g}"]
@@ -106,7 +106,7 @@ def _vllm_knobs(server: dict) -> list[str]:
 
 def vllm_command(config: dict, model: str | None, draft_models: dict[str, str], schedule=None) -> str:
     """A ready `vllm serve …` line for the config (module docstring)."""
-    server = config["server"]
+    server = {**config["server"], **config.get("cost", {})}  # [cost]: model, gpu, graphs, vLLM knobs
     args = ["vllm", "serve", model or server.get("model") or "<MODEL>"]
     args += ["--tensor-parallel-size", str(gpus_per_replica(config))]
     args += _vllm_knobs(server)

@@ -9,9 +9,9 @@ so `specbed search` can price it. A table is TOML:
     source = "provider / page / URL"      # required: where the price comes from
     date = "2026-05-22"                   # required: the date the source gives (or says it gives none)
 
-A config's GPU kind is, in order: its `server.gpu` key (a vLLM deployment with `server.model` and no
-`server.gpu` runs on H100s, as `sim.config_vllm` says), the space's
-`[search.gpus]` mapping from a cost table name to a kind, or the GPU of a built-in cost table.
+A config's GPU kind is, in order: its `cost.gpu` key (a deployment with `cost.model` and no `cost.gpu`
+runs on H100s, `sim.deploy.keys`), the space's `[search.gpus]` mapping from a cost table name to a kind,
+or the GPU of a built-in cost table.
 
 May import: the standard library, `specsched` (built-in cost tables, inputs, errors).
 """
@@ -43,7 +43,7 @@ class Prices:
     currency: str
     rows: dict[str, Price]
 
-    def per_hour(self, gpu: str, *, field: str = "server.cost") -> float:
+    def per_hour(self, gpu: str, *, field: str = "cost.table") -> float:
         row = self.rows.get(gpu)
         if row is None:
             raise InputError(
@@ -104,12 +104,12 @@ def gpu_kind(config: dict, gpus: dict[str, str] | None = None) -> str:
     """The GPU kind a resolved config runs on (see the module docstring); InputError when unknown."""
     import specsched
 
-    server = config.get("server", {})
-    if isinstance(server.get("gpu"), str):
-        return server["gpu"].lower()
-    if server.get("model") is not None:  # a vLLM deployment names its GPU; none given is an H100
+    priced = config.get("cost", {})
+    if isinstance(priced.get("gpu"), str):
+        return priced["gpu"].lower()
+    if priced.get("model") is not None:  # a deployment names its GPU; none given is an H100
         return "h100"
-    cost = str(server.get("cost"))
+    cost = str(priced.get("table"))
     if gpus and cost in gpus:
         return gpus[cost].lower()
     for name in specsched.BUILTIN_COSTS:
@@ -118,7 +118,7 @@ def gpu_kind(config: dict, gpus: dict[str, str] | None = None) -> str:
     raise InputError(
         f"cannot tell which GPU cost table {cost!r} runs on: map it in the space's [search.gpus] table "
         f'(e.g. "{cost}" = "h100")',
-        field="server.cost",
+        field="cost.table",
     )
 
 
@@ -129,7 +129,7 @@ def gpus_per_replica(config: dict) -> int:
     server = config.get("server", {})
     if server.get("tp") is not None:
         return int(server["tp"])
-    cost = server.get("cost")
+    cost = config.get("cost", {}).get("table")
     if cost in specsched.BUILTIN_COSTS:
         return specsched.builtin_gpus_per_replica(cost)
     return 1

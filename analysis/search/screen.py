@@ -6,8 +6,10 @@ Role: one steady-state estimate per candidate from the step model the simulator 
 a batch of B decoding requests (B over a grid up to server.max_num_seqs) whose confidences are the
 traffic's population curves, the candidate's policy picks the verify lengths; a step then emits
 B + Σ survival tokens, carries the prefill that keeps pace with them (input/output tokens of the traffic)
-within max_num_batched_tokens, and costs draft + verify + per-request + KV time at the traffic's mean
-context. Capacity = replicas × the best B's output rate ÷ mean output tokens (requests/s).
+within max_num_batched_tokens, and costs what the simulator's `StepCost` bills that step (`step_shape`:
+draft, per-request, KV at the traffic's mean context, forward, and every engine term; a `drafter.model`
+priced from its own shape) — the screen prices no step by hand. Capacity = replicas × the best B's output
+rate ÷ mean output tokens (requests/s).
 
 A disaggregated candidate (`[[pool]]`): the decode pool is screened as above without prompt tokens in
 its steps, the prefill pool by its best prompt tokens per second (its token budget per step) over the
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.model import flatten, set_text
+from specsched.stepcost import StepCost, StepShape
 
 GRID = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048)
 #: config sections that do not change the step model (replicas and batch limits are the screen's own inputs)
@@ -79,7 +82,8 @@ class Screen:
 
     def __init__(self, traffic: Traffic, slo, grace: float) -> None:
         self.traffic, self.slo, self.grace = traffic, slo, grace
-        self._preps: dict[str, object] = {}
+        self._preps: dict[str, object] = {}  # step-model signature -> prepared run
+        self._steps: dict[tuple, StepCost] = {}  # (signature, batch limits) -> the candidate's StepCost
 
     def _prep(self, config: dict):
         flat = flatten(config)
@@ -90,24 +94,29 @@ class Screen:
                 "workload.num_requests": min(int(flat.get("workload.num_requests") or 0) or 2000, 2000),
             }
             self._preps[sig] = _load(_nest(small))
-        return self._preps[sig]
+        prep = self._preps[sig]
+        server = config["server"]
+        limits = (int(server["max_num_seqs"]), int(server["max_num_batched_tokens"]))
+        if (sig, limits) not in self._steps:
+            self._steps[sig, limits] = step_cost_of(prep, *limits)
+        return prep, self._steps[sig, limits]
 
     def __call__(self, config: dict) -> Verdict:
         if "pool" in config:  # disaggregated (analysis.search.pools)
             return self._pooled(config)
-        prep = self._prep(config)
+        prep, step = self._prep(config)
         server = config["server"]
-        floor, lost = self._floor(prep)
+        floor, lost = self._floor(prep, step)
         if lost:
             return Verdict(False, lost, math.nan, floor)
         if not math.isfinite(self.traffic.rate):
             return Verdict(True, "", math.nan, floor)
-        capacity = _replica_rate(prep, server, self.traffic) * int(server.get("replicas", 1))
+        capacity = _replica_rate(prep, step, server, self.traffic) * int(server.get("replicas", 1))
         return self._carry(capacity, floor, "")
 
-    def _floor(self, prep) -> tuple[float, str]:
+    def _floor(self, prep, step: StepCost) -> tuple[float, str]:
         """(the fastest possible step's seconds, why it already breaks an ITL/TPOT bound or "")."""
-        floor = float(prep.cost.latency(1)) + prep.cost.request_seconds
+        floor = step.bill(StepShape(1, 1, 1, 1, padded=1), draft=0.0).seconds  # one request, no drafts
         gamma = prep.config.drafter.effective_gamma
         for term in self.slo.terms:
             head = term.name.rpartition("_")[0]
@@ -134,15 +143,16 @@ class Screen:
         if any(config["pool"][role].get("ep_gpus") for role in ("prefill", "decode")):
             return Verdict(True, "not screened", math.nan, math.nan)
         pre, dec = pool_dict(config, "prefill"), pool_dict(config, "decode")
-        dprep = self._prep(dec)
-        floor, lost = self._floor(dprep)
+        dprep, dstep = self._prep(dec)
+        floor, lost = self._floor(dprep, dstep)
         if lost:
             return Verdict(False, lost.replace("screen: ", "screen: the decode pool: "), math.nan, floor)
         if not math.isfinite(self.traffic.rate):
             return Verdict(True, "", math.nan, floor)
-        decode = _replica_rate(dprep, dec["server"], self.traffic, prefill=False) * dec["server"]["replicas"]
+        decode = _replica_rate(dprep, dstep, dec["server"], self.traffic, prefill=False)
+        decode *= dec["server"]["replicas"]
         computed = self.traffic.input_tokens * (1.0 - float(config["pool"]["prefill"].get("prefix_hit", 0.0)))
-        prefill = _prefill_rate(self._prep(pre), pre["server"], computed) * pre["server"]["replicas"]
+        prefill = _prefill_rate(self._prep(pre)[1], pre["server"], computed) * pre["server"]["replicas"]
         if prefill < decode:
             return self._carry(prefill, floor, "the prefill pool ")
         return self._carry(decode, floor, "the decode pool ")
@@ -169,27 +179,51 @@ def _curve(prep) -> np.ndarray | None:
     return np.average(np.asarray(curves, dtype=np.float64), axis=0, weights=present)
 
 
-def _prefill_rate(prep, server: dict, computed_tokens: float) -> float:
+def step_cost_of(prep, max_num_seqs: int, max_num_batched_tokens: int) -> StepCost:
+    """The `StepCost` the simulator prices `prep`'s steps with (`sim.stepcost.step_cost`), for a
+    candidate with these batch limits (the prepared run is shared by candidates that differ in them)."""
+    from dataclasses import replace
+
+    from sim.stepcost import step_cost
+
+    limits = {"max_num_seqs": max_num_seqs, "max_num_batched_tokens": max_num_batched_tokens}
+    srv = replace(prep.config.server, **limits)
+    return step_cost(replace(prep.config, server=srv), prep.cost)
+
+
+def step_shape(
+    b: int, lengths: np.ndarray, prefill: float, context: float, longest: int, prompt: float, drafting: bool
+) -> StepShape:
+    """The `StepShape` of a screened step: `b` requests decoding (all drafting, with `drafting`) with
+    verify lengths `lengths`, `prefill` prompt tokens from requests of `prompt` tokens, every request
+    holding `context` KV tokens, the longest `longest`."""
+    verify = b + int(lengths.sum())
+    prefilling = int(math.ceil(prefill / max(prompt, 1.0))) if prefill > 0 else 0
+    padded = b * (1 + int(lengths.max())) if b else 0
+    kv, drafters = int(round(b * context)), b if drafting else 0
+    return StepShape(b, b, int(verify + prefill), verify, prefilling, padded, kv, longest, drafters)
+
+
+def _prefill_rate(step: StepCost, server: dict, computed_tokens: float) -> float:
     """Requests/s one prefill-only replica carries at most: its best tokens per second over step sizes
     up to its token budget, over the prompt tokens each request computes."""
     budget = int(server["max_num_batched_tokens"])
     sizes = sorted({*(g for g in (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384) if g < budget), budget})
-    best = max(n / float(prep.cost.latency(n)) for n in sizes)
+    best = max(n / step.bill(StepShape(0, 0, n, 0), draft=0.0).seconds for n in sizes)
     return best / max(computed_tokens, 1.0)
 
 
-def _replica_rate(prep, server: dict, traffic: Traffic, prefill: bool = True) -> float:
+def _replica_rate(prep, step: StepCost, server: dict, traffic: Traffic, prefill: bool = True) -> float:
     """Requests/s one replica carries at its best batch size (module docstring); `prefill` False: a
     decode-only replica (disaggregated), its steps carry no prompt tokens."""
-    from sim.drafter import draft_seconds_table
-
     cost, cfg = prep.cost, prep.config
     seqs, budget = int(server["max_num_seqs"]), int(server["max_num_batched_tokens"])
     gamma = cfg.drafter.effective_gamma
     curve = _curve(prep) if gamma else None
-    draft = draft_seconds_table(cfg.drafter, cost, seqs, tp=cfg.server.tp or 1)
+    draft = step.draft_s
     ratio = traffic.input_tokens / max(traffic.output_tokens, 1.0) if prefill else 0.0
     context = traffic.input_tokens + traffic.output_tokens / 2
+    longest = int(traffic.input_tokens + traffic.output_tokens)
     best = 0.0
     for b in sorted({*(g for g in GRID if g < seqs), seqs}):
         if curve is None:
@@ -206,7 +240,6 @@ def _replica_rate(prep, server: dict, traffic: Traffic, prefill: bool = True) ->
         if verify + prefill > budget:  # prefill-bound: the budget left caps the tokens a step can add
             tokens *= (budget - verify) / prefill
             prefill = budget - verify
-        seconds = float(cost.latency(int(verify + prefill))) + float(draft[b] if curve is not None else 0.0)
-        seconds += cost.request_seconds * b + cost.kv_token_seconds * b * context
-        best = max(best, tokens / seconds)
+        shape = step_shape(b, lengths, prefill, context, longest, traffic.input_tokens, curve is not None)
+        best = max(best, tokens / step.bill(shape).seconds)
     return best / max(traffic.output_tokens, 1.0)

@@ -8,7 +8,7 @@ an upper bound of the engine's own count; −1 after a preemption) stayed below 
 admission refused, so the same config with any larger cap runs step for step the same — same random
 streams, same steps, same stop — and its summary is that run's. A rung therefore runs each family of
 siblings (`family`) smallest cap first, and a sibling with a larger cap takes the run of one whose cap
-never bound (`covers`) instead of its own. Deployments built from vLLM's knobs (`server.model`) size
+never bound (`covers`) instead of its own. Deployments built from vLLM's knobs (`cost.model`) size
 their KV cache and CUDA graphs by `max_num_seqs` and disaggregated ones have a cap per pool: those are
 families of one. tests/analysis/test_search.py checks a shared run against the sibling's own.
 
@@ -23,7 +23,7 @@ from analysis.sweepfile import config_key
 
 
 def eligible(config: dict) -> bool:
-    return "pool" not in config and not config.get("server", {}).get("model")
+    return "pool" not in config and not config.get("cost", {}).get("model")
 
 
 def cap(config: dict) -> int:

@@ -2,13 +2,13 @@
 
 Role: read SPACE.toml and the `--traffic` given beside it into the candidates of a search (resolved,
 keyed `analysis.sweepfile.Cell`s) and the search's options. Axes work over ANY key the cell model knows
-(`server.cost`, `server.replicas`, `server.tp`, `drafter.name`, `policy.draft`, `server.max_num_seqs`,
-`server.cudagraph_capture_sizes`, and every key added to the simulator's config later).
+(`cost.table`, `server.replicas`, `server.tp`, `drafter.name`, `policy.draft`, `server.max_num_seqs`,
+`cost.cudagraph_capture_sizes`, and every key added to the simulator's config later).
 
     name = "h100-h200-b200"
     base = "../configs/default.toml"        # optional, as in sweeps
     [axes]
-    "server.cost" = ["h100-dense70b-tp4", "h200-dense70b-tp4", "b200-dense70b-tp4"]
+    "cost.table" = ["h100-dense70b-tp4", "h200-dense70b-tp4", "b200-dense70b-tp4"]
     "server.replicas" = [1, 2, 3, 4]
     [[zip]]                                 # drafter arms vary together
     label = ["no-spec", "MTP-1", "DSpark"]
@@ -23,7 +23,7 @@ keyed `analysis.sweepfile.Cell`s) and the search's options. Axes work over ANY k
     keep = 20                               # ... but never fewer than this many
     tolerance = [0.5, 0.25]                 # per rung before the last: SLO slack before a drop
     grace = 0.1                             # screen: drop only below capacity·(1 + grace) < load
-    group = ["server.cost", "series"]       # halve within each group (keep applies per group): the
+    group = ["cost.table", "series"]       # halve within each group (keep applies per group): the
                                             # best of every GPU kind × series reaches full length
     top = 5                                 # price bound: judge cheapest first, in price tiers, and drop
                                             # what cannot rank in the top 5 (per group; 0: off)

@@ -23,7 +23,7 @@ exactly as that config with the pool's keys in `[server]` (`specbed run` takes b
     [[pool]]
     role = "decode"
     replicas = 1
-    ep_gpus = 144               # optional: one DP-attention + EP group (specsched.ep_decode) per replica
+    ep_gpus = 144               # optional: one DP-attention + EP group (specsched.price.ep) per replica
     attention_ranks = 144
 
 `--set pool.decode.replicas=2` and `--set handoff.link=roce-400g` override them.
@@ -45,9 +45,9 @@ from sim.config import ROUTERS, SimConfig
 from sim.config_io import _toml_value, coerce, config_to_toml, load_config, parse_override
 from specsched import inputs
 from specsched.comm import LINKS
-from specsched.ep_decode import ATTENTION
 from specsched.errors import InputError
-from specsched.hardware import GPUS, MODELS
+from specsched.price import GPUS, MODELS
+from specsched.price.ep import ep_models
 
 ROLES = ("prefill", "decode")  # the two pools of a disaggregated fleet
 BOTH = "both"  # the one pool of a colocated fleet: prefills and decodes its own requests
@@ -64,7 +64,7 @@ class HandoffConfig:
     layerwise: send each layer's KV as it is computed (only what the prefill does not cover is exposed).
     draft_kv: "transfer" (the prefill side also prefills the drafter and sends its KV: more bytes, a
         dearer prefill) or "rebuild" (the decode side prefills the drafter over the prompt itself).
-    model: catalogue model (`specsched.hardware.MODELS`) giving the KV bytes per token.
+    model: catalogue model (`specsched.price.roofline.MODELS`) giving the KV bytes per token.
     kv_bytes_per_token: overrides the model's. streams: parallel transfers per request (the prefill's TP
         ranks, one NIC each).
     contention: each prefill replica's link carries one transfer at a time, first come first served
@@ -125,12 +125,12 @@ class PoolConfig:
     draft_prefix_cached: the drafter's KV of a cached prefix is cached alongside the target's (true);
         false — only the target's is, so the prefill pool recomputes the drafter over the cached prefix
         (the "hits drop with a drafter on" engines, vLLM #54360), priced as its share of target tokens.
-    ep_gpus: price each replica as one DP-attention + EP group of this many GPUs (`specsched.ep_decode`)
+    ep_gpus: price each replica as one DP-attention + EP group of this many GPUs (`specsched.price.ep`)
         instead of `cost`; a prefill pool's per attention rank (a request prefills on one DP rank) at the
         workload's mean prompt and its prefix hits, with the NVLink-forwarding all-to-all.
     attention_ranks: the group's data-parallel attention ranks (dividing ep_gpus).
-    ep_model: the group's model (one with attention facts: `specsched.ep_decode.ATTENTION`).
-    ep_gpu: the group's GPU (`specsched.hardware.GPUS`). ep_inter: its network link, ep_intra: its
+    ep_model: the group's model (one with attention facts: `specsched.price.ep.ep_models`).
+    ep_gpu: the group's GPU (`specsched.price.roofline.GPUS`). ep_inter: its network link, ep_intra: its
         in-node link (`specsched.comm.LINKS`).
     micro_batches: 1, or 2 for two-micro-batch overlap of communication with compute.
     expert_imbalance: the busiest GPU's routed tokens over the mean (≥ 1, stated).
@@ -141,7 +141,7 @@ class PoolConfig:
         (`attention_ranks` replicas of one rank each, not in lockstep).
     context_tokens: every decoding request's KV context for the EP group's pricing (tokens).
     query_tokens: the verify tokens per request (1 + ℓ) at which the group's KV reads are priced (its
-        attention FLOPs follow the tokens; `specsched.ep_decode.group_table`).
+        attention FLOPs follow the tokens; `specsched.price.ep.group_table`).
     """
 
     _section: ClassVar[str] = "pool"
@@ -215,7 +215,7 @@ class PoolConfig:
         check_range(s, "attention_ranks", self.attention_ranks, 1)
         if self.ep_gpus % self.attention_ranks:
             raise fail(s, "attention_ranks", f"must divide ep_gpus ({self.ep_gpus})")
-        check_choice(s, "ep_model", self.ep_model, tuple(ATTENTION))  # the models with attention facts
+        check_choice(s, "ep_model", self.ep_model, ep_models())  # the models with attention facts
         check_choice(s, "ep_gpu", self.ep_gpu, tuple(GPUS))
         check_choice(s, "ep_inter", self.ep_inter, tuple(LINKS))
         check_choice(s, "ep_intra", self.ep_intra, tuple(LINKS))

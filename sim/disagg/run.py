@@ -16,7 +16,7 @@ config, same seed):
 3. Decode pool: the one engine (`sim.wiring.run_pool`, `sim.server.Replica`) fed at the ready times,
    each request holding its prompt's KV (an external prefix hit: `decode_feed`) and its first token out,
    routed by the pool's router; speculation, the policy and acceptance exactly as colocated. A pool
-   with `ep_gpus` is priced by `specsched.ep_decode.group_table` (one table per group, or per rank
+   with `ep_gpus` is priced by `specsched.price.ep.group_table` (one table per group, or per rank
    with budget = "rank").
 
 Closed-loop workloads are refused (a user's next request would wait on the decode pool's completion
@@ -40,9 +40,9 @@ from sim.recorder import Recorder
 from sim.run import prepare
 from sim.wiring import Feed, Prepared, run_pool
 from specsched.comm import KVHandoff, Link, get_link
-from specsched.ep_decode import EPGroup, group_table, prefill_table
 from specsched.errors import InputError
-from specsched.hardware import MODELS
+from specsched.price import MODELS
+from specsched.price.ep import EPGroup, group_table, prefill_table
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ Role: `specsched/data/kernel_figures.json` holds each GPU's fitted kernel figure
 --write`, from NVIDIA AIConfigurator's measured vLLM kernel tables, Apache-2.0: the file's `source` and
 `licence`). The raw tables (11 MB of parquet) stay in ../shared; the figures are 12 kB. On them:
 
-- `carry_knobs(knobs, source, target)` — THE GPU rule (`specbed cost check --gpu`, `sim.vllm_deploy`'s
+- `carry_knobs(knobs, source, target)` — THE GPU rule (`specbed cost check --gpu`, `specsched.price.vllm`'s
   shipped knobs): knobs calibrated on measured runs of `source`, for a `target` without measured runs.
   Efficiencies × the ratio of the two GPUs' measured kernel efficiencies (decode-shaped GEMMs for
   `eta_bw`, large GEMMs for `eta_f`, decode attention for `eta_kv`, the custom all-reduce's achieved
@@ -18,7 +18,7 @@ Role: `specsched/data/kernel_figures.json` holds each GPU's fitted kernel figure
 - `prefill_seconds` — a prefill step summed from the kernel forms (GEMMs, context attention, all-reduces),
   the per-token form that shards with TP and gives way to compute.
 
-May import: numpy, the standard library, `specsched.inputs`, `specsched.errors`, `specsched.catalog`,
+May import: numpy, the standard library, `specsched.inputs`, `specsched.errors`, `specsched.price.models`,
 `specsched.kernels.forms`.
 """
 
@@ -30,9 +30,9 @@ from pathlib import Path
 import numpy as np
 
 from specsched import inputs
-from specsched.catalog import get_gpu, get_model
 from specsched.errors import InputError
 from specsched.kernels.forms import KINDS, Shapes, predict
+from specsched.price import get_gpu, get_model
 
 FILE = Path(__file__).resolve().parent.parent / "data" / "kernel_figures.json"
 SOURCE = (
@@ -106,7 +106,7 @@ def ratios(source: str, target: str, figs: dict | None = None) -> dict[str, floa
 
 
 def carry_knobs(knobs: dict, source: str, target: str, *, rule: str = "kernels", figs=None) -> dict:
-    """`knobs` (names of `sim.vllm_deploy.Knobs` or of a `specbed cost fit` file) calibrated on `source`,
+    """`knobs` (names of `specsched.price.vllm.Knobs` or of a `specbed cost fit` file) calibrated on `source`,
     carried to `target` by the GPU rule (module docstring); unknown names pass unchanged. Kernels rule:
     `link_latency` None (the catalogue's) is made the source's catalogue figure first."""
     if rule not in ("kernels", "clock"):
@@ -135,7 +135,7 @@ def carry_knobs(knobs: dict, source: str, target: str, *, rule: str = "kernels",
 
 
 def carry_dataclass(knobs, source: str, target: str, *, rule: str = "kernels"):
-    """`carry_knobs` on a frozen dataclass of knobs (`sim.vllm_deploy.Knobs`): the same type back."""
+    """`carry_knobs` on a frozen dataclass of knobs (`specsched.price.vllm.Knobs`): the same type back."""
     fields = {k: v for k, v in vars(knobs).items()}
     return replace(knobs, **carry_knobs(fields, source, target, rule=rule))
 

@@ -13,7 +13,8 @@ nothing but the standard library. Rows kept per kind (the shapes a vLLM step run
     gen_attn   bf16 KV cache, head_dim 128, ≥ 256 MB of KV read (more than L2 holds); rows: batch·heads
     allreduce  bfloat16, CUDA-graph backend
 
-May import: numpy, the standard library, `specsched.errors`, `specsched.catalog`, `specsched.kernels.forms`.
+May import: numpy, the standard library, `specsched.errors`, `specsched.price.models`,
+`specsched.kernels.forms`.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from specsched.catalog import get_gpu
 from specsched.errors import InputError
 from specsched.kernels.forms import Shapes, Sheet
+from specsched.price import get_gpu
 
 #: catalogue GPU -> (table folder, vLLM version used: the oldest the folder has, A100's being 0.14.0)
 FOLDERS = {

@@ -12,7 +12,7 @@ def test_sweeps_demo_toml_is_the_embedded_demo():
     assert (REPO / "sweeps" / "demo.toml").read_text() == demo.DEMO_SWEEP
     cells = expand(parse_sweep(demo.DEMO_SWEEP), SimModel())
     assert len(cells) == 56 and len({c.series for c in cells}) == 7 and len({c.point for c in cells}) == 8
-    assert {c.config["server"]["cost"] for c in cells} == {"h200-v4flash"}
+    assert {c.config["cost"]["table"] for c in cells} == {"h200-v4flash"}
     assert {c.config["workload"]["domain"] for c in cells} == {"mix"}
 
 

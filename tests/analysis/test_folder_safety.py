@@ -101,11 +101,11 @@ def test_bad_file_on_an_axis_is_refused_before_the_folder_exists(tmp_path, capsy
     bad = tmp_path / "bad.csv"
     bad.write_bytes(b"tokens,seconds\n1,0.01\n\xff\xfe,0.02\n")
     sweep = tmp_path / "s.toml"
-    sweep.write_text(SWEEP.replace("seed = [0, 1]", f'"server.cost" = ["h200-v4flash", "{bad}"]'))
+    sweep.write_text(SWEEP.replace("seed = [0, 1]", f'"cost.table" = ["h200-v4flash", "{bad}"]'))
     out = tmp_path / "out"
     code = main(["sweep", str(sweep), "--out", str(out), "--model", FAKE])
     err = capsys.readouterr().err
-    assert code == 2 and len(err.splitlines()) == 1 and "bad.csv" in err and "server.cost" in err, err
+    assert code == 2 and len(err.splitlines()) == 1 and "bad.csv" in err and "cost.table" in err, err
     assert not out.exists()
 
 

@@ -24,7 +24,7 @@ output_tokens = 64
 """
 SPACE = """name = "t"
 [axes]
-"server.cost" = ["h100-dense8b", "h200-dense8b"]
+"cost.table" = ["h100-dense8b", "h200-dense8b"]
 "server.replicas" = [1, 2, 4]
 [[zip]]
 label = ["no-spec", "DSpark"]
@@ -138,7 +138,7 @@ def test_a_lost_slo_stops_the_run_early(tmp_path):
     cfg_text = TRAFFIC.replace("rate = 150.0", "rate = 100.0").replace(
         "num_requests = 600", "num_requests = 3000"
     )
-    sets = [("server.cost", "h100-dense8b", (None, None)), ("server.max_num_seqs", 16, (None, None))]
+    sets = [("cost.table", "h100-dense8b", (None, None)), ("server.max_num_seqs", 16, (None, None))]
     config = SimModel().resolve(None, tomllib.loads(cfg_text), sets)
     summary = SearchModel().run({"sim": config, "stop": {"slo": "ttft_p90<=0.5s", "tol": 0.0}})
     assert summary["stopped"] and "ttft_p90 lost" in summary["stopped"]
@@ -165,10 +165,10 @@ def test_shipped_search_spaces_parse_and_price():
 
 
 def test_group_halving_keeps_the_best_of_every_group(tmp_path, capsys):
-    space = SPACE.replace("keep = 3", 'keep = 1\neta = 100\ntop = 0\ngroup = ["server.cost", "series"]')
+    space = SPACE.replace("keep = 3", 'keep = 1\neta = 100\ntop = 0\ngroup = ["cost.table", "series"]')
     assert _search(tmp_path, "g", "--jobs", "1", space=space) == 0
     ranked = (tmp_path / "g" / "ranked.csv").read_text().splitlines()[1:]
-    seen = {(row.split(",")[2], row.split(",")[6]) for row in ranked}  # (series, server.cost)
+    seen = {(row.split(",")[2], row.split(",")[6]) for row in ranked}  # (series, cost.table)
     assert len(seen) == len(ranked) and len(ranked) >= 3  # one per group reached full length
     bad = SPACE.replace("keep = 3", 'group = ["server.bogus"]')
     assert _search(tmp_path, "h", space=bad) == 2
@@ -222,7 +222,7 @@ def test_siblings_whose_cap_never_binds_share_one_run_and_it_is_their_own(tmp_pa
     head = next(line.split() for line in text.splitlines() if line.startswith("stage"))
     stages = [line.split() for line in text.splitlines() if line[:6].strip().isdigit()]
     assert "shared" in head and sum(int(row[head.index("shared")]) for row in stages) > 0
-    sets = [("server.cost", "h100-dense8b", (None, None)), ("server.replicas", 2, (None, None))]
+    sets = [("cost.table", "h100-dense8b", (None, None)), ("server.replicas", 2, (None, None))]
     own = {}
     for seqs in (64, 256):
         config = SimModel().resolve(
@@ -258,7 +258,7 @@ def test_a_lost_itl_quantile_stops_the_run_early_and_rightly():
     from analysis.search.cellmodel import SearchModel
 
     cfg_text = TRAFFIC.replace("num_requests = 600", "num_requests = 3000")
-    sets = [("server.cost", "h100-dense8b", (None, None)), ("server.max_num_seqs", 16, (None, None))]
+    sets = [("cost.table", "h100-dense8b", (None, None)), ("server.max_num_seqs", 16, (None, None))]
     config = SimModel().resolve(None, tomllib.loads(cfg_text), sets)  # ~12,000 steps: watched 11 times
     full = SearchModel().run({"sim": config, "stop": None})
     bound = full["itl_s_p50"]  # half the gaps are over it: lost long before the end

@@ -23,8 +23,9 @@ gamma = 1
 [policy]
 name = "fixed"
 k = 1
+[cost]
+table = "h200-v4flash"
 [server]
-cost = "h200-v4flash"
 max_num_seqs = 128
 [handoff]
 link = "ib-400g"

@@ -47,14 +47,14 @@ def test_facets_default_labels_and_merged_duplicates(tmp_path):
     text = """
 [axes]
 "policy.name" = ["ar", "dspark"]
-"server.cost" = ["h200-v4flash", "h200-v4pro"]
+"cost.table" = ["h200-v4flash", "h200-v4pro"]
 "workload.rate" = [1.0, 2.0]
 "metrics.warmup" = [0.1, 0.1]
 """
     cells = expand(parse_sweep(text, str(tmp_path / "s.toml")), MODEL)
     assert len(cells) == 8  # the repeated warmup value gives identical configs: run once
     assert {c.series for c in cells} == {"ar", "dspark/dspark"}
-    assert {c.facet for c in cells} == {"cost=h200-v4flash, warmup=0.1", "cost=h200-v4pro, warmup=0.1"}
+    assert {c.facet for c in cells} == {"table=h200-v4flash, warmup=0.1", "table=h200-v4pro, warmup=0.1"}
     assert {c.point for c in cells} == {"rate=1.0", "rate=2.0"}
 
 
@@ -91,7 +91,7 @@ def test_base_file_and_set(tmp_path):
         (('kind = "closed"', 'kind = "closed"\nspeed = 3'), ["workload.speed", "unknown config key"]),
         (("seed = [0, 1]", "seed = [0, 1"), ["not valid TOML"]),
         (('"drafter.gamma" = [0, 1, 7]', '"drafter.gamma" = [0, 1.5, 7]'), ["drafter.gamma", "expected int"]),
-        (("[base]", 'set = ["server.cost=h300-nope"]\n[base]'), ["server.cost", "unknown cost table"]),
+        (("[base]", 'set = ["cost.table=h300-nope"]\n[base]'), ["cost.table", "unknown cost table"]),
     ],
 )
 def test_bad_sweep_file_one_line_exit_2_nothing_touched(tmp_path, edit, words):

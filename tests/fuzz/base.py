@@ -21,7 +21,7 @@ class Case:
 
 GOOD_TOML = (
     b'seed = 1\n[workload]\nkind = "closed"\nnum_requests = 20\nconcurrency = 4\n'
-    b'[server]\ncost = "h200-v4flash"\n'
+    b'[cost]\ntable = "h200-v4flash"\n'
 )
 
 GOOD_CSV = b"tokens,seconds\n1,0.010\n64,0.012\n512,0.020\n4096,0.090\n"

@@ -52,13 +52,13 @@ PROFILE = {"tp": 1, "context_tokens": 512, "batch_stats": {"1": {"0": 10.0, "3":
 DRAFT = b"requests,seconds\n1,0.002\n16,0.004\n"
 FIT_ARGS = ("--model", "dense-8b", "--gpu", "h100")
 VLLM = ("--drafter", "fz", "--domain", "chat")
-COST_RUN = (*RUN, "--set", "server.layers=32")
+COST_RUN = (*RUN, "--set", "cost.layers=32")
 #: slot -> (argv with {F} for the input path, the suffix its file takes)
 SLOTS = {
     "run config": (("run", "--quiet", "{F}"), ".toml"),
-    "server.cost": ((*COST_RUN, "--set", "server.cost={F}"), ".csv"),
-    "server.cost fit": ((*COST_RUN, "--set", "server.cost={F}"), ".json"),
-    "server.policy_cost": ((*COST_RUN, "--set", "server.policy_cost={F}"), ".csv"),
+    "cost.table": ((*COST_RUN, "--set", "cost.table={F}"), ".csv"),
+    "cost.table fit": ((*COST_RUN, "--set", "cost.table={F}"), ".json"),
+    "cost.policy_table": ((*COST_RUN, "--set", "cost.policy_table={F}"), ".csv"),
     "drafter.cost": ((*RUN, "--set", "drafter.cost={F}"), ".csv"),
     "drafter.curves": ((*RUN, "--set", "drafter.curves={F}"), ".json"),
     "workload.trace": ((*RUN, "--set", "workload.kind=trace", "--set", "workload.trace={F}"), ".csv"),
@@ -146,7 +146,7 @@ JSON_DOCS = {
         [("curves", "dspark", "code"), ("curves",)],
     ),
     "cost check --fit": (FIT, [("knobs", "eta_f"), ("knobs", "request_s")], [("knobs",)]),
-    "server.cost fit": (FIT, [("knobs", "hop_latency")], []),
+    "cost.table fit": (FIT, [("knobs", "hop_latency")], []),
     "from-vllm": (
         BENCH,
         [("spec_decode_per_position_acceptance_rates", 0)],
@@ -265,7 +265,7 @@ CSV_LITERALS = {
 }
 #: slot -> (good CSV, the column index corrupted in its second data row)
 CSV_DOCS = {
-    "server.cost": (GOOD_CSV, 1),
+    "cost.table": (GOOD_CSV, 1),
     "drafter.cost": (DRAFT, 1),
     "cost fit": (MEASURED, 5),
     "cost check": (MEASURED, 2),

@@ -12,7 +12,7 @@ from tests.fuzz.generated import LONG, SPECIAL
 
 SPACE = b"""name = "fzs"
 [axes]
-"server.cost" = ["h100-dense8b"]
+"cost.table" = ["h100-dense8b"]
 "server.replicas" = [1, 2]
 [search]
 rungs = [0.5, 1.0]
@@ -98,8 +98,8 @@ rate = 20.0
 num_requests = 30
 input_tokens = 512
 output_tokens = 32
-[server]
-cost = "h200-v4flash"
+[cost]
+table = "h200-v4flash"
 [handoff]
 link = "ib-400g"
 model = "deepseek-v3"

@@ -165,7 +165,7 @@ def flag_cases() -> list[Case]:
 
 # -- silent nonsense -----------------------------------------------------------------------------------------
 
-_COST = (*RUN, "--set", "server.layers=32", "--set")
+_COST = (*RUN, "--set", "cost.layers=32", "--set")
 _KNOB_BAD = {
     "c0": (-1e-6, 1.0),
     "eta_bw": (0.0, 1.5),
@@ -182,8 +182,8 @@ _KNOB_BAD = {
 def nonsense_cases() -> list[Case]:
     out = []
     for key, header in (
-        ("server.cost", "tokens"),
-        ("server.policy_cost", "tokens"),
+        ("cost.table", "tokens"),
+        ("cost.policy_table", "tokens"),
         ("drafter.cost", "requests"),
     ):
         for v in ("1e-300", "1e-10", "1e5", "1e300"):
@@ -241,13 +241,13 @@ def export_cases() -> list[Case]:
 WARN_CASES = [
     (
         "cost cheaper with size",
-        (*_COST, "server.cost={W}/t.csv"),
+        (*_COST, "cost.table={W}/t.csv"),
         {"t.csv": b"tokens,seconds\n1,0.05\n64,0.01\n"},
         "t.csv",
     ),
     (
         "policy cost cheaper",
-        (*_COST, "server.policy_cost={W}/t.csv"),
+        (*_COST, "cost.policy_table={W}/t.csv"),
         {"t.csv": b"tokens,seconds\n1,0.05\n64,0.02\n"},
         "t.csv",
     ),

@@ -180,8 +180,8 @@ def _accepted_or_refused(argv, capsys, root: Path, name: str) -> None:
 @given(corruption=_CORRUPTION)
 def test_generated_cost_table_corruptions(corruption, capsys, tmp_path):
     (tmp_path / "t.csv").write_bytes(_corrupt(GOOD_CSV, *corruption))
-    argv = ["run", "--quiet", "--set", "workload.num_requests=10", "--set", "server.layers=32"]
-    _accepted_or_refused([*argv, "--set", f"server.cost={tmp_path}/t.csv"], capsys, tmp_path, "t.csv")
+    argv = ["run", "--quiet", "--set", "workload.num_requests=10", "--set", "cost.layers=32"]
+    _accepted_or_refused([*argv, "--set", f"cost.table={tmp_path}/t.csv"], capsys, tmp_path, "t.csv")
 
 
 @_SETTINGS

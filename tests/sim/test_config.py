@@ -26,7 +26,7 @@ PUBLIC = {
     "drafter.gamma": ("5", 5),
     "policy.name": ("threshold", "threshold"),
     "policy.threshold": ("0.7", 0.7),
-    "server.cost": ("h200-dense8b", "h200-dense8b"),
+    "cost.table": ("h200-dense8b", "h200-dense8b"),
     "server.replicas": ("2", 2),
     "server.tp": ("4", 4),
     "server.max_num_seqs": ("128", 128),
@@ -34,6 +34,10 @@ PUBLIC = {
 
 
 def _get(cfg: SimConfig, dotted: str):
+    if dotted.startswith("cost."):  # the [cost] section is a view of [server]'s pricing fields
+        from sim.deploy.keys import COST_KEYS
+
+        return getattr(cfg.server, COST_KEYS[dotted.removeprefix("cost.")])
     obj = cfg
     for part in dotted.split("."):
         obj = getattr(obj, part)
@@ -156,7 +160,7 @@ def test_bad_toml_names_file_line_and_key(tmp_path):
 @pytest.mark.parametrize(
     "sets, field",
     [
-        (["server.cost=no-such-table"], "server.cost"),
+        (["cost.table=no-such-table"], "cost.table"),
         (["workload.kind=trace", "workload.trace=/nonexistent/trace.csv"], "trace"),
         (["server.kv_tokens=100"], "server.kv_tokens"),
         (["drafter.name=mtp"], "drafter.gamma"),

@@ -1,4 +1,4 @@
-"""Fit files as server.cost (with server.tp / server.ep), measured draft cost, context-aware steps."""
+"""Fit files as cost.table (with server.tp / cost.ep), measured draft cost, context-aware steps."""
 
 from __future__ import annotations
 
@@ -33,15 +33,15 @@ def _fit(tmp_path, model="llama3-8b"):
 
 def test_long_prompts_cost_more_per_step(tmp_path):
     fit = _fit(tmp_path)
-    short = run(*BASE, f"server.cost={fit}", "workload.input_tokens=16", "server.kv_tokens=200000")
-    long = run(*BASE, f"server.cost={fit}", "workload.input_tokens=8000", "server.kv_tokens=200000")
+    short = run(*BASE, f"cost.table={fit}", "workload.input_tokens=16", "server.kv_tokens=200000")
+    long = run(*BASE, f"cost.table={fit}", "workload.input_tokens=8000", "server.kv_tokens=200000")
     # Same batch, same verify lengths: only the context the requests hold differs.
     assert long.summary["tpot_s_mean"] > 1.05 * short.summary["tpot_s_mean"]
 
 
 def test_fit_file_with_tp_matches_load_cost(tmp_path):
     fit = _fit(tmp_path, "llama2-70b")
-    res = run(*BASE, f"server.cost={fit}", "server.tp=4", "workload.input_tokens=16")
+    res = run(*BASE, f"cost.table={fit}", "server.tp=4", "workload.input_tokens=16")
     assert res.summary["gpus"] == 4 and res.summary["requests_completed"] == 8
     assert specsched.load_cost(fit, tp=4).latency(1) < specsched.load_cost(fit, tp=2).latency(1)
 
@@ -49,14 +49,14 @@ def test_fit_file_with_tp_matches_load_cost(tmp_path):
 def test_ep_needs_moe_and_bad_fit_is_one_line(tmp_path, capsys):
     fit = _fit(tmp_path)
     assert (
-        specbed(["run", "--set", f"server.cost={fit}", "--set", "server.ep=8", "--out", str(tmp_path / "o")])
+        specbed(["run", "--set", f"cost.table={fit}", "--set", "cost.ep=8", "--out", str(tmp_path / "o")])
         == 2
     )
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "ep" in err
     bad = tmp_path / "bad.json"
     bad.write_text("{nope")
-    assert specbed(["run", "--set", f"server.cost={bad}", "--out", str(tmp_path / "o2")]) == 2
+    assert specbed(["run", "--set", f"cost.table={bad}", "--out", str(tmp_path / "o2")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "bad.json" in err
 
@@ -106,7 +106,7 @@ def test_draft_cost_with_context_is_charged_per_kv_token(tmp_path):
     draft.write_text("requests,context_tokens,seconds\n1,0,0.001\n1,10000,0.011\n")
     flat = tmp_path / "flat.csv"
     flat.write_text("tokens,seconds\n1,0.01\n")
-    sets = (*BASE, f"server.cost={flat}", "server.layers=10", "workload.input_tokens=500")
+    sets = (*BASE, f"cost.table={flat}", "cost.layers=10", "workload.input_tokens=500")
     base = run(*sets, f"drafter.cost={blind}")
     with_ctx = run(*sets, f"drafter.cost={draft}")
     assert base.summary["draft_s_mean"] == with_ctx.summary["draft_s_mean"] > 0

@@ -33,7 +33,7 @@ CASES = {
         "server.kv_tokens=6000",
         "server.max_num_seqs=8",
     ],
-    "padded": ["workload.num_requests=150", "workload.rate=8", "server.pad_token_seconds=0.0001"],
+    "padded": ["workload.num_requests=150", "workload.rate=8", "cost.pad_token_seconds=0.0001"],
     "oracle-conf": [
         "workload.num_requests=100",
         "workload.rate=6",

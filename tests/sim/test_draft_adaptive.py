@@ -14,9 +14,9 @@ CLOSED = ("workload.kind=closed", "workload.input_tokens=32", "workload.output_t
 
 def _run(cost: str, users: int, *sets: str):
     return run(
-        f"server.cost={cost}",
-        "server.cost_mode=linear",
-        "server.layers=61",
+        f"cost.table={cost}",
+        "cost.mode=linear",
+        "cost.layers=61",
         *CLOSED,
         f"workload.concurrency={users}",
         f"workload.num_requests={3 * users}",

@@ -205,10 +205,10 @@ def test_policy_cost_plans_but_does_not_time(tmp_path):
     assert planned["step_s_mean"] <= own["step_s_mean"] * 1.01
     with pytest.raises(InputError) as err:
         sim.simulate(replace(base, server=replace(base.server, policy_cost=str(tmp_path / "none.csv"))))
-    assert err.value.field in ("server.policy_cost", None) and "none.csv" in str(err.value)
+    assert err.value.field in ("cost.policy_table", None) and "none.csv" in str(err.value)
     with pytest.raises(InputError) as err:
         ServerConfig(policy_cost="")
-    assert err.value.field == "server.policy_cost"
+    assert err.value.field == "cost.policy_table"
 
 
 def test_prefill_request_seconds_charges_each_prefilling_request(tmp_path):
@@ -231,7 +231,7 @@ def test_prefill_request_seconds_charges_each_prefilling_request(tmp_path):
     for bad in (-0.001, float("nan")):
         with pytest.raises(InputError) as err:
             ServerConfig(prefill_request_seconds=bad)
-        assert err.value.field == "server.prefill_request_seconds"
+        assert err.value.field == "cost.prefill_request_seconds"
 
 
 def test_in_order_replay_near_the_position():

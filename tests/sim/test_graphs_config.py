@@ -1,4 +1,4 @@
-"""server.max_cudagraph_capture_size / cudagraph_capture_sizes / eager_factor and the per-request draft."""
+"""cost.max_cudagraph_capture_size / cudagraph_capture_sizes / eager_factor and the per-request draft."""
 
 from __future__ import annotations
 
@@ -14,36 +14,36 @@ from tests.sim.simutil import config, run
 
 def test_capture_keys_repad_a_builtin_and_a_csv(tmp_path):
     base = specsched.builtin_cost("h200-v4flash")
-    cost = prepare(config("server.max_cudagraph_capture_size=64", "server.eager_factor=2")).cost
+    cost = prepare(config("cost.max_cudagraph_capture_size=64", "cost.eager_factor=2")).cost
     assert cost.latency(57) == base.latency(64) and cost.latency(65) == pytest.approx(2 * base.latency(65))
-    cost = prepare(config("server.cudagraph_capture_sizes=8,16,32")).cost
+    cost = prepare(config("cost.cudagraph_capture_sizes=8,16,32")).cost
     assert cost.latency(9) == base.latency(16)
     assert cost.latency(33) == pytest.approx(specsched.graphs.EAGER_FACTOR * base.latency(33))
     csv = tmp_path / "c.csv"
     csv.write_text("tokens,seconds\n1,0.01\n100,0.02\n")
-    sets = (f"server.cost={csv}", "server.layers=4", "server.max_cudagraph_capture_size=16")
+    sets = (f"cost.table={csv}", "cost.layers=4", "cost.max_cudagraph_capture_size=16")
     cost = prepare(config(*sets)).cost
     assert cost.latency(9) == cost.latency(16) and cost.latency(17) > 3 * cost.latency(16)
-    v4 = prepare(config("server.cost=b300x8-v4pro", "server.max_cudagraph_capture_size=512")).cost
+    v4 = prepare(config("cost.table=b300x8-v4pro", "cost.max_cudagraph_capture_size=512")).cost
     own = specsched.builtin_graphs("b300x8-v4pro")[1]
     assert v4.latency(513) / v4.latency(512) == pytest.approx(own, rel=0.05)  # the setup's own factor
 
 
 def test_capture_sizes_are_ints_in_the_saved_config():
-    cfg = load_config(None, ["server.cudagraph_capture_sizes=32,8,16"])
+    cfg = load_config(None, ["cost.cudagraph_capture_sizes=32,8,16"])
     assert cfg.server.cudagraph_capture_sizes == (8, 16, 32)
-    assert config_to_dict(cfg)["server"]["cudagraph_capture_sizes"] == [8, 16, 32]
+    assert config_to_dict(cfg)["cost"]["cudagraph_capture_sizes"] == [8, 16, 32]
 
 
 @pytest.mark.parametrize(
     "item, field",
     [
-        ("server.max_cudagraph_capture_size=0", "server.max_cudagraph_capture_size"),
-        ("server.max_cudagraph_capture_size=2.5", "server.max_cudagraph_capture_size"),
-        ("server.cudagraph_capture_sizes=8,0", "server.cudagraph_capture_sizes"),
-        ("server.cudagraph_capture_sizes=8,1.5", "server.cudagraph_capture_sizes"),
-        ("server.cudagraph_capture_sizes=a,b", "server.cudagraph_capture_sizes"),
-        ("server.eager_factor=0.5", "server.eager_factor"),
+        ("cost.max_cudagraph_capture_size=0", "cost.max_cudagraph_capture_size"),
+        ("cost.max_cudagraph_capture_size=2.5", "cost.max_cudagraph_capture_size"),
+        ("cost.cudagraph_capture_sizes=8,0", "cost.cudagraph_capture_sizes"),
+        ("cost.cudagraph_capture_sizes=8,1.5", "cost.cudagraph_capture_sizes"),
+        ("cost.cudagraph_capture_sizes=a,b", "cost.cudagraph_capture_sizes"),
+        ("cost.eager_factor=0.5", "cost.eager_factor"),
     ],
 )
 def test_bad_graph_keys_name_the_key(item, field):
@@ -60,7 +60,7 @@ def test_the_v4pro_draft_table_is_a_requests_csv():
     table = draft_seconds_table(cfg, specsched.builtin_cost("b300x8-v4pro"), 256)
     assert table[0] == 0 and table[1] == pytest.approx(3.6e-3) and table[256] == pytest.approx(21.6e-3)
     res = run(
-        "server.cost=b300x8-v4pro",
+        "cost.table=b300x8-v4pro",
         f"drafter.cost={DRAFT}",
         "workload.kind=closed",
         "workload.concurrency=4",

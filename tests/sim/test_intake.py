@@ -53,7 +53,7 @@ def test_bad_intake(key):
 
 def test_pad_token_seconds_charges_ragged_decode_steps():
     """fixed k verifies k drafts for every request (nothing padded); dspark's ragged rows pay for padding."""
-    pad = ["server.pad_token_seconds=0.0005"]
+    pad = ["cost.pad_token_seconds=0.0005"]
     fixed = _run(["policy.name=fixed", "policy.k=3"]).summary
     same = _run(["policy.name=fixed", "policy.k=3", *pad]).summary
     for key, value in fixed.items():
@@ -64,7 +64,7 @@ def test_pad_token_seconds_charges_ragged_decode_steps():
         from sim.config import ServerConfig
 
         ServerConfig(pad_token_seconds=-1.0)
-    assert err.value.field == "server.pad_token_seconds"
+    assert err.value.field == "cost.pad_token_seconds"
 
 
 def test_padded_context_seconds_charges_the_longest_context():
@@ -82,20 +82,20 @@ def test_padded_context_seconds_charges_the_longest_context():
         "seed=1",
     ]
     plain = sim.simulate(load_config(None, one)).summary
-    off = sim.simulate(load_config(None, [*one, "server.padded_context_seconds=0"])).summary
+    off = sim.simulate(load_config(None, [*one, "cost.padded_context_seconds=0"])).summary
     for key, value in plain.items():  # NaN-aware equality
         assert off[key] == value or (value != value and off[key] != off[key]), key
-    on = sim.simulate(load_config(None, [*one, "server.padded_context_seconds=0.001"])).summary
+    on = sim.simulate(load_config(None, [*one, "cost.padded_context_seconds=0.001"])).summary
     assert on["steps"] == plain["steps"]
     assert on["step_s_mean"] - plain["step_s_mean"] == pytest.approx(0.001 * (40 + 19 / 2), rel=1e-9)
     # several requests: every running row is padded to the longest, so more requests pay more
-    many = _run(["policy.name=dspark", "server.padded_context_seconds=1e-6"]).summary
+    many = _run(["policy.name=dspark", "cost.padded_context_seconds=1e-6"]).summary
     assert many["step_s_mean"] > _run(["policy.name=dspark"]).summary["step_s_mean"]
     with pytest.raises(InputError) as err:
         from sim.config import ServerConfig
 
         ServerConfig(padded_context_seconds=-1.0)
-    assert err.value.field == "server.padded_context_seconds"
+    assert err.value.field == "cost.padded_context_seconds"
 
 
 def test_drafter_padded_context_seconds_is_draft_time():

@@ -134,7 +134,7 @@ def test_a_fleet_of_one_both_pool_is_specbed_run_bit_for_bit(tmp_path):
 def test_a_request_arriving_with_its_kv_is_an_external_hit():
     """Fed with every prompt's KV held and its first token out (a decode pool's feed), each request computes
     one token before it decodes, emits the rest of its output, and every KV slot is released."""
-    cfg = load_config(None, ["workload.num_requests=60", "workload.rate=20", "server.cost=h200-v4flash"])
+    cfg = load_config(None, ["workload.num_requests=60", "workload.rate=20", "cost.table=h200-v4flash"])
     prep = prepare(cfg)
     wl = prep.workload
     prefill = []

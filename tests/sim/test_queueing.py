@@ -25,7 +25,7 @@ def test_md1_mean_wait_matches_theory(tmp_path):
         "drafter.name=none",
         "policy.name=ar",
         "server.max_num_seqs=1",
-        f"server.cost={flat_cost(tmp_path, step)}",
+        f"cost.table={flat_cost(tmp_path, step)}",
     )
     service = res.requests["finish_s"] - res.requests["admit_s"]
     np.testing.assert_allclose(service, step, rtol=1e-9)  # one prefill step emits the only token
@@ -44,7 +44,7 @@ def test_littles_law(tmp_path):
         "workload.output_tokens=32",
         "workload.output_dist=exponential",
         "server.max_num_seqs=8",
-        "server.cost=h200-dense8b",
+        "cost.table=h200-dense8b",
         "drafter.gamma=4",
     )
     s, req = res.summary, res.requests

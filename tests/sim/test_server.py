@@ -21,8 +21,8 @@ def test_perfect_confidence_and_flat_cost_verify_all_gamma(tmp_path):
         "workload.rate=50",
         "workload.output_tokens=64",
         *PERFECT,
-        f"server.cost={flat_cost(tmp_path)}",
-        "server.layers=32",
+        f"cost.table={flat_cost(tmp_path)}",
+        "cost.layers=32",
         "policy.name=dspark",
     )
     req = res.requests
@@ -125,8 +125,8 @@ def test_step_time_is_draft_plus_verify(tmp_path):
         "workload.output_tokens=30",
         "drafter.name=eagle3",
         "drafter.gamma=3",
-        f"server.cost={flat_cost(tmp_path)}",
-        "server.layers=10",
+        f"cost.table={flat_cost(tmp_path)}",
+        "cost.layers=10",
     )
     steps = res.requests["decode_steps"][0]
     # prefill step (no decoding requests: no draft) + decode steps at 0.01 + 3 × 0.001 each
@@ -144,7 +144,7 @@ def test_chunked_prefill_and_ttft(tmp_path):
         "drafter.name=none",
         "policy.name=ar",
         "server.max_num_batched_tokens=256",
-        f"server.cost={flat_cost(tmp_path)}",
+        f"cost.table={flat_cost(tmp_path)}",
     )
     assert res.requests["ttft_s"][0] == pytest.approx(0.04)
     assert res.requests["e2e_s"][0] == pytest.approx(0.08)
@@ -161,7 +161,7 @@ def test_kv_overflow_preempts_the_newest(tmp_path):
         "drafter.name=none",
         "policy.name=ar",
         "server.kv_tokens=100",
-        f"server.cost={flat_cost(tmp_path)}",
+        f"cost.table={flat_cost(tmp_path)}",
     )
     req = res.requests
     assert req["preemptions"][0] == 0 and req["preemptions"][1] >= 1
@@ -264,7 +264,7 @@ def test_metrics_on_a_deterministic_pipeline(tmp_path):
         "workload.output_tokens=10",
         "drafter.name=none",
         "policy.name=ar",
-        f"server.cost={flat_cost(tmp_path)}",
+        f"cost.table={flat_cost(tmp_path)}",
     )
     s = res.summary
     assert s["throughput_tok_s"] == pytest.approx(100.0, rel=2e-3)

@@ -13,7 +13,7 @@ from sim.recorder import LogHistogram, TimeBins
 from sim.routing import STATE_FREE, ClosedLoop, Router, route_up_front, session_replica
 from sim.run import prepare
 from sim.shard import groups, run_shard, shard_reason
-from sim.wiring import run_replicas
+from sim.wiring import run_pool
 from specbed.cli import main as specbed
 from tests.sim.simutil import config
 
@@ -70,7 +70,7 @@ def test_shard_reason():
 def test_shards_in_process_reassemble_the_whole_run(router):
     """Each replica simulated alone fills exactly the rows and the tally it fills in the whole run."""
     cfg = config(*TINY, f"server.router={router}", "server.kv_tokens=6000")
-    whole = run_replicas(prepare(cfg))
+    whole = run_pool(prepare(cfg))
     for group in groups(3, 2):
         shard = run_shard(cfg, group)
         assert np.array_equal(shard["finish_s"], whole.finish_s[shard["rows"]])
@@ -152,7 +152,7 @@ def test_session_router_follows_the_trace_session_column(tmp_path):
     cfg = config(
         f"workload.trace={trace}", "workload.kind=trace", "server.replicas=4", "server.router=session"
     )
-    rec = run_replicas(prepare(cfg))
+    rec = run_pool(prepare(cfg))
     session = prepare(cfg).workload.session
     assert session is not None and session.tolist()[:6] == [3, 8, 3, -1, 8, 5]
     keys = np.where(session >= 0, session, np.arange(30))

@@ -43,7 +43,7 @@ def _closed(cost: str, concurrency: int, drafter: str, policy: str, *extra: str)
         "workload.output_tokens=512",
         "workload.output_dist=exponential",
         "metrics.warmup=0.25",
-        f"server.cost={cost}",
+        f"cost.table={cost}",
         "server.max_num_seqs=512",
         f"drafter.name={drafter}",
         f"policy.name={policy}",
@@ -57,7 +57,7 @@ def test_fixed_k_crossover_on_a_saturating_table(tmp_path):
     as good as fixed k=7 and as AR that pays the same draft pass (policy "ar" with the dspark drafter);
     at low load it is at least as fast per user as fixed k=1."""
     cost = saturating_cost(tmp_path)
-    extra = ("server.layers=40", "server.cost_mode=linear")
+    extra = ("cost.layers=40", "cost.mode=linear")
     for concurrency in (4, 32, 128, 384):
         ar = _closed(cost, concurrency, "none", "ar", *extra)["throughput_tok_s"]
         ar_drafted = _closed(cost, concurrency, "dspark", "ar", *extra)["throughput_tok_s"]

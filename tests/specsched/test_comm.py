@@ -1,12 +1,12 @@
-"""specsched.comm and specsched.ep_decode: link arithmetic, all-to-all, overlap, KV hand-off, EP step bill."""
+"""specsched.comm and specsched.price.ep: link arithmetic, all-to-all, overlap, KV hand-off, EP step bill."""
 
 import math
 
 import pytest
 
 from specsched.comm import LINKS, AllToAll, KVHandoff, Link, get_link, overlapped, pipeline_fill, remote_nodes
-from specsched.ep_decode import EPGroup, group_table
-from specsched.hardware import GPUS, MODELS
+from specsched.price import GPUS, MODELS
+from specsched.price.ep import EPGroup, group_table
 
 
 def test_link_seconds_and_presets():
@@ -110,7 +110,7 @@ def test_group_table_is_exact_at_its_reference(ranks):
 
 
 def test_prefill_table_prices_prefix_hits_and_forwarding():
-    from specsched.ep_decode import prefill_table
+    from specsched.price.ep import prefill_table
 
     g = EPGroup("deepseek-v3", "h800", 32, 32, redundant_experts=32, intra="nvlink-h800", low_latency=False)
     cold = prefill_table(g, 16384, prompt=4383, cached=0, ranks=1)

@@ -119,9 +119,9 @@ def test_builtins_and_bad_roofline():
         assert t.name == name and np.all(np.diff(t.latency(np.arange(1, 5000))) >= -1e-15)
     with pytest.raises(ValueError, match="unknown gpu 'x999'"):
         S.CostTable.roofline("dense-8b", "x999")
-    with pytest.raises(ValueError, match="unknown model shape"):
+    with pytest.raises(ValueError, match="unknown model"):
         S.CostTable.roofline("dense-9b", "h100")
-    with pytest.raises(ValueError, match="eta_f must be > 0"):
+    with pytest.raises(ValueError, match="eta_f.*must be in"):
         S.CostTable.roofline("dense-8b", "h100", eta_f=0)
 
 

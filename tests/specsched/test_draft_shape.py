@@ -1,4 +1,4 @@
-"""A drafter priced from its own shape (specsched.draft_shape, sim.vllm_draft): shapes, monotonicity,
+"""A drafter priced from its own shape (specsched.price.draft_shape, sim.deploy.draft): shapes, monotonicity,
 presets, bad names, and a vLLM deployment run that uses it."""
 
 from __future__ import annotations
@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 
 from sim.config import DrafterConfig
-from sim.vllm_deploy import VllmSpec, cost_table, shipped_knobs
 from specsched import DraftCost, InputError
-from specsched.catalog import get_gpu, get_model
 from specsched.draft_cost import plan_prices
-from specsched.draft_shape import PRESETS, drafter_shape, own_draft_cost, pass_seconds
+from specsched.price import get_gpu, get_model
+from specsched.price.draft_shape import PRESETS, drafter_shape, own_draft_cost, pass_seconds
+from specsched.price.knobs import shipped_knobs
+from specsched.price.vllm import VllmSpec, cost_table
 
 TARGET, GPU = get_model("llama3.1-8b"), get_gpu("h100")
 KNOBS = shipped_knobs("h100")
@@ -76,7 +77,7 @@ def test_run_with_drafter_model_prices_its_draft_pass():
     from sim.config_io import load_config
     from sim.run import simulate
 
-    base = ["server.model=llama3.1-8b", "drafter.name=eagle3", "drafter.gamma=3", "policy.name=fixed",
+    base = ["cost.model=llama3.1-8b", "drafter.name=eagle3", "drafter.gamma=3", "policy.name=fixed",
             "workload.num_requests=40", "server.max_num_seqs=16"]  # fmt: skip
     old = simulate(load_config(None, base)).summary
     new = simulate(load_config(None, [*base, "drafter.model=eagle3"])).summary

@@ -81,7 +81,7 @@ def test_bad_eager_growth(growth):
 
 
 def test_expert_locality_credits_one_requests_block():
-    from specsched.hardware import MODELS, step_seconds
+    from specsched.price import MODELS, step_seconds
 
     m = MODELS["moe-1.6t-a49b"]
     b = np.array([1.0, 4.0, 8.0, 64.0, 4096.0])

@@ -1,4 +1,5 @@
-"""The serving engine's speculative step (specsched.spec_engine, drafter.engine): EAGLE's first pass over
+"""The serving engine's speculative step (specsched.price.spec_engine, drafter.engine): EAGLE's first pass
+over
 the verified positions, SGLang's eager draft extend, its exposed host work (per step, per request, per
 emitted token), its eager draft passes above 32 requests, the config key, the bench."""
 
@@ -8,13 +9,13 @@ import numpy as np
 import pytest
 
 from sim.config import DrafterConfig
-from sim.config_vllm import SPEC_ENGINES
-from sim.vllm_deploy import VllmSpec, cost_table, shipped_knobs
+from sim.deploy.keys import SPEC_ENGINES
 from specsched import DraftCost, InputError
-from specsched.catalog import get_gpu, get_model
 from specsched.draft_cost import plan_prices
-from specsched.draft_shape import drafter_shape, own_draft_cost, pass_seconds
-from specsched.spec_engine import (
+from specsched.price import get_gpu, get_model
+from specsched.price.draft_shape import drafter_shape, own_draft_cost, pass_seconds
+from specsched.price.knobs import shipped_knobs
+from specsched.price.spec_engine import (
     EAGER_OP_S,
     ENGINES,
     SGLANG_DECODE_OPS,
@@ -30,6 +31,7 @@ from specsched.spec_engine import (
     host_request_seconds,
     host_step_seconds,
 )
+from specsched.price.vllm import VllmSpec, cost_table
 from specsched.spec_knobs import SpecKnobs
 
 TARGET, GPU = get_model("llama3.1-8b"), get_gpu("h100")
@@ -164,7 +166,7 @@ def test_run_with_drafter_engine_sglang_drafts_slower():
     from sim.config_io import load_config
     from sim.run import simulate
 
-    base = ["server.model=llama3.1-8b", "drafter.name=eagle3", "drafter.gamma=3", "policy.name=fixed",
+    base = ["cost.model=llama3.1-8b", "drafter.name=eagle3", "drafter.gamma=3", "policy.name=fixed",
             "workload.num_requests=30", "server.max_num_seqs=8", "drafter.model=eagle3"]  # fmt: skip
     vllm = simulate(load_config(None, base)).summary
     sgl = simulate(load_config(None, [*base, "drafter.engine=sglang"])).summary

@@ -6,12 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.vllm_deploy import VllmSpec, cost_table, shipped_knobs
-from specsched.catalog import get_gpu, get_model
 from specsched.draft_lm import find_draft_lm, get_draft_lm
-from specsched.draft_shape import drafter_shape, own_draft_cost, pass_seconds
 from specsched.errors import InputError
-from specsched.spec_engine import ENGINES, get_engine
+from specsched.price import get_gpu, get_model
+from specsched.price.draft_shape import drafter_shape, own_draft_cost, pass_seconds
+from specsched.price.knobs import shipped_knobs
+from specsched.price.spec_engine import ENGINES, get_engine
+from specsched.price.vllm import VllmSpec, cost_table
 from specsched.spec_knobs import BOUNDS, PRIORS, SpecKnobs
 from specsched.spec_versions import VLLM_V0_PASS_OPS, VLLM_V0_PREP_OPS, engine_name
 from validate.spec_cases import read_cases
@@ -132,10 +133,10 @@ def test_fit_stays_in_bounds_and_at_the_priors_without_cases():
 def test_summary_accuracy_names_the_engine_and_the_bands():
     from sim.config import SimConfig
     from sim.config_io import load_config
-    from sim.vllm_draft import accuracy
+    from sim.deploy.draft import accuracy
 
     assert accuracy(SimConfig()) == {}
-    cfg = load_config(None, ["server.model=llama3.1-8b", "server.gpu=h100", "drafter.name=eagle3",
+    cfg = load_config(None, ["cost.model=llama3.1-8b", "cost.gpu=h100", "drafter.name=eagle3",
                              "drafter.gamma=3", "drafter.model=eagle3", "drafter.engine=sglang"])  # fmt: skip
     got = accuracy(cfg)
     assert got["accuracy_baseline_calibrated"] and got["accuracy_baseline_e2e_mean_median_pct"] > 0

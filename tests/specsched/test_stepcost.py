@@ -56,7 +56,7 @@ def test_negative_terms_are_refused():
 
 
 def test_summary_and_recorder_say_where_step_time_goes():
-    s = sim.simulate(load_config(None, [*BASE, "server.pad_token_seconds=1e-4"])).summary
+    s = sim.simulate(load_config(None, [*BASE, "cost.pad_token_seconds=1e-4"])).summary
     parts = [s[f"step_s_{p}"] for p in PARTS]
     assert sum(parts) == pytest.approx(s["step_s_mean"], rel=1e-12)
     assert s["step_s_draft"] == pytest.approx(s["draft_s_mean"], rel=1e-12)
@@ -64,7 +64,7 @@ def test_summary_and_recorder_say_where_step_time_goes():
 
 
 def test_one_mapping_between_config_profile_and_terms():
-    cfg = load_config(None, ["server.pad_token_seconds=1e-4", "drafter.intake_seconds=2e-4"])
+    cfg = load_config(None, ["cost.pad_token_seconds=1e-4", "drafter.intake_seconds=2e-4"])
     values = term_values(cfg)
     assert set(values) == set(TERMS) and values["pad_s"] == 1e-4 and values["intake_s"] == 2e-4
     sets = term_settings(values)

@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from sim.vllm_deploy import Knobs
 from specbed.cli import main
+from specsched.price.knobs import Knobs
 from validate.calibrate import FEATURES, PRIORS, bounded_lsq, solve
 
 HEADER = (

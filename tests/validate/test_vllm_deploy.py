@@ -3,14 +3,15 @@
 import numpy as np
 import pytest
 
+from sim.deploy.prepare import prepare
 from sim.inference_perf import Profile, generate
 from sim.metrics import request_table
-from sim.vllm_deploy import Knobs, VllmSpec, cost_table
-from sim.vllm_kv import size_kv
-from sim.vllm_prepare import prepare
-from sim.wiring import run_replicas
-from specsched.catalog import GPUS, MODELS, find_model, get_gpu, get_model
+from sim.wiring import run_pool
 from specsched.errors import InputError
+from specsched.price import GPUS, MODELS, find_model, get_gpu, get_model
+from specsched.price.knobs import Knobs
+from specsched.price.kv import size_kv
+from specsched.price.vllm import VllmSpec, cost_table
 
 
 def test_catalogue_knows_hf_ids_and_sources():
@@ -20,7 +21,7 @@ def test_catalogue_knows_hf_ids_and_sources():
     assert {"h100", "a100", "l40s", "h200", "b200"} <= set(GPUS)
     assert get_gpu("H100").key == "h100"
     with pytest.raises(InputError, match="unknown model"):
-        get_model("acme/unknown-7b", field="server.model")
+        get_model("acme/unknown-7b", field="cost.model")
 
 
 def test_kv_sizing_follows_memory():
@@ -62,7 +63,7 @@ def test_prefix_caching_cuts_ttft_and_reports_hits():
     out = {}
     for on in (True, False):
         spec = VllmSpec(model="qwen2.5-7b", max_num_seqs=32, max_num_batched_tokens=512, prefix_caching=on)
-        rec = run_replicas(prepare(spec, Knobs(), wl, keys))
+        rec = run_pool(prepare(spec, Knobs(), wl, keys))
         out[on] = (np.mean(request_table(rec, wl)["ttft_s"]), rec.prefix_cache_stats)
     assert out[True][0] < out[False][0]
     assert out[True][1]["hit_rate"] > 0.8 and out[False][1] is None
@@ -73,15 +74,15 @@ def test_async_scheduling_adds_a_step_to_ttft():
     ttft = {}
     for on in (True, False):
         spec = VllmSpec(model="qwen2.5-7b", max_num_seqs=32, max_num_batched_tokens=512, async_scheduling=on)
-        rec = run_replicas(prepare(spec, Knobs(), wl, keys))
+        rec = run_pool(prepare(spec, Knobs(), wl, keys))
         ttft[on] = float(np.mean(request_table(rec, wl)["ttft_s"]))
     assert ttft[True] > ttft[False]
 
 
 def test_shipped_knobs_calibrated_for_h100_carried_to_other_gpus():
-    from sim.vllm_deploy import shipped_knobs, transferred_knobs
     from specsched.kernels import carry_knobs
     from specsched.kernels.figures import ratios
+    from specsched.price.knobs import shipped_knobs, transferred_knobs
 
     h100, a100 = shipped_knobs("h100"), shipped_knobs("A100-80GB")
     assert h100.frontend_s > 0 and h100 != Knobs()
@@ -100,7 +101,7 @@ def test_shipped_knobs_calibrated_for_h100_carried_to_other_gpus():
 
 
 def test_c_token_prices_each_token_while_memory_bound():
-    from sim.vllm_deploy import step_parts
+    from specsched.price.vllm import step_parts
 
     spec = VllmSpec("llama3.1-8b", max_num_seqs=64, max_num_batched_tokens=2048)
     b = np.array([1.0, 32.0, 2048.0])
@@ -111,7 +112,7 @@ def test_c_token_prices_each_token_while_memory_bound():
 
 
 def test_filtered_default_sampling_costs_vocabulary_passes_per_wave_of_rows():
-    from sim.vllm_deploy import sampling_seconds, step_parts
+    from specsched.price.vllm import sampling_seconds, step_parts
 
     knobs = Knobs(c_vocab=5e-9)
     qwen = VllmSpec("qwen2.5-7b", max_num_seqs=256)

@@ -1,9 +1,8 @@
 """A vLLM deployment as a runnable simulation: `prepare(spec, knobs, workload, block_keys)` -> `Prepared`.
 
 Role: the top of the vLLM-deployment path (`specbed validate`, `specbed cost calibrate`): the spec and
-knobs of `sim.vllm_deploy` (which stays below `sim.wiring`, so the step cost can price a drafter from them
-without an import circle) become a plain autoregressive run on any workload, its random streams those of
-`sim.run` (`sim.streams`).
+knobs priced in `specsched.price.vllm` become a plain autoregressive run on any workload, its random
+streams those of `sim.run` (`sim.streams`).
 
 May import: numpy, the standard library, `specsched`, the other sim modules.
 """
@@ -17,11 +16,12 @@ from sim.acceptance import AcceptanceModel
 from sim.config import DrafterConfig, MetricsConfig, PolicyConfig, ServerConfig, SimConfig
 from sim.curves import curve_matrix
 from sim.streams import stream_rngs
-from sim.vllm_deploy import Knobs, VllmSpec, cost_table, offload_blocks
-from sim.vllm_kv import BLOCK_SIZE
 from sim.wiring import Prepared
 from sim.workload import Workload
 from specsched.errors import InputError
+from specsched.price.knobs import Knobs
+from specsched.price.kv import BLOCK_SIZE
+from specsched.price.vllm import VllmSpec, cost_table, offload_blocks
 
 
 def prepare(
@@ -34,7 +34,7 @@ def prepare(
     if spec.max_model_len is not None and longest > spec.max_model_len:
         raise InputError(
             f"a request needs {longest} tokens, more than max_model_len {spec.max_model_len}",
-            field="server.max_model_len",
+            field="cost.max_model_len",
         )
     if longest > kv:
         raise InputError(

@@ -5,7 +5,7 @@ Role: `ENGINES` names the engines whose speculative step specbed prices ("vllm":
 an engine and a drafter's pass prices into the parts `specsched.DraftCost` carries: the first draft pass
 over every verified position (`first`, a table over those tokens), the later passes (`own`, over the
 drafting requests) and the per-step fixed seconds (`step_s`). Nothing here is fitted to speculative runs:
-the GPU terms are the no-speculation calibration's (`sim.vllm_deploy.shipped_knobs`), the host terms are
+the GPU terms are the no-speculation calibration's (`specsched.price.vllm.shipped_knobs`), the host terms are
 counts read from the engines' source times a per-op cost, and one measured no-speculation figure.
 
 vLLM v1 (v0.14+; `vllm/v1/spec_decode/eagle.py`, read this session):

@@ -17,21 +17,26 @@ with tp > 1; captured graphs 0.5 GiB. KV heads are split over tp GPUs (replicate
 The cache is bf16 (`kv_cache_dtype = "auto"`). These matter only where KV is tight; every figure is in
 `KVSizing` so a report can show it.
 
-May import: the standard library, `specsched.catalog`, `specsched.errors`.
+`gpu_memory_utilization` has its one default (`GPU_MEMORY_UTILIZATION`, vLLM's) and its one check
+(`check_utilization`) here: the config, the vLLM spec and the sizing all take them from this module.
+
+May import: the standard library, `specsched.errors`, `specsched.price` (gpus, models).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from specsched.catalog import CatalogGPU, CatalogModel, GiB
 from specsched.errors import InputError
+from specsched.price.gpus import GPU
+from specsched.price.models import GiB, ModelShape
 
 BLOCK_SIZE = 16  # vLLM's default KV block (tokens)
 NON_TORCH_BYTES = 0.6 * GiB
 NCCL_BYTES = 0.5 * GiB
 CUDAGRAPH_BYTES = 0.5 * GiB
+#: vLLM's default `--gpu-memory-utilization`
+GPU_MEMORY_UTILIZATION = 0.9
 
 
 @dataclass(frozen=True)
@@ -50,13 +55,14 @@ class KVSizing:
         return {k: (round(v / GiB, 3) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
 
 
-def kv_bytes_per_token_per_gpu(model: CatalogModel, tp: int) -> float:
-    """KV bytes one token of context takes on one GPU of a tp-way replica (bf16 cache)."""
-    heads_here = math.ceil(model.kv_heads / tp)
-    return 2.0 * model.layers * heads_here * model.head_dim * 2.0
+def check_utilization(value, field: str = "cost.gpu_memory_utilization") -> float:
+    """`value` if it is a fraction in (0, 1] (vLLM's range for gpu_memory_utilization), else InputError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value <= 1.0:
+        raise InputError(f"must be in (0, 1], got {value!r}", field=field)
+    return float(value)
 
 
-def peak_activation_bytes(model: CatalogModel, tp: int, batched_tokens: int, max_num_seqs: int) -> float:
+def peak_activation_bytes(model: ModelShape, tp: int, batched_tokens: int, max_num_seqs: int) -> float:
     """The profiling forward's activation peak on one GPU (bytes; module docstring)."""
     t = float(batched_tokens)
     qkv = t * (model.heads + 2 * model.kv_heads) * model.head_dim / tp * 2.0
@@ -68,29 +74,28 @@ def peak_activation_bytes(model: CatalogModel, tp: int, batched_tokens: int, max
 
 
 def size_kv(
-    model: CatalogModel,
-    gpu: CatalogGPU,
+    model: ModelShape,
+    gpu: GPU,
     *,
     tp: int = 1,
     bytes_per_param: float | None = None,
-    gpu_memory_utilization: float = 0.9,
+    gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION,
     max_num_batched_tokens: int = 8192,
     max_num_seqs: int = 256,
     cpu_offload_gb: float = 0.0,
     cudagraphs: bool = True,
-    field: str = "server.gpu_memory_utilization",
+    field: str = "cost.gpu_memory_utilization",
 ) -> KVSizing:
     """The KV capacity of one replica (module docstring). InputError naming `field` when the weights and
     activations leave no room for even one block, as vLLM refuses to start then."""
-    if not 0.0 < gpu_memory_utilization <= 1.0:
-        raise InputError(f"must be in (0, 1], got {gpu_memory_utilization!r}", field=field)
+    check_utilization(gpu_memory_utilization, field)
     bpp = model.bytes_per_param if bytes_per_param is None else bytes_per_param
     budget = gpu_memory_utilization * gpu.visible_memory
     weights = max(0.0, model.params * bpp / tp - cpu_offload_gb * 1e9)
     act = peak_activation_bytes(model, tp, max_num_batched_tokens, max_num_seqs)
     other = NON_TORCH_BYTES + (NCCL_BYTES if tp > 1 else 0.0) + (CUDAGRAPH_BYTES if cudagraphs else 0.0)
     kv = budget - weights - act - other
-    per_token = kv_bytes_per_token_per_gpu(model, tp)
+    per_token = model.kv_bytes_per_gpu(tp)
     blocks = int(kv // (BLOCK_SIZE * per_token)) if kv > 0 else 0
     if blocks < 1:
         raise InputError(

@@ -25,13 +25,11 @@ per step). The network share of the all-to-all: every remote expert in low-laten
 remote node with NVLink forwarding (prefill; `specsched.comm.remote_nodes`). KV bytes are NOT
 divided by tp_a: MLA's latent KV is read whole by every tensor-parallel attention rank.
 
-Attention arithmetic (`Attention`): decode runs MLA "absorbed" (FlashMLA): each query token does
-2·heads·(qk_dim + v_dim) FLOPs per KV token per layer; DeepSeek-V3: 128 heads, qk 576 (512 latent + 64
-rope), v 512 (config.json: num_attention_heads, kv_lora_rank, qk_rope_head_dim). Prefill runs it
-unabsorbed, as multi-head attention: 2·heads·(qk_nope + rope + v_head) = 2·128·(128 + 64 + 128) per
-query-key pair per layer.
+Models, GPUs and links are the catalogue's (`specsched.price`); a model's attention arithmetic is its
+row's `attention` facts (`specsched.price.models.Attention`, `ep_models()` lists the models that have
+them); η_bw, η_f, η_attn and c0 default to the one `Knobs` (`specsched.price.knobs`).
 
-May import: numpy, the standard library, `specsched.comm`, `specsched.hardware`, `specsched.cost` (in
+May import: numpy, the standard library, `specsched.comm`, `specsched.price`, `specsched.cost` (in
 `group_table`).
 """
 
@@ -41,39 +39,15 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from specsched.comm import AllToAll, Link, get_link, overlapped, pipeline_fill, remote_nodes
-from specsched.hardware import GPU, ModelShape, get_gpu, get_model
+from specsched.comm import AllToAll, overlapped, pipeline_fill, remote_nodes
+from specsched.price.gpus import GPU, Link, get_gpu, get_link
+from specsched.price.knobs import DEFAULTS, Knobs
+from specsched.price.models import MODELS, Attention, ModelShape, get_model
 
 
-@dataclass(frozen=True)
-class Attention:
-    """Attention arithmetic of a model (per layer): FLOPs per (query token × KV token) when decoding and
-    when prefilling."""
-
-    decode_flops_per_pair: float
-    prefill_flops_per_pair: float
-    note: str = ""
-    #: bytes of the output head (vocab × d_model × bytes), read whole by every draft pass of an MTP-style
-    #: drafter that shares it; 0 = folded into the layer share
-    head_bytes: float = 0.0
-
-
-#: Attention facts of the models this module prices (others: `gqa_attention`).
-ATTENTION: dict[str, Attention] = {
-    "deepseek-v3": Attention(
-        2 * 128 * (576 + 512),
-        2 * 128 * (128 + 64 + 128),
-        "MLA: 128 heads, kv_lora_rank 512, qk_rope_head_dim 64, qk_nope 128, v_head 128 (config.json); "
-        "output head 129,280 × 7,168 in bf16 (vocab_size, hidden_size; the FP8 checkpoint keeps it bf16)",
-        head_bytes=129280 * 7168 * 2.0,
-    ),
-}
-
-
-def gqa_attention(model: ModelShape, heads: int, head_dim: int) -> Attention:
-    """Plain (GQA/MHA) attention: 4·heads·head_dim FLOPs per query-key pair per layer (QKᵀ and AV)."""
-    flops = 4.0 * heads * head_dim
-    return Attention(flops, flops, f"{model.name}: {heads} heads × {head_dim}")
+def ep_models() -> tuple[str, ...]:
+    """The catalogue models an EP group can price: those with attention facts."""
+    return tuple(name for name, m in MODELS.items() if m.attention is not None)
 
 
 @dataclass(frozen=True)
@@ -98,9 +72,9 @@ class Bill:
 class EPGroup:
     """A DP-attention + EP group: `gpus` GPUs (G), `attention_ranks` DP ranks (D, dividing G).
 
-    Knobs (all stated, none fitted here): eta_bw / eta_f / eta_attn — achieved fractions of HBM bandwidth,
-    dense tensor peak for the linear layers and for attention; c0 — fixed seconds per layer per
-    micro-batch (launches, norms, routing, small ops); micro_batches — 1 or 2 (two-batch overlap);
+    knobs: the one `Knobs` (defaults: stated, none fitted here) — eta_bw / eta_f / eta_attn, achieved
+    fractions of HBM bandwidth, dense tensor peak for the linear layers and for attention; c0, fixed
+    seconds per layer per micro-batch (launches, norms, routing, small ops); micro_batches — 1 or 2;
     low_latency — DeepEP's pure-RDMA decode kernels (every destination over `inter`) instead of the
     NVLink-forwarding normal kernels (a share gpus_per_node/G of destinations over `intra`).
     """
@@ -117,10 +91,7 @@ class EPGroup:
     micro_batches: int = 2
     expert_imbalance: float = 1.0
     attention_imbalance: float = 1.0
-    eta_bw: float = 0.9
-    eta_f: float = 0.6
-    eta_attn: float = 0.6
-    c0: float = 40e-6
+    knobs: Knobs = DEFAULTS
     attention: Attention | None = None
 
     def __post_init__(self) -> None:
@@ -131,23 +102,20 @@ class EPGroup:
         if not self.model.is_moe:
             raise ValueError(f"EP group: {self.model.name} is dense; expert parallelism needs an MoE model")
         if self.attention is None:
-            if self.model.name not in ATTENTION:
+            if self.model.attention is None:
                 raise ValueError(f"EP group: no attention facts for {self.model.name}; pass `attention`")
-            object.__setattr__(self, "attention", ATTENTION[self.model.name])
+            object.__setattr__(self, "attention", self.model.attention)
         if self.gpus < 1 or self.attention_ranks < 1 or self.gpus % self.attention_ranks:
             raise ValueError(
                 f"EP group: attention_ranks ({self.attention_ranks}) must divide gpus ({self.gpus})"
             )
         if self.micro_batches not in (1, 2):
             raise ValueError(f"EP group: micro_batches must be 1 or 2, got {self.micro_batches!r}")
-        for name in ("eta_bw", "eta_f", "eta_attn"):
-            if not 0 < getattr(self, name) <= 1:
-                raise ValueError(f"EP group: {name} must be in (0, 1], got {getattr(self, name)!r}")
         for name in ("expert_imbalance", "attention_imbalance"):
             if not getattr(self, name) >= 1:
                 raise ValueError(f"EP group: {name} must be ≥ 1 (max over mean), got {getattr(self, name)!r}")
-        if self.c0 < 0 or self.redundant_experts < 0 or self.gpus_per_node < 1:
-            raise ValueError("EP group: c0 ≥ 0, redundant_experts ≥ 0 and gpus_per_node ≥ 1 required")
+        if self.redundant_experts < 0 or self.gpus_per_node < 1:
+            raise ValueError("EP group: redundant_experts ≥ 0 and gpus_per_node ≥ 1 required")
 
     @property
     def tp_attention(self) -> int:
@@ -174,14 +142,15 @@ class EPGroup:
     def bill(self, tokens: float, kv_tokens: float, attn_flops: float) -> Bill:
         """The step of `tokens` query tokens per rank, `kv_tokens` KV tokens read per rank and `attn_flops`
         attention FLOPs per rank (all layers), per GPU (module docstring)."""
-        m, bw, tp = self.micro_batches, self.eta_bw * self.gpu.hbm_bw, self.tp_attention
+        k, m, tp = self.knobs, self.micro_batches, self.tp_attention
+        bw = k.eta_bw * self.gpu.hbm_bw
         md, peak = self.model, self._peak()
         bpp = md.bytes_per_param
         attention = self.attention_imbalance * max(
-            kv_tokens * md.kv_bytes_per_token / bw, attn_flops / (tp * self.eta_attn * self.gpu.flops)
+            kv_tokens * md.kv_bytes_per_token / bw, attn_flops / (tp * k.eta_attn * self.gpu.flops)
         )
         dense = m * max(
-            md.dense_params * bpp / tp / bw, 2.0 * md.dense_params * tokens / (m * tp) / (self.eta_f * peak)
+            md.dense_params * bpp / tp / bw, 2.0 * md.dense_params * tokens / (m * tp) / (k.eta_f * peak)
         )
         group_tokens = tokens * self.attention_ranks
         per_mb = group_tokens / m
@@ -189,7 +158,7 @@ class EPGroup:
         expert_bytes = self.experts_per_gpu * touched * md.expert_params * md.moe_layers * bpp
         routed = group_tokens * md.top_k / self.gpus * self.expert_imbalance
         experts = m * max(
-            expert_bytes / bw, 2.0 * md.expert_params * md.moe_layers * routed / m / (self.eta_f * peak)
+            expert_bytes / bw, 2.0 * md.expert_params * md.moe_layers * routed / m / (k.eta_f * peak)
         )
         d1, c1 = self.all_to_all().seconds(tokens / tp / m)
         dispatch, combine = d1 * m * md.moe_layers, c1 * m * md.moe_layers
@@ -197,7 +166,7 @@ class EPGroup:
         comm_l = (dispatch + combine) / md.moe_layers
         layers = md.moe_layers * overlapped(compute_l, comm_l, m) + (md.layers - md.moe_layers) * compute_l
         layers += pipeline_fill(compute_l, comm_l, m)
-        overhead = self.c0 * md.layers * m
+        overhead = k.c0 * md.layers * m
         total = layers + overhead
         hidden = attention + dense + experts + dispatch + combine - layers
         return Bill(attention, dense, experts, dispatch, combine, overhead, hidden, total)
@@ -226,7 +195,7 @@ class EPGroup:
         if passes <= 0 or requests <= 0:
             return 0.0
         one = self.decode_bill(requests, 1.0, context).total
-        head = self.attention.head_bytes / (self.eta_bw * self.gpu.hbm_bw)
+        head = self.attention.head_bytes / (self.knobs.eta_bw * self.gpu.hbm_bw)
         return passes * (one * draft_layers / self.model.layers + head)
 
 
@@ -251,7 +220,7 @@ def group_table(
     `step_overhead`: seconds added to every step (a stated or fitted per-step cost outside the bill);
     `slowdown` ≥ 1 multiplies the bill (a stated or fitted efficiency shortfall of the whole step).
     """
-    from specsched.cost import CostTable  # cost imports hardware; kept local to stay a leaf module
+    from specsched.cost import CostTable  # cost imports the roofline; kept local to stay a leaf module
 
     if max_tokens < 1 or context < 0 or query_tokens < 1 or step_overhead < 0 or not slowdown > 0:
         raise ValueError(

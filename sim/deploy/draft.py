@@ -1,27 +1,26 @@
 """The draft pass of a vLLM deployment with `drafter.model`: a drafter priced from its own shape.
 
-Role: map a config with `server.model` and `drafter.model` (a `specsched.draft_shape` preset) to the
+Role: map a config with `cost.model` and `drafter.model` (a `specsched.price.draft_shape` preset) to the
 `specsched.DraftCost` and drafter KV seconds its steps are priced with, on the target GPU's shipped
 (no-speculation, calibrated) knobs — the same `step_s`, `c0`, `eta_bw`, `eta_f`, `eta_kv` as the target's
-steps; the verify step is the target's own catalogue step at R·(1 + γ) tokens (`sim.vllm_deploy`).
-`drafter.engine` names how the serving engine runs the step (`specsched.spec_engine`): an EAGLE-style
+steps; the verify step is the target's own catalogue step at R·(1 + γ) tokens (`specsched.price.vllm`).
+`drafter.engine` names how the serving engine runs the step (`specsched.price.spec_engine`): an EAGLE-style
 drafter's first pass over the R·(1 + γ) verified positions, and the host work the engine exposes (its
 per-request part at the bound of 1 + γ tokens a request emits a step: acceptance is not known here).
 
 `accuracy(cfg)` is the error band a run's prediction carries (summary.json "accuracy").
 
-May import: the standard library, `sim.config`, `sim.vllm_deploy`, `specsched`.
+May import: the standard library, `sim.config`, `sim.deploy.cost`, `specsched`.
 """
 
 from __future__ import annotations
 
-import json
-
 from sim.config import SimConfig
-from sim.vllm_deploy import KNOBS_FILE, config_spec, shipped_knobs
-from specsched import DraftCost, InputError
-from specsched.draft_shape import drafter_shape, own_draft_cost
-from specsched.spec_engine import get_engine
+from sim.deploy.cost import config_spec
+from specsched import DraftCost, InputError, inputs
+from specsched.price.draft_shape import drafter_shape, own_draft_cost
+from specsched.price.knobs import KNOBS_FILE, shipped_knobs
+from specsched.price.spec_engine import get_engine
 from specsched.spec_knobs import shipped_band
 
 
@@ -29,7 +28,7 @@ def check_drafter_model(cfg: SimConfig) -> None:
     """InputError (one line, drafter.model) if `drafter.model` is set without a vLLM deployment."""
     if cfg.drafter.model is not None and cfg.server.model is None:
         raise InputError(
-            "prices a drafter against the target's catalogue shape: set server.model too",
+            "prices a drafter against the target's catalogue shape: set cost.model too",
             field="drafter.model",
         )
 
@@ -77,9 +76,9 @@ def accuracy(cfg: SimConfig) -> dict:
 
 def knobs_entry(gpu: str) -> dict:
     """{"calibrated", "e2e_mean_median_pct", "e2e_mean_lomo_median_pct"} of the GPU's calibrated knobs."""
-    try:
-        raw = json.loads(KNOBS_FILE.read_text())["gpus"][gpu]
-    except (OSError, KeyError, TypeError, json.JSONDecodeError):
+    doc = inputs.mapping(inputs.load_json(KNOBS_FILE, what="knobs file"), file=str(KNOBS_FILE))
+    raw = (doc.get("gpus") or {}).get(gpu)
+    if not isinstance(raw, dict):  # a GPU without measured runs: its knobs are carried, not calibrated
         return {"calibrated": False}
     return {"calibrated": True,
             "e2e_mean_median_pct": raw.get("in_sample_median_error_pct", {}).get("e2e_mean"),

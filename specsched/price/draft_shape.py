@@ -12,7 +12,8 @@ builds the `specsched.DraftCost` a run prices its draft passes and verification 
                  + 2 · m · V_draft · 4 / (eta_bw · BW)        fp32 draft logits written and read (sampling)
                  + 2 · layers · link_latency  (tp > 1)
     draft step   = γ · pass(R) (autoregressive) | pass(R · γ) (parallel) + DSpark: γ · c0 (Markov head)
-                   with an engine (`specsched.spec_engine`, autoregressive): first(R·(1 + γ)) + (γ − 1) ·
+                   with an engine (`specsched.price.spec_engine`, autoregressive): first(R·(1 + γ)) + (γ − 1)
+                   ·
                    pass(R) + the host seconds the engine's step exposes (per step + per drafting request,
                    with E tokens emitted a request); first = the pass's layers over every verified
                    position, its head over R (eager in SGLang v0.4: max(GPU, ops × op_s)); SGLang v0.4's
@@ -24,11 +25,11 @@ builds the `specsched.DraftCost` a run prices its draft passes and verification 
 
 W_draft = layers · (attention + 3 · hidden · intermediate) + fc_in · hidden² (feature fusion) + head
 (V_draft · hidden: its own head, or the target's shared head, read either way). The knobs (step_s, c0,
-eta_*) are the GPU's no-speculation calibration (`sim.vllm_deploy.shipped_knobs`): nothing here is
+eta_*) are the GPU's no-speculation calibration (`specsched.price.vllm.shipped_knobs`): nothing here is
 fitted to speculative runs. Not modelled: tree drafting, the draft-vocabulary map lookup.
 
 May import: numpy, the standard library, `specsched.cost`, `specsched.draft_cost`,
-`specsched.catalog`, `specsched.errors`, `specsched.spec_engine`, `specsched.spec_knobs`.
+`specsched.price`, `specsched.errors`, `specsched.spec_knobs`.
 """
 
 from __future__ import annotations
@@ -37,11 +38,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from specsched.catalog import CatalogGPU, CatalogModel
 from specsched.cost import CostTable
 from specsched.draft_cost import DraftCost
 from specsched.errors import InputError
-from specsched.spec_engine import (
+from specsched.price import GPU as CatalogGPU
+from specsched.price import ModelShape as CatalogModel
+from specsched.price.spec_engine import (
     draft_pass_seconds,
     first_pass_seconds,
     get_engine,
@@ -192,7 +194,8 @@ def own_draft_cost(
     spec_knobs: SpecKnobs | None = None,
 ) -> tuple[DraftCost, float]:
     """(the DraftCost of `shape` drafting γ with the pass table over 1..max_tokens tokens, the drafter's
-    seconds per KV token held per step). `engine` (`specsched.spec_engine.ENGINES`; None: every pass over
+    seconds per KV token held per step). `engine` (`specsched.price.spec_engine.ENGINES`; None: every pass
+    over
     the drafting requests, no engine terms): an autoregressive drafter's first pass runs over the verified
     positions as that engine runs it; every drafter (parallel ones too) pays the host work its step
     exposes (`op_s` per eager op; `emitted`: tokens a drafting request emits a step, None: the bound 1 + γ;

@@ -1,0 +1,172 @@
+"""A deployment from vLLM's own knobs: the step cost from the catalogue, KV sized as vLLM sizes it.
+
+Role: `VllmSpec` (model, GPU, precision, tp, dp, gpu_memory_utilization, max_model_len, max_num_seqs,
+max_num_batched_tokens, cpu_offload_gb, prefix caching, CUDA graphs, async scheduling) and `Knobs` (the
+one set of physical knobs, `specsched.price.knobs`) become a `CostTable` (`sim.deploy.prepare` makes them
+a run of plain autoregressive serving on any workload; `sim.deploy.cost` prices a config's `[cost]`
+deployment with it).
+
+The step price, one term each (seconds; B = tokens in the step, C = KV tokens the running requests hold):
+
+    step(B, R, C) = step_s                                   per-pass fixed work: scheduling, input prep,
+                                                             sampling, the host side of a step
+                  + layers · c0                              per-layer fixed work on the GPU
+                  + moe_layers · c_moe                       per-MoE-layer routing work (top-k, permute,
+                                                             grouped-GEMM set-up)
+                  + max(W(B) / (eta_bw · BW) + layers · c_token · B,  weights (MoE: the experts that B
+                        2·P·B / (eta_f · F))                 tokens touch) plus each token's share of the
+                                                             memory-bound kernels, or compute, whichever
+                                                             binds
+                  + 2 · layers · link_latency  (tp > 1)      two all-reduces per layer (+ their bytes)
+                  + C · kv_bytes / (eta_kv · BW)             attention reading every running request's KV
+                  + ⌈R / SMs⌉ · vocab · c_vocab              top-p / top-k sampling where the checkpoint's
+                    (filtered sampling)                      generation_config sets them (the catalogue's
+                                                             `filtered_sampling`): one thread block a row,
+                                                             rounds over the row, rows in waves over SMs
+                  + offload_bytes / host_bw                  weights moved to host by cpu_offload_gb
+    then padded to the next CUDA-graph capture size (vLLM's sizes up to min(2 · max_num_seqs, 512)).
+
+and per request `frontend_s` (the API server: HTTP, tokenizing, detokenizing, streaming) is added to its
+TTFT and end-to-end latency by the callers that report them (`specbed.validate`).
+
+May import: numpy, the standard library, `specsched.cost`, `specsched.graphs`, `specsched.errors`,
+`specsched.price`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from specsched.cost import CostTable
+from specsched.errors import InputError
+from specsched.graphs import vllm_max_capture, with_cudagraphs
+from specsched.price.gpus import GPU, get_gpu
+from specsched.price.knobs import Knobs
+from specsched.price.kv import BLOCK_SIZE, GPU_MEMORY_UTILIZATION, KVSizing, size_kv
+from specsched.price.models import ModelShape, get_model, precision_bytes
+from specsched.price.roofline import kv_token_seconds, step_seconds
+
+HOST_BW = {"h100": 50e9, "h200": 50e9, "b200": 50e9}  # PCIe Gen5 x16, effective; others Gen4
+HOST_BW_DEFAULT = 25e9
+
+
+@dataclass(frozen=True)
+class VllmSpec:
+    """One vLLM deployment (each field is the `vllm serve` flag of the same name)."""
+
+    model: str
+    gpu: str = "h100"
+    precision: str | None = None
+    tp: int = 1
+    dp: int = 1
+    gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION
+    max_model_len: int | None = None
+    max_num_seqs: int = 256
+    max_num_batched_tokens: int = 8192
+    cpu_offload_gb: float = 0.0
+    prefix_caching: bool = True
+    cudagraphs: bool = True
+    async_scheduling: bool = True
+    kv_tokens: int | None = None  # override vLLM's sizing
+    kv_offload_gib: float = 0.0  # CPU KV offload: host GiB per GPU that hold evicted prefix blocks
+
+    def resolve(self) -> tuple[ModelShape, GPU, float]:
+        """(model, GPU, weight bytes per parameter); InputError naming the `[cost]` key that is wrong."""
+        m = get_model(self.model, field="cost.model")
+        if m.heads is None:
+            msg = "has no config.json attention shape in the catalogue (KV heads, head size)"
+            raise InputError(f"{m.name} {msg}: it cannot be sized as a vLLM deployment", field="cost.model")
+        g = get_gpu(self.gpu, field="cost.gpu")
+        return m, g, precision_bytes(self.precision, m, field="cost.precision")
+
+    def kv(self) -> KVSizing:
+        m, g, bpp = self.resolve()
+        return size_kv(
+            m,
+            g,
+            tp=self.tp,
+            bytes_per_param=bpp,
+            gpu_memory_utilization=self.gpu_memory_utilization,
+            max_num_batched_tokens=self.max_num_batched_tokens,
+            max_num_seqs=self.max_num_seqs,
+            cpu_offload_gb=self.cpu_offload_gb,
+            cudagraphs=self.cudagraphs,
+        )
+
+    def kv_capacity(self) -> int:
+        return self.kv_tokens if self.kv_tokens is not None else self.kv().kv_tokens
+
+    @property
+    def max_capture(self) -> int:
+        return vllm_max_capture(self.max_num_seqs)
+
+
+def step_parts(spec: VllmSpec, knobs: Knobs, b: np.ndarray) -> dict[str, np.ndarray]:
+    """float64 seconds of each named part of the step price at `b` tokens (module docstring; no KV reads,
+    no CUDA-graph padding): "fixed" (step_s + layers·c0 + moe_layers·c_moe + offload),
+    "weights_or_compute", "comm", "sampling" (`sampling_seconds`)."""
+    m, g, bpp = spec.resolve()
+    shape = m.shape(bpp)
+    b = np.asarray(b, dtype=np.float64)
+    link_lat = g.link_latency if knobs.link_latency is None else knobs.link_latency
+    common = dict(tp=spec.tp, eta_bw=knobs.eta_bw, eta_f=knobs.eta_f, link_bw=g.link_bw, context_tokens=None)
+    core = step_seconds(shape, g, b, c0=0.0, link_latency=0.0, **common)
+    if knobs.c_token:
+        # the memory-bound side grows by layers·c_token per token; compute binds where it is larger
+        t_mem = shape.weight_params_read(b) * shape.bytes_per_param / spec.tp / (knobs.eta_bw * g.hbm_bw)
+        peak = g.flops * (2.0 if shape.bytes_per_param <= 1.0 else 1.0)
+        t_cmp = 2.0 * shape.active_params * b / spec.tp / (knobs.eta_f * peak)
+        t_bw = core - np.maximum(t_mem, t_cmp)
+        core = np.maximum(t_mem + m.layers * knobs.c_token * b, t_cmp) + t_bw
+    comm_lat = 2 * m.layers * link_lat if spec.tp > 1 else 0.0
+    offload = spec.cpu_offload_gb * 1e9 / HOST_BW.get(g.key, HOST_BW_DEFAULT)
+    fixed = knobs.step_s + m.layers * knobs.c0 + m.moe_layers * knobs.c_moe + offload
+    return {
+        "fixed": np.full_like(b, fixed),
+        "weights_or_compute": core,
+        "comm": np.full_like(b, comm_lat),
+        "sampling": sampling_seconds(spec, knobs, b),
+    }
+
+
+def sampling_seconds(spec: VllmSpec, knobs: Knobs, b: np.ndarray) -> np.ndarray:
+    """Seconds of top-p / top-k sampling in a step of `b` tokens, where the checkpoint's default sampling
+    filters: c_vocab · vocab per wave of rows (≤ max_num_seqs rows sampled) over the GPU's SMs."""
+    m, g, _ = spec.resolve()
+    b = np.asarray(b, dtype=np.float64)
+    if not (m.filtered_sampling and knobs.c_vocab):
+        return np.zeros_like(b)
+    rows = np.minimum(b, float(spec.max_num_seqs))
+    return np.ceil(rows / g.sms) * m.vocab * knobs.c_vocab
+
+
+def cost_table(spec: VllmSpec, knobs: Knobs) -> CostTable:
+    """The step cost of `spec` with `knobs`: a context-aware table, padded to vLLM's CUDA-graph sizes."""
+    m, g, _ = spec.resolve()
+    top = max(spec.max_num_batched_tokens, 8192)
+    b = np.arange(1, top + 1, dtype=np.float64)
+    secs = sum(step_parts(spec, knobs, b).values())
+    name = f"vllm:{m.name}@{g.key}x{spec.tp}"
+    table = CostTable.from_points(
+        b.astype(np.int64),
+        secs,
+        mode="linear",
+        layers=m.layers,
+        name=name,
+        request_seconds=knobs.request_s,
+        kv_token_seconds=kv_token_seconds(m, g, tp=spec.tp, eta_kv=knobs.eta_kv),
+    )
+    if spec.cudagraphs:
+        table = with_cudagraphs(table, max_capture_size=spec.max_capture, eager_factor=1.0, name=name)
+    return table
+
+
+def offload_blocks(spec: VllmSpec) -> int:
+    """Prefix-cache blocks the CPU KV offload tier holds (the tp GPUs' host space together)."""
+    if not spec.kv_offload_gib:
+        return 0
+    m, _, _ = spec.resolve()
+    per_block = m.kv_bytes_per_gpu(spec.tp) * BLOCK_SIZE
+    return int(spec.kv_offload_gib * 2**30 // per_block)
