@@ -24,7 +24,7 @@ import numpy as np
 
 from specsched.kernels import forms, tables
 
-GPUS = tuple(tables.FOLDERS)
+TABLE_GPUS = tuple(tables.FOLDERS)  # the GPUs the kernel tables time
 #: where the measured tables are, relative to the repository root's parent (the shared folder)
 DEFAULT_ROOT = Path("../shared/measured/aiconfigurator")
 
@@ -97,7 +97,7 @@ def kv_fp8_check(root: Path, gpu: str, bf16: dict) -> dict:
     }
 
 
-def build(root: Path = DEFAULT_ROOT, gpus: tuple[str, ...] = GPUS) -> dict:
+def build(root: Path = DEFAULT_ROOT, gpus: tuple[str, ...] = TABLE_GPUS) -> dict:
     """{"gpus": {gpu: {kind: figures, "floor", "ar_small", "fp8": {...}}}, "errors": {kind: {gpu:
     {"in_mape", "logo_mape", "carried"}}}, "regimes": {gpu: {"decode", "large"}} (GEMM in-sample MAPE)}."""
     sheets = {g: tables.sheet(g) for g in gpus}

@@ -112,8 +112,9 @@ rate = 30.0
 num_requests = 150
 [drafter]
 gamma = 3
+[cost]
+table = "h200-v4flash"
 [server]
-cost = "h200-v4flash"
 """
 
 
