@@ -17,6 +17,7 @@ import numpy as np
 
 import specsched as S
 from specsched.errors import InputError
+from specsched.registry import specs
 
 
 @dataclass(frozen=True)
@@ -65,30 +66,34 @@ def decisions(sc: Scenario, policies: list[S.Policy]) -> list[tuple[str, float, 
     return rows
 
 
+#: extra configurations shown beside every registered policy at its defaults
+EXTRA = {"fixed": ({"k": 7},), "threshold": ({"threshold": 0.7},)}
+
+
+def policies() -> list:
+    """Every registered policy (`specsched.registry`) at its defaults, and the EXTRA configurations."""
+    out = []
+    for name in S.POLICIES:
+        out += [S.make_policy(name)] + [S.make_policy(name, **kw) for kw in EXTRA.get(name, ())]
+    return out
+
+
 def render(seed: int = 0) -> str:
-    policies = [
-        S.make_policy("ar"),
-        S.make_policy("fixed", k=1),
-        S.make_policy("fixed", k=7),
-        S.make_policy("threshold", threshold=0.7),
-        S.make_policy("goodput"),
-        S.make_policy("dspark"),
-        S.make_policy("dspark_global"),
-        S.make_policy("lookahead"),
-    ]
+    policies_ = policies()
     out = []
     for sc in scenarios(seed):
         R, g = sc.conf.shape
         out.append(f"\n{sc.name}: {sc.about}  (R={R}, γ={g}, cost={sc.cost.name})")
-        out.append(f"  {'policy':<22} {'mean ℓ':>7} {'B':>6} {'τ':>8} {'Θ tok/s':>10}")
-        rows = decisions(sc, policies)
+        out.append(f"  {'policy':<34} {'mean ℓ':>7} {'B':>6} {'τ':>8} {'Θ tok/s':>10}")
+        rows = decisions(sc, policies_)
         best = max(r[4] for r in rows)
         for name, mean_l, B, tau, theta in rows:
             mark = "  <- best" if theta == best else ""
-            out.append(f"  {name:<22} {mean_l:7.2f} {B:6d} {tau:8.2f} {theta:10.1f}{mark}")
+            out.append(f"  {name:<34} {mean_l:7.2f} {B:6d} {tau:8.2f} {theta:10.1f}{mark}")
     out.append(
-        "\nstale-sized policies (dspark_global, goodput) are shown with stale = current confidences; "
-        "lookahead is lossy and shown only as a contrast."
+        "\nstale-sized policies (" + ", ".join(n for n in S.POLICIES if S.make_policy(n).uses_stale)
+        + ") are shown with stale = current confidences; negative controls ("
+        + ", ".join(n for n, sp in specs().items() if sp.control) + ") are lossy, shown as a contrast."
     )
     return "\n".join(out)
 
