@@ -4,6 +4,10 @@ Each scenario is a batch of requests with confidence curves (float64[R, γ]) and
 shows, per policy, the mean verify length ℓ, the batch's verify tokens B = Σ(1 + ℓ), the expected tokens
 τ = Σ(1 + Σ_{j≤ℓ} a_j), and Θ = τ · sps(B) in tokens per second. Seeded: the same every run.
 
+`--draft-schedule` prints the batch-size -> draft depth schedule of adaptive DSpark, on a cost table
+(`--cost`) or on a whole deployment named as `specbed run` names it (a config and `--set` keys, e.g.
+server.model + server.gpu), with the vLLM speculative config it implies.
+
 May import: numpy, the standard library, specsched, analysis.draft_schedule (for --draft-schedule).
 """
 
@@ -137,6 +141,13 @@ def main(argv: list[str]) -> int:
         action="store_true",
         help="print the batch-size -> draft depth schedule adaptive DSpark settles on (needs --cost)",
     )
+    parser.add_argument(
+        "config", nargs="?", help="with --draft-schedule: a `specbed run` TOML naming the deployment"
+    )
+    parser.add_argument(
+        "--set", dest="sets", action="append", default=[], metavar="SECTION.KEY=VALUE",
+        help="with --draft-schedule: override one config key, as in `specbed run` (server.model=llama3.1-8b)",
+    )  # fmt: skip
     parser.add_argument("--cost", metavar="NAME|FILE", help="cost table: a built-in name or a CSV")
     parser.add_argument("--cost-mode", choices=("step", "linear"), default="step", help="how a CSV is read")
     parser.add_argument("--layers", type=_positive, help="target layers (required with a CSV table)")
@@ -155,7 +166,14 @@ def main(argv: list[str]) -> int:
 
         if args.batch_sizes is None:
             args.batch_sizes = draft_schedule.BATCH_SIZES
+        if args.config is not None or args.sets:  # a deployment, named as `specbed run` names it
+            for flag in ("cost", "curves", "layers"):
+                if getattr(args, flag) is not None:
+                    raise InputError("name the deployment by config or --set, not both", field=f"--{flag}")
+            return draft_schedule.run_deployment(args)
         return draft_schedule.run(args)
+    if args.config is not None or args.sets:
+        parser.error("a config or --set needs --draft-schedule")
     for flag in ("cost", "curves", "json", "layers", "batch_sizes"):
         if getattr(args, flag) is not None:
             parser.error(f"--{flag.replace('_', '-')} needs --draft-schedule")

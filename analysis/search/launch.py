@@ -78,18 +78,12 @@ def draft_schedule(config: dict) -> list[dict] | None:
     """The per-batch-size depth schedule of an adaptive-drafting config (else None)."""
     if config["policy"].get("draft") != "adaptive" or config["drafter"]["name"] == "none":
         return None
-    from analysis.draft_schedule import BATCH_SIZES, schedule
-    from sim.drafter import draft_cost
-    from sim.run import prepare
+    from analysis.draft_schedule import BATCH_SIZES, deployment_schedule
 
-    prep = prepare(_sim_config({**config, "workload": {**config["workload"], "num_requests": 200}}))
-    curves = getattr(prep.model, "curves", None)
-    if curves is None:
-        return None
+    cfg = _sim_config({**config, "workload": {**config["workload"], "num_requests": 200}})
     seqs = int(config["server"]["max_num_seqs"])
     sizes = [b for b in BATCH_SIZES if b <= seqs] or [seqs]
-    draft = draft_cost(prep.config.drafter, tp=prep.config.server.tp or 1)
-    return schedule(prep.cost, curves, draft, sizes)
+    return deployment_schedule(cfg, sizes)[2]  # the same schedule `plan --draft-schedule` prints
 
 
 def _vllm_knobs(server: dict) -> list[str]:
