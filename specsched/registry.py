@@ -112,14 +112,22 @@ _STATE = {"sealed": False}
 
 
 def register(spec: PolicySpec) -> PolicySpec:
-    """Add `spec` to the registry; ValueError (one line, naming the policy) if it cannot be called as
-    declared: a taken or bad name, a reserved or repeated parameter, a parameter declared elsewhere with
-    another type, a stale-reading policy without `delay`, a function that does not take the call."""
-    name = spec.name
+    """Add `spec` to the registry (while `specsched.policies` is imported: the built-ins, then the files of
+    specsched/contrib/); ValueError (one line) once sealed, or for a declaration `check_spec` refuses."""
     if _STATE["sealed"]:
         raise ValueError(
-            f"policy '{name}': the registry is sealed; declare a policy in a file of specsched/contrib/"
+            f"policy '{spec.name}': the registry is sealed; declare a policy in a file of specsched/contrib/"
         )
+    check_spec(spec)
+    _SPECS[spec.name] = spec
+    return spec
+
+
+def check_spec(spec: PolicySpec) -> None:
+    """ValueError (one line, naming the policy) if `spec` cannot be called as declared: a taken or bad name,
+    a reserved or repeated parameter, a parameter declared elsewhere with another type, an illegal default,
+    a stale-reading policy without `delay`, a function that does not take the call."""
+    name = spec.name
     if not name.isidentifier() or name in _SPECS:
         raise ValueError(
             f"policy {name!r}: " + ("already registered" if name in _SPECS else "not an identifier")
@@ -143,8 +151,6 @@ def register(spec: PolicySpec) -> PolicySpec:
     if spec.uses_stale and spec.param("delay") is None:
         raise ValueError(f"policy '{name}': reads stale rows, so it must declare a `delay` parameter")
     _check_signature(spec)
-    _SPECS[name] = spec
-    return spec
 
 
 def _kind(p: Param) -> str:
