@@ -68,7 +68,7 @@ LOOKAHEAD = 64
 _MARGIN = 1.0 + 1e-9
 _J = np.arange(2, LOOKAHEAD + 1)  # prefixes k+1 .. k+LOOKAHEAD−1 past rank k: j candidates from rank k on
 _JF = _J.astype(np.float64)
-_CHUNK = 64  # ranks per vectorized chunk of the bucket rule
+_CHUNK = 64  # ranks per vectorized chunk of the bucket rule's look-ahead
 
 
 def dspark(conf, cost, stale, budget, *, inv=None):
@@ -116,7 +116,7 @@ def past_stop(tau: np.ndarray, theta: np.ndarray, a: np.ndarray, inv: np.ndarray
     the budget): the look-ahead is cut at `top`, never at n — how many survivals are positive reads the
     drafts. a: survival descending (≥ n values); first < n: Θ rose on ranks 1..first, not on first + 1.
     Reads a[k−1] at rank k only, and the table. The failing rank alone first (a table without plateaus
-    stops there), then the later ranks in chunks, the look-ahead only where Θ has not risen."""
+    stops there), then the later ranks where Θ did not rise, in chunks (the first that fails ends it)."""
     n = tau.size - 1
     pad = np.zeros(inv.size + LOOKAHEAD)  # 1 / seconds past the slots: 0, no prefix there
     pad[: inv.size] = inv
@@ -127,14 +127,13 @@ def past_stop(tau: np.ndarray, theta: np.ndarray, a: np.ndarray, inv: np.ndarray
     best = np.maximum.accumulate(theta)  # best[k] = max Θ(0..k)
     if not _rise_later(tau, a, pad, best, np.array([first + 1]), flat)[0]:
         return first
-    for lo in range(first + 2, n + 1, _CHUNK):
-        ks = np.arange(lo, min(n, lo + _CHUNK - 1) + 1)
-        ok = theta[ks] > best[ks - 1]
-        need = ks[~ok]
-        if need.size:
-            ok[~ok] = _rise_later(tau, a, pad, best, need, flat)
-            if not ok.all():
-                return int(ks[int(ok.argmin())]) - 1
+    ks = np.arange(first + 2, n + 1)
+    need = ks[theta[ks] <= best[ks - 1]]  # the ranks where Θ did not rise: only they need the look-ahead
+    for lo in range(0, need.size, _CHUNK):
+        part = need[lo : lo + _CHUNK]
+        ok = _rise_later(tau, a, pad, best, part, flat)
+        if not ok.all():
+            return int(part[int(ok.argmin())]) - 1
     return n
 
 
