@@ -197,7 +197,9 @@ def policy_label(config: dict) -> str:
     """'ar', 'fixed(k=1)/mtp', 'dspark/dspark', 'dspark_global(delay=2)/dspark' from a resolved config."""
     policy = config.get("policy", {})
     name = str(policy.get("name", "?"))
-    params = [f"{k}={policy[k]}" for k in ("k", "threshold", "delay") if policy.get(k) is not None]
+    from specsched.registry import all_params  # every declared parameter (one registry)
+
+    params = [f"{k}={policy[k]}" for k in all_params() if policy.get(k) is not None]
     text = f"{name}({', '.join(params)})" if params else name
     drafter = config.get("drafter", {}).get("name")
     if name == "ar" or drafter in (None, "none"):

@@ -5,7 +5,9 @@ input it saw last call. Columns: every policy through its public (checked) call;
 trusted fast path the simulator uses; `dspark` of the frozen pre-issue-15 implementation
 (bench/reference_policies.py) and the speed-up over it; the plain-loop Algorithm 1.
 
-Goals (issue 15): `dspark` ≤ 50 µs at R = 256 and ≤ 10 µs at R = 6 (fresh arrays). Figures are CPU (process)
+Goals (issue 15): `dspark` ≤ 50 µs at R = 256 and ≤ 10 µs at R = 6 (fresh arrays). Last, the same on a
+CUDA-graph staircase (b300x8-v4pro, capture limit 1024), where `dspark`'s bucket rule (issue 32) is active:
+its cost beside the frozen greedy stop, which admits nothing there. Figures are CPU (process)
 time per call; on a shared machine even those are inflated (caches, frequency), so read the ratios.
 
 May import: numpy, the standard library, specsched, bench.
@@ -70,6 +72,21 @@ def _row(R: int, cost: S.CostTable, rng: np.random.Generator) -> dict:
     return row
 
 
+def _staircase(rng: np.random.Generator) -> None:
+    """CPU µs per trusted `dspark` call on a padded table (the bucket rule at work) beside the greedy stop."""
+    cost = S.builtin_cost("b300x8-v4pro").with_draft(0.002)
+    fast, greedy = S.make_policy("dspark"), ref.make_policy("dspark")
+    print("on a CUDA-graph staircase (b300x8-v4pro): trusted dspark (bucket rule) vs the greedy stop")
+    for R in (8, 64, 256):
+        confs = [rng.beta(8, 2, size=(R, GAMMA)) for _ in range(POOL)]
+        ours = per_call_fresh_us(lambda c: fast.trusted(c, cost), confs)
+        theirs = per_call_fresh_us(lambda c: greedy(c, cost), confs)
+        admitted = float(np.mean([fast.trusted(c, cost).sum() for c in confs[:16]]))
+        stalled = float(np.mean([greedy(c, cost).sum() for c in confs[:16]]))
+        print(f"  R={R:>4}: {ours:7.1f} µs (verifies {admitted:6.1f} drafts)  greedy {theirs:7.1f} µs "
+              f"(verifies {stalled:6.1f})")  # fmt: skip
+
+
 def main() -> None:
     cost = S.builtin_cost("h200-v4flash").with_draft(0.002)
     rng = np.random.default_rng(np.random.SeedSequence(2026))
@@ -81,6 +98,7 @@ def main() -> None:
     for row in rows:
         cells = " ".join(f"{row[c]:13.1f}" for c in cols)
         print(f"{row['R']:>6} {cells} {row['reference'] / row['dspark']:10.1f}x")
+    _staircase(rng)
     by_r = {row["R"]: row for row in rows}
     for R, goal in ((256, 50), (6, 10)):
         r = by_r[R]

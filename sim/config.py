@@ -8,7 +8,8 @@ Sections (TOML tables) and their public keys — every key can be set with `--se
 - top level: `seed` (int ≥ 0; every random stream is spawned from it).
 - `[workload]` (`WorkloadConfig`): traffic — kind, rate, cv, concurrency, think time, lengths, domains, trace.
 - `[drafter]` (`DrafterConfig`): which drafter, γ, how its pass is priced, optional curves file.
-- `[policy]` (`PolicyConfig`): the one `specsched` policy and its parameters (k, threshold, delay).
+- `[policy]` (`PolicyConfig`, sim.config_policy): the one `specsched` policy and the parameters every
+  registered policy declares (`specsched.registry`).
 - `[server]` (`ServerConfig`): replicas, GPUs per replica, router, batching and KV limits.
 - `[cost]` (`sim.deploy.keys.CostKeys`): the price of a step — a cost table or a catalogue deployment.
 - `[acceptance]` (`sim.acceptance.AcceptanceConfig`, owned by the acceptance models): truth and
@@ -16,7 +17,7 @@ Sections (TOML tables) and their public keys — every key can be set with `--se
 - `[metrics]` (`MetricsConfig`): steady-state window, SLOs for goodput, time-series resolution.
 
 May import: the standard library, `specsched` (errors, policy/cost names), `sim.acceptance`, `sim.curves`,
-`sim.deploy.keys`.
+`sim.deploy.keys`, `sim.config_policy`.
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ from sim.bounds import check_bounds, check_not_empty
 from sim.bounds import check_choice as _check_choice
 from sim.bounds import check_range as _check_range
 from sim.bounds import fail as _fail
+from sim.config_policy import PolicyConfig
 from sim.curves import DOMAINS, DRAFTERS
 from sim.deploy.keys import COST_NAME, CostKeys, check_preset
-from specsched import DRAFT_MODES, POLICIES, policy_params
 
 WORKLOAD_KINDS = ("poisson", "gamma", "closed", "trace")
 LENGTH_DISTS = ("fixed", "uniform", "exponential", "lognormal", "trace")
@@ -210,63 +211,6 @@ class DrafterConfig:
         if self.layers is not None:
             return self.layers
         return 5 if self.effective_kind == "parallel" else 1
-
-
-@dataclass(frozen=True)
-class PolicyConfig:
-    """The `specsched` policy called every step, and its parameters.
-
-    name: one of `specsched.POLICIES`. k (fixed), threshold (threshold), delay (dspark_global, goodput;
-    any with draft = "adaptive"): None = the policy's default; a parameter it does not take is an error.
-    draft: "full" (γ drafted for every request: the paper) or "adaptive" (depths planned too from lagged
-    confidences, `specsched.depth`; `ar` ignores it, `lookahead` refuses it). slack (adaptive only): the
-    depth plan's hedge in [0, 1), the deepest plan within that fraction of the best Θ; None = 0.1.
-    """
-
-    _section: ClassVar[str] = "policy"
-    name: str = "dspark"
-    k: int | None = None
-    threshold: float | None = None
-    delay: int | None = None
-    draft: str = "full"
-    slack: float | None = None
-
-    def __post_init__(self) -> None:
-        s = self._section
-        check_bounds(s, self)
-        _check_choice(s, "name", self.name, POLICIES)
-        _check_choice(s, "draft", self.draft, DRAFT_MODES)
-        if self.draft == "adaptive" and self.name == "lookahead":
-            raise _fail(s, "draft", "policy 'lookahead' is a negative control; it takes draft = 'full'")
-        if self.k is not None:
-            _check_range(s, "k", self.k, 0)
-        if self.threshold is not None:
-            _check_range(s, "threshold", self.threshold, 0, 1)
-        if self.delay is not None:
-            _check_range(s, "delay", self.delay, 0)
-        if self.slack is not None:
-            _check_range(s, "slack", self.slack, 0, 1, hi_open=True)
-            if self.draft != "adaptive":
-                raise _fail(s, "slack", "applies only with policy.draft = 'adaptive'")
-        accepted = policy_params(self.name)
-        if self.draft == "adaptive":
-            accepted = (*accepted, "delay") if "delay" not in accepted else accepted
-        for key in ("k", "threshold", "delay"):
-            if getattr(self, key) is not None and key not in accepted:
-                raise _fail(
-                    s,
-                    key,
-                    f"policy '{self.name}' takes no parameter {key!r} "
-                    f"(it takes: {', '.join(accepted) or 'none'})",
-                )
-
-    def params(self) -> dict:
-        """The parameters to pass to `specsched.make_policy` (those set)."""
-        params = {k: getattr(self, k) for k in ("k", "threshold", "delay") if getattr(self, k) is not None}
-        if self.draft == "full":
-            return params
-        extra = {} if self.slack is None else {"slack": self.slack}
-        return {"draft": self.draft, **params, **extra}
 
 
 @dataclass(frozen=True)

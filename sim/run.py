@@ -42,6 +42,7 @@ from sim.wiring import Prepared, run_pool
 from sim.workload import build_workload
 from specsched import inputs
 from specsched.errors import InputError
+from specsched.planner import idle_drafting
 
 
 @dataclass(frozen=True)
@@ -235,6 +236,11 @@ def results(prep: Prepared, rec: Recorder, t_start: float, t_loop: float) -> Sim
         }
     )
     summary.update(accuracy(cfg))  # the validated error bands (sim.deploy.draft.accuracy)
+    verified = summary.get("mean_verify_tokens_per_request_step", float("nan")) - 1.0  # drafts per step
+    idle = idle_drafting(cfg.policy.name, gamma, verified, summary.get("draft_time_frac", 0.0))  # issue 32
+    summary["drafts_unverified"] = idle is not None
+    if idle is not None:
+        inputs.warn(idle, field="policy.name")
     stats = getattr(rec, "prefix_cache_stats", None)
     if stats is not None:
         summary["prefix_cache_hit_rate"] = stats["hit_rate"]

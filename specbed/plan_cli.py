@@ -4,6 +4,10 @@ Each scenario is a batch of requests with confidence curves (float64[R, γ]) and
 shows, per policy, the mean verify length ℓ, the batch's verify tokens B = Σ(1 + ℓ), the expected tokens
 τ = Σ(1 + Σ_{j≤ℓ} a_j), and Θ = τ · sps(B) in tokens per second. Seeded: the same every run.
 
+`--draft-schedule` prints the batch-size -> draft depth schedule of adaptive DSpark, on a cost table
+(`--cost`) or on a whole deployment named as `specbed run` names it (a config and `--set` keys, e.g.
+server.model + server.gpu), with the vLLM speculative config it implies.
+
 May import: numpy, the standard library, specsched, analysis.draft_schedule (for --draft-schedule).
 """
 
@@ -17,6 +21,7 @@ import numpy as np
 
 import specsched as S
 from specsched.errors import InputError
+from specsched.registry import specs
 
 
 @dataclass(frozen=True)
@@ -65,30 +70,34 @@ def decisions(sc: Scenario, policies: list[S.Policy]) -> list[tuple[str, float, 
     return rows
 
 
+#: extra configurations shown beside every registered policy at its defaults
+EXTRA = {"fixed": ({"k": 7},), "threshold": ({"threshold": 0.7},)}
+
+
+def policies() -> list:
+    """Every registered policy (`specsched.registry`) at its defaults, and the EXTRA configurations."""
+    out = []
+    for name in S.POLICIES:
+        out += [S.make_policy(name)] + [S.make_policy(name, **kw) for kw in EXTRA.get(name, ())]
+    return out
+
+
 def render(seed: int = 0) -> str:
-    policies = [
-        S.make_policy("ar"),
-        S.make_policy("fixed", k=1),
-        S.make_policy("fixed", k=7),
-        S.make_policy("threshold", threshold=0.7),
-        S.make_policy("goodput"),
-        S.make_policy("dspark"),
-        S.make_policy("dspark_global"),
-        S.make_policy("lookahead"),
-    ]
+    policies_ = policies()
     out = []
     for sc in scenarios(seed):
         R, g = sc.conf.shape
         out.append(f"\n{sc.name}: {sc.about}  (R={R}, γ={g}, cost={sc.cost.name})")
-        out.append(f"  {'policy':<22} {'mean ℓ':>7} {'B':>6} {'τ':>8} {'Θ tok/s':>10}")
-        rows = decisions(sc, policies)
+        out.append(f"  {'policy':<34} {'mean ℓ':>7} {'B':>6} {'τ':>8} {'Θ tok/s':>10}")
+        rows = decisions(sc, policies_)
         best = max(r[4] for r in rows)
         for name, mean_l, B, tau, theta in rows:
             mark = "  <- best" if theta == best else ""
-            out.append(f"  {name:<22} {mean_l:7.2f} {B:6d} {tau:8.2f} {theta:10.1f}{mark}")
+            out.append(f"  {name:<34} {mean_l:7.2f} {B:6d} {tau:8.2f} {theta:10.1f}{mark}")
     out.append(
-        "\nstale-sized policies (dspark_global, goodput) are shown with stale = current confidences; "
-        "lookahead is lossy and shown only as a contrast."
+        "\nstale-sized policies (" + ", ".join(n for n in S.POLICIES if S.make_policy(n).uses_stale)
+        + ") are shown with stale = current confidences; negative controls ("
+        + ", ".join(n for n, sp in specs().items() if sp.control) + ") are lossy, shown as a contrast."
     )
     return "\n".join(out)
 
@@ -132,6 +141,13 @@ def main(argv: list[str]) -> int:
         action="store_true",
         help="print the batch-size -> draft depth schedule adaptive DSpark settles on (needs --cost)",
     )
+    parser.add_argument(
+        "config", nargs="?", help="with --draft-schedule: a `specbed run` TOML naming the deployment"
+    )
+    parser.add_argument(
+        "--set", dest="sets", action="append", default=[], metavar="SECTION.KEY=VALUE",
+        help="with --draft-schedule: override one config key, as in `specbed run` (server.model=llama3.1-8b)",
+    )  # fmt: skip
     parser.add_argument("--cost", metavar="NAME|FILE", help="cost table: a built-in name or a CSV")
     parser.add_argument("--cost-mode", choices=("step", "linear"), default="step", help="how a CSV is read")
     parser.add_argument("--layers", type=_positive, help="target layers (required with a CSV table)")
@@ -150,7 +166,14 @@ def main(argv: list[str]) -> int:
 
         if args.batch_sizes is None:
             args.batch_sizes = draft_schedule.BATCH_SIZES
+        if args.config is not None or args.sets:  # a deployment, named as `specbed run` names it
+            for flag in ("cost", "curves", "layers"):
+                if getattr(args, flag) is not None:
+                    raise InputError("name the deployment by config or --set, not both", field=f"--{flag}")
+            return draft_schedule.run_deployment(args)
         return draft_schedule.run(args)
+    if args.config is not None or args.sets:
+        parser.error("a config or --set needs --draft-schedule")
     for flag in ("cost", "curves", "json", "layers", "batch_sizes"):
         if getattr(args, flag) is not None:
             parser.error(f"--{flag.replace('_', '-')} needs --draft-schedule")

@@ -26,6 +26,7 @@ from specsched.policies import (
     policy_params,
 )
 from specsched.price import GPU, GPUS, MODELS, ModelShape
+from specsched.registry import Param, PolicySpec
 from specsched.stale import StaleBuffer
 from specsched.stepcost import StepBill, StepCost, StepShape
 
@@ -34,7 +35,9 @@ __all__ = [
     "DRAFT_MODES",
     "AdaptivePolicy",
     "DraftCost",
+    "Param",
     "Planner",
+    "PolicySpec",
     "StaleBuffer",
     "StepDecision",
     "StepBill",

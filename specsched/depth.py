@@ -45,7 +45,8 @@ specsched.stale), the cost table and the drafter's cost — all fixed before thi
 restricting drafting and verification to them cannot change the target's output distribution. Planning
 depths from the current step's confidences (delay = 0) is the negative control and is marked lossy.
 
-May import: numpy, the standard library, specsched.cost, specsched.draft_cost, specsched.policies.
+May import: numpy, the standard library, specsched.cost, specsched.draft_cost, specsched.policies,
+specsched.registry.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ import numpy as np
 from specsched.cost import CostTable
 from specsched.draft_cost import LEVELS, DraftCost, plan_prices
 from specsched.policies import Policy, _check_budget, _int_param, check_call, check_conf, make_base_policy
+from specsched.registry import get
 
 DRAFT_MODES = ("full", "adaptive")
 #: default hedge of adaptive policies (see the module doc, "Slack")
@@ -266,27 +268,26 @@ def make_policy(name: str, draft: str = "full", **params):
 def adaptive(name: str, draft: str, params: dict):
     """`make_policy(name, draft=..., **params)` for draft ≠ "full" (see the module doc).
 
-    "ar" ignores the draft mode; "lookahead" (the negative control of verify sizing) refuses it. Policies
-    without a `delay` parameter take one here (default 1: the previous step's confidences); every adaptive
-    policy takes `slack` (default SLACK).
+    A policy that plans no depths ("ar", `PolicySpec.plans_depths`) ignores the draft mode; a negative
+    control ("lookahead", `PolicySpec.control`) refuses it. Policies without a `delay` parameter take one
+    here (default 1: the previous step's confidences); every adaptive policy takes `slack` (default SLACK).
     """
     if draft not in DRAFT_MODES:
         raise ValueError(f"policy '{name}': draft must be one of {', '.join(DRAFT_MODES)}; got {draft!r}")
     if draft == "full":
         return make_base_policy(name, **params)
-    if name == "lookahead":
-        raise ValueError("policy 'lookahead' is a negative control of verify sizing; it takes draft='full'")
-    ours = {"slack"} | (set() if name in _OWN_DELAY else {"delay"})
+    spec = get(name)
+    if spec.control:
+        raise ValueError(f"policy '{name}' is a negative control of verify sizing; it takes draft='full'")
+    own_delay = spec.param("delay") is not None  # its own delay gives the staleness of its rows
+    ours = {"slack"} | (set() if own_delay else {"delay"})
     base = make_base_policy(name, **{k: v for k, v in params.items() if k not in ours})
-    if name == "ar":
+    if not spec.plans_depths:  # e.g. "ar": nothing to draft, the mode changes nothing
         return base
-    delay = base.delay if name in _OWN_DELAY else _int_param(name, "delay", params.get("delay", 1), 0)
+    delay = base.delay if own_delay else _int_param(name, "delay", params.get("delay", 1), 0)
     try:
         slack = _check_slack(params.get("slack", SLACK))
     except ValueError as err:
         raise ValueError(f"policy '{name}': parameter {err}") from None
     return AdaptivePolicy(base, delay, slack)
 
-
-#: policies whose own `delay` parameter gives the staleness of their rows
-_OWN_DELAY = ("dspark_global", "goodput")

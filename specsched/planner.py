@@ -25,6 +25,7 @@ May import: numpy, the standard library, `specsched` (cost, draft_cost, stale, p
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -129,3 +130,25 @@ class Planner:
         """Slots 0..n−1 where `keep` move down (requests left the batch): their rows move with them."""
         if self.rows is not None:
             self.rows.compact(keep, n)
+
+
+#: a run that pays for drafting yet verifies fewer drafts than this per request-step, on average, is flagged
+#: (issue 32: the paper's greedy stop on a padded table drafted γ a step and verified 0.03)
+IDLE_VERIFIED = 0.05
+
+
+def idle_drafting(policy: str, gamma: int, verified_per_step: float, draft_share: float) -> str | None:
+    """The one-line warning for a run that drafts but verifies (almost) nothing, or None.
+
+    gamma: drafts a request drafts per step at most (0 = no drafter); verified_per_step: drafts verified
+    per request-step, on average (NaN: no decode step); draft_share: the draft pass's share of step time
+    (0 when nothing was drafted, e.g. adaptive depths of 0)."""
+    if gamma <= 0 or not (draft_share > 0.0) or math.isnan(verified_per_step):
+        return None
+    if verified_per_step >= IDLE_VERIFIED:
+        return None
+    return (
+        f"policy {policy!r} drafted up to {gamma} tokens a step ({draft_share:.0%} of step time) but "
+        f"verified {verified_per_step:.3f} per request-step: drafting bought nothing (try a policy that "
+        "sizes the batch, policy.draft = 'adaptive', or no drafter)"
+    )

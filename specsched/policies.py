@@ -32,7 +32,6 @@ May import: numpy, the standard library, specsched.cost, specsched.dspark, specs
 from __future__ import annotations
 
 import functools
-import math
 import warnings
 import weakref
 from collections.abc import Callable, Mapping
@@ -43,6 +42,7 @@ import numpy as np
 
 from specsched.cost import CostTable
 from specsched.dspark import _SMALL, _room, dspark, dspark_many, inv_step
+from specsched.registry import Param, PolicySpec, get, load_contrib, names, register
 
 
 class LosslessnessWarning(UserWarning):
@@ -213,47 +213,43 @@ def _goodput(conf, cost, stale, budget, *, delay):
 
 
 # -- registry ----------------------------------------------------------------------------------------------
+# Each built-in declared once (specsched.registry); contrib files add theirs when this module is imported.
 
+_DELAY = Param("delay", 2, 0, doc="steps of staleness of the sizing confidences")
+_K = Param("k", 1, 0, doc="drafts verified per request")
+_THRESHOLD = Param("threshold", 0.5, 0, 1, integer=False, doc="confidence a draft must reach")
+register(PolicySpec("ar", _ar, (), plans_depths=False, doc="no speculation: verify nothing"))
+register(PolicySpec("fixed", _fixed, (_K,), doc="verify the first k drafts of every request"))
+register(PolicySpec("threshold", _threshold, (_THRESHOLD,), doc="verify up to the first draft below a level"))
+register(
+    PolicySpec("dspark", dspark, (), adaptive_verification=True,
+               doc="DSpark's Algorithm 1: admit by survival while Θ can still rise (specsched.dspark)")
+)  # fmt: skip
+register(
+    PolicySpec("dspark_global", _dspark_global, (_DELAY,), uses_stale=True, adaptive_verification=True,
+               doc="full search for the batch size on stale confidences, then the top current candidates")
+)  # fmt: skip
+register(
+    PolicySpec("goodput", _goodput, (_DELAY,), uses_stale=True, adaptive_verification=True,
+               doc="one draft length for the batch, maximizing expected goodput on stale means")
+)  # fmt: skip
+register(
+    PolicySpec("lookahead", _lookahead, (), control=True, plans_depths=False,
+               doc="NEGATIVE CONTROL: dspark_global sized from the current confidences (biased)")
+)  # fmt: skip
+load_contrib()
 
-def _int_param(policy: str, key: str, value, lo: int) -> int:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, np.integer, float))
-        or not float(value).is_integer()
-    ):
-        raise ValueError(f"policy '{policy}': parameter {key} must be an integer, got {value!r}")
-    if value < lo:
-        raise ValueError(f"policy '{policy}': parameter {key} must be ≥ {lo}, got {value!r}")
-    return int(value)
-
-
-def _prob_param(policy: str, key: str, value, lo: int = 0) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise ValueError(f"policy '{policy}': parameter {key} must be a number, got {value!r}")
-    if not (math.isfinite(value) and 0.0 <= value <= 1.0):
-        raise ValueError(f"policy '{policy}': parameter {key} must be in [0, 1], got {value!r}")
-    return float(value)
-
-
-# name -> (function, {param: (default, validator)}, uses_stale)
-_REGISTRY: dict[str, tuple[Callable, dict[str, tuple[object, Callable]], bool]] = {
-    "ar": (_ar, {}, False),
-    "fixed": (_fixed, {"k": (1, lambda p, k, v: _int_param(p, k, v, 0))}, False),
-    "threshold": (_threshold, {"threshold": (0.5, _prob_param)}, False),
-    "dspark": (dspark, {}, False),
-    "dspark_global": (_dspark_global, {"delay": (2, lambda p, k, v: _int_param(p, k, v, 0))}, True),
-    "goodput": (_goodput, {"delay": (2, lambda p, k, v: _int_param(p, k, v, 0))}, True),
-    "lookahead": (_lookahead, {}, False),
-}
-
-POLICIES: tuple[str, ...] = tuple(_REGISTRY)
+POLICIES: tuple[str, ...] = names()
 
 
 def policy_params(name: str) -> tuple[str, ...]:
     """The parameter names policy `name` accepts (so callers can pass only those)."""
-    if name not in _REGISTRY:
-        raise ValueError(f"unknown policy {name!r} (choose from {', '.join(POLICIES)})")
-    return tuple(_REGISTRY[name][1])
+    return tuple(p.name for p in get(name).params)
+
+
+def _int_param(policy: str, key: str, value, lo: int) -> int:
+    """`value` as an integer ≥ lo, or ValueError naming the policy and parameter (one line)."""
+    return int(Param(key, lo, lo).check(policy, value))
 
 
 @dataclass(frozen=True, eq=False)
@@ -333,14 +329,7 @@ class Policy:
 def make_base_policy(name: str, **params) -> Policy:
     """A configured verify-length policy by name (see POLICIES), with full drafting. Unknown names or
     parameters raise ValueError. `specsched.make_policy` (in `specsched.depth`) adds the draft mode."""
-    if name not in _REGISTRY:
-        raise ValueError(f"unknown policy {name!r} (choose from {', '.join(POLICIES)})")
-    fn, spec, uses_stale = _REGISTRY[name]
-    unknown = sorted(set(params) - set(spec))
-    if unknown:
-        accepted = ", ".join(spec) or "none"
-        raise ValueError(f"policy '{name}': unknown parameter {unknown[0]!r} (accepted: {accepted})")
-    resolved = {key: check(name, key, params.get(key, default)) for key, (default, check) in spec.items()}
+    spec = get(name)
+    resolved = spec.resolve(params)
     delay = int(resolved.get("delay", 0))
-    lossless = name != "lookahead" and (not uses_stale or delay >= 1)
-    return Policy(name, MappingProxyType(resolved), uses_stale, delay, lossless, fn)
+    return Policy(name, MappingProxyType(resolved), spec.uses_stale, delay, spec.lossless(resolved), spec.fn)

@@ -22,6 +22,7 @@ NOT_RESULTS = {
     "sim/config_io.py": (1, "a TOML basic string is a JSON string: quoting a config value"),
     "analysis/sweepfile.py": (1, "the canonical text a sweep cell's key is hashed from"),
     "analysis/search/launch.py": (2, "vllm serve's --compilation-config / --speculative-config arguments"),
+    "analysis/draft_schedule.py": (1, "vllm serve's --speculative-config argument"),
     "analysis/search/pools.py": (2, "deep copies of plain config dicts; a TOML value's text"),
     "analysis/search/halving.py": (1, "a deep copy of a plain config dict"),
     "paper_figs/vllm_adaptive.py": (3, "Python literals in a generated script"),

@@ -5,11 +5,12 @@ data parallelism (replicas), vLLM's own knobs when the config names them (`cost.
 `gpu_memory_utilization`, `max_model_len`, `cpu_offload_gb`, prefix caching),
 `--max-num-seqs`, `--max-num-batched-tokens`, CUDA-graph capture sizes
 (`--compilation-config`), and `--speculative-config` JSON with vLLM's keys: `method`, `model` (the draft
-model, where the method needs one) and `num_speculative_tokens`. Confidence-scheduled policies (dspark,
-dspark_global, goodput) set `enable_adaptive_verification` (vLLM's DSpark scheduling, PR #47808); a
-fixed-k policy verifies k; `policy.draft = "adaptive"` adds the per-batch-size draft schedule of
-`specbed plan --draft-schedule` (`analysis.draft_schedule.schedule`) beside it, with the deepest K as
-num_speculative_tokens. Names the space does not give (`[search] model`, `draft_models`) are left as
+model, where the method needs one) and `num_speculative_tokens`. Confidence-scheduled policies (marked
+`adaptive_verification` in `specsched.registry`: dspark, dspark_global, goodput, …) set
+`enable_adaptive_verification` (vLLM's DSpark scheduling, PR #47808); a fixed-k policy verifies k;
+`policy.draft = "adaptive"` adds the per-batch-size draft schedule of `specbed plan --draft-schedule`
+(`analysis.draft_schedule.schedule`) beside it, with the deepest K as num_speculative_tokens. Names the
+space does not give (`[search] model`, `draft_models`) are left as
 <PLACEHOLDERS> to fill in.
 
 May import: the standard library, numpy, `analysis.model`, `analysis.search.prices`, `sim`, `specbed`,
@@ -27,7 +28,13 @@ from analysis.search.prices import gpus_per_replica
 #: simulator drafter -> vLLM speculative method; the methods that need a draft model
 METHODS = {"mtp": "mtp", "eagle3": "eagle3", "dflash": "dflash", "dspark": "dspark", "ngram": "ngram"}
 NEEDS_MODEL = ("eagle3", "dflash", "dspark")
-ADAPTIVE = ("dspark", "dspark_global", "goodput")
+
+
+def _adaptive(name: str) -> bool:
+    """Whether vLLM runs policy `name` as confidence-scheduled verification (`specsched.registry`)."""
+    from specsched.registry import get
+
+    return get(name).adaptive_verification
 
 
 def _sim_config(config: dict):
@@ -61,7 +68,7 @@ def speculative_config(
     if schedule:
         k = max(int(row["k"]) for row in schedule)
     spec["num_speculative_tokens"] = k
-    if policy["name"] in ADAPTIVE:
+    if _adaptive(policy["name"]):
         spec["draft_sample_method"] = "probabilistic"
         spec["enable_adaptive_verification"] = True
     return spec
@@ -71,18 +78,12 @@ def draft_schedule(config: dict) -> list[dict] | None:
     """The per-batch-size depth schedule of an adaptive-drafting config (else None)."""
     if config["policy"].get("draft") != "adaptive" or config["drafter"]["name"] == "none":
         return None
-    from analysis.draft_schedule import BATCH_SIZES, schedule
-    from sim.drafter import draft_cost
-    from sim.run import prepare
+    from analysis.draft_schedule import BATCH_SIZES, deployment_schedule
 
-    prep = prepare(_sim_config({**config, "workload": {**config["workload"], "num_requests": 200}}))
-    curves = getattr(prep.model, "curves", None)
-    if curves is None:
-        return None
+    cfg = _sim_config({**config, "workload": {**config["workload"], "num_requests": 200}})
     seqs = int(config["server"]["max_num_seqs"])
     sizes = [b for b in BATCH_SIZES if b <= seqs] or [seqs]
-    draft = draft_cost(prep.config.drafter, tp=prep.config.server.tp or 1)
-    return schedule(prep.cost, curves, draft, sizes)
+    return deployment_schedule(cfg, sizes)[2]  # the same schedule `plan --draft-schedule` prints
 
 
 def _vllm_knobs(server: dict) -> list[str]:

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 import specsched
+from engine.proof.batch import control_verdicts, policy_verdicts
 from engine.proof.controls import EXACT_CONTROLS, SHARED_DRAFT_NOISE
 from engine.proof.exact import (
     DRAFT_KINDS,
@@ -34,6 +35,7 @@ from engine.proof.exact import (
 from engine.proof.stats import chi2_positions, chi2_threshold, joint_step_chi2
 from engine.proof.table import Row, format_table
 from engine.sampling import SamplingParams
+from specsched.registry import specs
 
 CONF_VALUES = (0.0, 0.2, 0.5, 0.8, 0.95, 1.0)
 
@@ -114,13 +116,13 @@ def _exact_rows(rng: np.random.Generator, n: int) -> Iterator[Row]:
     gaps = [case_gap(c, plans[i % len(plans)]) for i, c in enumerate(trans)]
     yield Row("exact law after temperature/top-k/top-p", n, max(gaps) == 0, f"max TV {max(gaps):.3g}")
     worst, tried = 0.0, 0
+    claimed = [n for n, spec in specs().items() if not spec.control]  # every registered lossless claim
     for i, case in enumerate(plain + trans):
         cost = random_cost(rng, case.gamma)
-        name, kw = [("dspark", {}), ("dspark_global", {"delay": 1}), ("dspark_global", {"delay": 2})][i % 3]
-        policy = specsched.make_policy(name, **kw)
+        policy = specsched.make_policy(claimed[i % len(claimed)])
         worst = max(worst, case_gap(case, policy_plan(policy, cost), delay=policy.delay))
         tried += 1
-    yield Row("firewall: dspark, dspark_global (d=1,2 stale) exact", tried, worst == 0, f"max TV {worst:.3g}")
+    yield Row("firewall: every registered policy, 1 request, exact", tried, worst == 0, f"max TV {worst:.3g}")
     p_look, p_peek, p_ds = appendix_a("lookahead"), appendix_a(peeking_plan), appendix_a("dspark")
     ok = p_look == Fraction(17, 20) and p_peek != Fraction(7, 10) and p_ds == Fraction(7, 10)
     detail = f"P(A): lookahead {float(p_look):.2f}, peeking {float(p_peek):.2f}, dspark {float(p_ds):.2f}"
@@ -130,6 +132,15 @@ def _exact_rows(rng: np.random.Generator, n: int) -> Iterator[Row]:
     for name, step in EXACT_CONTROLS.items():
         caught = sum(case_gap(c, plans[0], step=step) > 0 for c in control_cases)
         yield Row(f"control caught: {name}", len(control_cases), caught > 0, f"biased in {caught} cases")
+
+
+def _batch_rows(quick: bool) -> Iterator[Row]:
+    """Losslessness across the batch (engine.proof.batch): which registered policies passed, and the
+    negative controls caught by random batch cases alone."""
+    for name, (ok, cases, detail) in policy_verdicts(quick).items():
+        yield Row(f"lossless at batch 2: {name}", cases, ok, detail)
+    for name, (caught, seeds) in control_verdicts(quick).items():
+        yield Row(f"control caught (batch): {name}", seeds, caught == seeds, f"in {caught} of {seeds} seeds")
 
 
 def _chi2_rows(backend: str, trials: int, seeds: tuple[int, ...]) -> Iterator[Row]:
@@ -178,7 +189,10 @@ def run_suite(
 
     rng = np.random.default_rng(np.random.SeedSequence(seed))
     device, chi_backend = _device_backend(backend)
-    sections = [("exact enumeration", lambda: _exact_rows(rng, 8 if quick else 40))]
+    sections = [
+        ("exact enumeration", lambda: _exact_rows(rng, 8 if quick else 40)),
+        ("batch losslessness", lambda: _batch_rows(quick)),
+    ]
     if backend == "triton":
         sections.append(("triton parity", lambda: parity_rows(rng, device, 4 if quick else 24)))
     trials, seeds = (20_000, (0,)) if quick else (200_000, (0, 1, 2))

@@ -3,7 +3,7 @@
 Role: the second half of `specbed verify` (engine.proof.suite holds the exact and χ² halves) and shared input
 generators for tests/engine (`random_verify_inputs`, `tiny_models`, `mixed_requests`).
 
-May import: torch, numpy, stdlib, engine.*.
+May import: torch, numpy, stdlib, specsched (the registry), engine.*.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 
+import specsched
 from engine.drafter import ModelDrafter
 from engine.loop import Engine, EngineConfig, Request
 from engine.model import ModelConfig, TinyLM
@@ -120,13 +121,10 @@ def engine_rows(backend: str, *, quick: bool = False) -> Iterator[tuple]:
     target, trunc, other = tiny_models()
     reqs = mixed_requests(4 if quick else 6)
     plain = make_engine(target, None).generate(reqs, speculative=False)
-    policies = [
-        ("dspark", {}),
-        ("dspark_global", {"delay": 2}),
-        ("fixed", {"k": 3}),
-        ("threshold", {}),
-        ("lookahead", {}),
-    ]
+    # every registered policy at its defaults (dspark, dspark_global first: --quick runs those two)
+    first = ["dspark", "dspark_global"]
+    policies = [(name, {}) for name in first + [n for n in specsched.POLICIES if n not in first]]
+    policies.append(("fixed", {"k": 3}))
     n = same = 0
     for draft in (trunc, other):
         for name, pp in policies[: 2 if quick else None]:

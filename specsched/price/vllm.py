@@ -27,7 +27,7 @@ The step price, one term each (seconds; B = tokens in the step, C = KV tokens th
     then padded to the next CUDA-graph capture size (vLLM's sizes up to min(2 · max_num_seqs, 512)).
 
 and per request `frontend_s` (the API server: HTTP, tokenizing, detokenizing, streaming) is added to its
-TTFT and end-to-end latency by the callers that report them (`specbed.validate`).
+TTFT and end-to-end latency by the callers that report them (`validate.predict`).
 
 May import: numpy, the standard library, `specsched.cost`, `specsched.graphs`, `specsched.errors`,
 `specsched.price`.

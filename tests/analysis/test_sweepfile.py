@@ -34,6 +34,7 @@ def test_expansion_order_roles_and_stable_keys(sweep_file):
         "k": 1,
         "threshold": None,
         "delay": None,
+        "budget": None,  # declared by specsched/contrib/topk_budget.py (the policy registry)
         "draft": "full",
         "slack": None,
     }

@@ -283,6 +283,38 @@ FLAGS += [
         False,
     ),
     ("run timeline without out", ("run", "--timeline", "--quiet"), ("--timeline",), False),
+    ("plan set without schedule", ("plan", "--set", "server.gpu=h100"), ("--draft-schedule",), False),
+    (
+        "plan schedule bad set key",
+        ("plan", "--draft-schedule", "--set", "server.gpux=h100"),
+        ("server.gpux",),
+        False,
+    ),
+    ("plan schedule missing config", ("plan", "--draft-schedule", "{W}/none.toml"), ("none.toml",), False),
+    (
+        "plan schedule config and cost",
+        ("plan", "--draft-schedule", "--set", "server.gpu=h100", "--cost", "h200-v4flash"),
+        ("--cost",),
+        False,
+    ),
+    (
+        "plan schedule no drafter",
+        ("plan", "--draft-schedule", "--set", "drafter.name=none", "--batch-sizes", "1"),
+        ("drafter.name",),
+        False,
+    ),
+    (
+        "run policy param out of bounds",
+        ("run", "--quiet", "--set", "policy.name=topk_budget", "--set", "policy.budget=-1"),
+        ("policy.budget",),
+        False,
+    ),
+    (
+        "run policy param of another policy",
+        ("run", "--quiet", "--set", "policy.name=dspark", "--set", "policy.budget=8"),
+        ("policy.budget",),
+        False,
+    ),
 ]
 FILES = {
     "s.toml": SWEEP,

@@ -60,3 +60,49 @@ def test_bad_flags_give_one_line_and_exit_2(tmp_path, capsys, argv, needle):
     err = capsys.readouterr().err
     assert needle in err
     assert "Traceback" not in err
+
+
+DEPLOY = ["server.model=llama3.1-8b", "server.gpu=h100", "workload.kind=closed", "workload.input_tokens=64",
+          "workload.output_tokens=256"]  # fmt: skip
+
+
+def test_a_deployment_schedule_agrees_with_run_on_the_same_deployment():
+    """`plan --draft-schedule` on a vLLM-priced deployment (server.model + server.gpu) predicts the speedup of
+    adaptive DSpark over no speculation that `specbed run` measures there, at batch 1, 8, 64 and 256 (issue
+    32: it said 2.3× where run gave ≈ 1.0× at 64)."""
+    import warnings
+
+    from analysis.draft_schedule import deployment_schedule
+    from sim.config_io import load_config
+    from sim.run import simulate
+
+    _, _, rows = deployment_schedule(load_config(None, [*DEPLOY, "policy.draft=adaptive"]), (1, 8, 64, 256))
+    for row in rows:
+        R = row["batch_size"]
+        sets = [*DEPLOY, f"workload.concurrency={R}", f"workload.num_requests={max(64, 4 * R)}"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            none = simulate(load_config(None, [*sets, "drafter.name=none", "policy.name=ar"])).summary
+            spark = simulate(load_config(None, [*sets, "policy.draft=adaptive"])).summary
+        measured = spark["throughput_tok_s"] / none["throughput_tok_s"]
+        planned = row["theta_adaptive"] / row["theta_none"]
+        assert planned == pytest.approx(measured, rel=0.15), (R, planned, measured)
+
+
+def test_deployment_schedule_writes_the_vllm_speculative_config(tmp_path, capsys):
+    out = tmp_path / "s.json"
+    sets = [a for item in DEPLOY[:2] for a in ("--set", item)]
+    assert main(["plan", "--draft-schedule", *sets, "--batch-sizes", "1,64", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "vLLM: --speculative-config" in text and "batch size -> K" in text
+    doc = json.loads(out.read_text())
+    spec = doc["speculative_config"]
+    assert spec["method"] == "dspark" and spec["enable_adaptive_verification"] is True
+    assert spec["num_speculative_tokens"] == max(doc["k_by_batch_size"].values())
+    assert set(doc["k_by_batch_size"]) == {"1", "64"} and doc["cost"].startswith("vllm:llama3.1-8b")
+
+
+def test_deployment_and_cost_flags_do_not_mix(capsys):
+    assert main(["plan", "--draft-schedule", "--set", "server.gpu=h100", "--cost", "h200-v4flash"]) == 2
+    assert "--cost" in capsys.readouterr().err
+    assert main(["plan", "--set", "server.gpu=h100"]) == 2

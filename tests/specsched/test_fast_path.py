@@ -1,6 +1,9 @@
 """The fast `dspark` (float sort, tie-break at the cut, pure-Python small path, cached 1/step time) and the
-trusted entry point take exactly the decisions of the frozen pre-fast-path implementation
-(bench/reference_policies.py) on thousands of random instances: ties, zeros, ones, budgets, jagged tables."""
+trusted entry point take exactly the decisions of the plain-loop reference of its stop
+(bench/reference_lookpast.py, issue 32) on thousands of random instances: ties, zeros, ones, budgets, jagged
+tables; the other policies those of the frozen pre-fast-path implementation (bench/reference_policies.py).
+On convex tables, where the look-past stop is the paper's greedy stop, tests/specsched/test_dspark_stop.py
+checks `dspark` against the frozen greedy reference itself."""
 
 import warnings
 
@@ -9,6 +12,7 @@ import pytest
 
 import specsched as S
 from bench import reference_policies as ref
+from bench.reference_lookpast import dspark_lookpast
 
 VALUES = np.array([0.0, 1.0, 0.5, 0.25, 0.75, 0.9, 0.125])
 
@@ -46,6 +50,12 @@ def _conf(rng: np.random.Generator, R: int, gamma: int) -> np.ndarray:
     return np.full((R, gamma), float(rng.choice(VALUES)))
 
 
+def lookpast(conf: np.ndarray, cost: S.CostTable, budget: int | None) -> list[int]:
+    """The independent plain loop of `dspark`'s stop on one step."""
+    R = conf.shape[0]
+    return dspark_lookpast(conf.tolist(), lambda b: cost.sps(b, R), budget)
+
+
 def _instances(n: int, seed: int, max_r: int):
     rng = np.random.default_rng(seed)
     for _ in range(n):
@@ -56,16 +66,16 @@ def _instances(n: int, seed: int, max_r: int):
 
 @pytest.mark.parametrize("max_r, seed", [(12, 1), (80, 2), (400, 3)], ids=["small", "mixed", "numpy"])
 def test_dspark_matches_reference(max_r, seed):
-    fast, slow = S.make_policy("dspark"), ref.make_policy("dspark")
+    fast = S.make_policy("dspark")
     for conf, cost, budget in _instances(1500 if max_r < 100 else 300, seed, max_r):
-        want = slow(conf, cost, max_batch_tokens=budget)
+        want = lookpast(conf, cost, budget)
         got = fast(conf, cost, max_batch_tokens=budget)
-        assert got.dtype == np.int64 and got.tolist() == want.tolist(), (conf, budget)
+        assert got.dtype == np.int64 and got.tolist() == want, (conf, budget)
         again = fast.trusted(np.ascontiguousarray(conf), cost, None, budget)  # cached 1/step time
-        assert again.tolist() == want.tolist()
+        assert again.tolist() == want
 
 
-@pytest.mark.parametrize("name", [p for p in S.POLICIES if p != "dspark"])
+@pytest.mark.parametrize("name", [p for p in S.POLICIES if p != "dspark" and p in ref.POLICIES])
 def test_other_policies_trusted_match_reference(name):
     fast, slow = S.make_policy(name), ref.make_policy(name)
     rng = np.random.default_rng(7)
@@ -82,8 +92,9 @@ def test_tie_straddling_the_cut_breaks_by_position_then_request():
     conf = np.full((40, 3), 0.5)
     conf[:, 1:] = 1.0  # survival 0.5 everywhere: one 120-way tie
     cost = S.CostTable([1, 60, 200], [0.01, 0.0101, 0.05], mode="linear")
-    want = ref.make_policy("dspark")(conf, cost).tolist()
-    assert S.make_policy("dspark")(conf, cost).tolist() == want
+    want = lookpast(conf, cost, None)
+    greedy = ref.make_policy("dspark")(conf, cost).tolist()
+    assert S.make_policy("dspark")(conf, cost).tolist() == want == greedy
     assert 0 < sum(want) < 120  # the cut really falls inside the tie
 
 
@@ -99,7 +110,7 @@ def test_public_call_keeps_its_checks():
 @pytest.mark.parametrize("seed", [11, 12])
 def test_trusted_many_matches_reference_step_by_step(seed):
     """K steps' confidences decided in one pass (`trusted_many`) = the reference on each step."""
-    fast, slow = S.make_policy("dspark"), ref.make_policy("dspark")
+    fast = S.make_policy("dspark")
     rng = np.random.default_rng(seed)
     for _ in range(150):
         K, R, gamma = int(rng.integers(1, 9)), int(rng.integers(1, 60)), int(rng.integers(1, 9))
@@ -107,7 +118,7 @@ def test_trusted_many_matches_reference_step_by_step(seed):
         cost = _table(rng)
         budget = None if rng.random() < 0.5 else int(rng.integers(1, R * (gamma + 1) + 3))
         got = fast.trusted_many(conf, cost, budget)
-        want = [slow(conf[k], cost, max_batch_tokens=budget).tolist() for k in range(K)]
+        want = [lookpast(conf[k], cost, budget) for k in range(K)]
         assert got.dtype == np.int64 and got.tolist() == want
     for name in ("fixed", "threshold"):  # other policies: one trusted call per step
         conf = rng.beta(8, 2, size=(3, 5, 4))

@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import specsched as S
+from bench import reference_policies as ref
+from bench.reference_lookpast import dspark_lookpast
 from specsched.policies import LosslessnessWarning
 
 FLAT = S.CostTable.from_points([1], [0.01])
@@ -110,10 +112,13 @@ def test_threshold_truncates_at_first_low_position():
 
 
 def test_appendix_a():
-    """R=1, γ=2, c1=0.8, sps {1: 1, 2: 0.5, 3: 0.45}: early stop refuses; lookahead peeks at c2."""
+    """R=1, γ=2, c1=0.8, sps {1: 1, 2: 0.5, 3: 0.45}: early stop refuses; lookahead peeks at c2. The table
+    has no plateau, so `dspark`'s bucket rule (issue 32) never departs from the paper's greedy stop."""
     cost = S.CostTable.from_points([1, 2, 3], [1.0, 2.0, 1 / 0.45])
     for c2 in (0.0, 0.5, 0.9, 1.0):
         assert S.make_policy("dspark")(np.array([[0.8, c2]]), cost).tolist() == [0]
+        assert ref.make_policy("dspark")(np.array([[0.8, c2]]), cost).tolist() == [0]
+        assert dspark_lookpast([[0.8, c2]], lambda b: cost.sps(b, 1)) == [0]
     assert S.make_policy("lookahead")(np.array([[0.8, 0.9]]), cost).tolist() == [2]
     assert S.make_policy("lookahead")(np.array([[0.8, 0.0]]), cost).tolist() == [0]
     assert not S.make_policy("lookahead").lossless and S.make_policy("dspark").lossless
@@ -175,9 +180,32 @@ def _greedy_reference(conf, cost):
     return lengths
 
 
-@given(conf=conf_arrays(max_r=10), cost=cost_tables(max_tokens=80))
-def test_dspark_follows_greedy_trajectory(conf, cost):
+@st.composite
+def rising_tables(draw, max_points=8, max_tokens=120):
+    """Linear tables whose latency rises strictly past 1 token (no plateau: every token costs something),
+    convex or concave (jagged slopes allowed, all positive)."""
+    n = draw(st.integers(1, max_points))
+    tokens = sorted(draw(st.sets(st.integers(1, max_tokens), min_size=n, max_size=n)))
+    slopes = draw(st.lists(st.floats(1e-4, 0.05), min_size=n + 1, max_size=n + 1))
+    secs = [draw(st.floats(1e-3, 0.5))]
+    for i in range(1, n):
+        secs.append(secs[-1] + slopes[i] * (tokens[i] - tokens[i - 1]))
+    if n == 1:  # one point is flat everywhere: give it a second, rising one
+        tokens, secs = [tokens[0], tokens[0] + 1], [secs[0], secs[0] + slopes[0]]
+    draft = draw(st.sampled_from([0.0, 0.005]))
+    return S.CostTable.from_points(tokens, secs, mode="linear", draft_seconds=draft)
+
+
+@given(conf=conf_arrays(max_r=10), cost=rising_tables(max_tokens=80))
+def test_dspark_follows_greedy_trajectory_without_plateaus(conf, cost):
     assert S.make_policy("dspark")(conf, cost).tolist() == _greedy_reference(conf, cost)
+
+
+@given(conf=conf_arrays(max_r=10), cost=cost_tables(max_tokens=80))
+def test_dspark_follows_the_look_past_reference_on_any_table(conf, cost):
+    R = conf.shape[0]
+    want = dspark_lookpast(conf.tolist(), lambda b: cost.sps(b, R))
+    assert S.make_policy("dspark")(conf, cost).tolist() == want
 
 
 def test_global_uses_stale_for_capacity_only():
@@ -238,7 +266,8 @@ def test_policy_metadata():
     assert not S.make_policy("dspark_global", delay=0).lossless
     assert S.make_policy("dspark_global", delay=1).lossless
     assert S.policy_params("fixed") == ("k",)
-    assert set(S.POLICIES) == {"ar", "fixed", "threshold", "dspark", "dspark_global", "goodput", "lookahead"}
+    builtin = {"ar", "fixed", "threshold", "dspark", "dspark_global", "goodput", "lookahead"}
+    assert builtin <= set(S.POLICIES) and "topk_budget" in S.POLICIES  # + specsched/contrib
 
 
 @pytest.mark.parametrize("name", S.POLICIES)
