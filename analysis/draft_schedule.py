@@ -94,7 +94,7 @@ def schedule(
 def deployment_schedule(cfg, sizes) -> tuple[S.CostTable, DraftCost, list[dict]]:
     """(the table, the drafter's pricing, the schedule) of a simulator config's deployment — built exactly
     as `specbed run` builds it (`sim.run.prepare`: the catalogue + calibrated roofline + CUDA graphs of
-    `server.model`/`server.gpu`, or `server.cost`; `sim.stepcost.step_cost`: the drafter's price and the
+    `cost.model`/`cost.gpu`, or `cost.table`; `sim.stepcost.step_cost`: the drafter's price and the
     KV reads), its acceptance model's population curves as the steady-state confidences, and the mean
     context a running request holds (input + half the output tokens)."""
     from sim.run import prepare

@@ -1,7 +1,7 @@
 """Does the default policy ever lose? `dspark` against the best of no speculation and fixed K = 1..γ.
 
 Closed-loop `specbed run`s (the simulator) at concurrency 1, 16, 64 and 256 on each deployment: vLLM-priced
-Llama-3.1-8B on one H100 and Llama-3.1-70B at TP 4 on H100 (`server.model` + `server.gpu`: the calibrated
+Llama-3.1-8B on one H100 and Llama-3.1-70B at TP 4 on H100 (`cost.model` + `cost.gpu`: the calibrated
 roofline with vLLM's CUDA-graph padding, a step-cost staircase), the built-in h200-v4flash table (smooth,
 concave), and the saturating table held back from the policies' tuning (flat 10 ms to 256 tokens, then
 linear: tests/sim/simutil.saturating_cost). Prints, per point, the best fixed choice and its throughput
@@ -34,10 +34,10 @@ def deployments(tmp: Path) -> dict[str, list[str]]:
     csv = tmp / "saturating.csv"
     csv.write_text(SATURATING)
     return {
-        "llama3.1-8b h100 (vLLM)": ["server.model=llama3.1-8b", "server.gpu=h100"],
-        "llama3.1-70b h100 tp4 (vLLM)": ["server.model=llama3.1-70b", "server.gpu=h100", "server.tp=4"],
-        "h200-v4flash (built-in)": ["server.cost=h200-v4flash"],
-        "saturating (held back)": [f"server.cost={csv}", "server.layers=40", "server.cost_mode=linear"],
+        "llama3.1-8b h100 (vLLM)": ["cost.model=llama3.1-8b", "cost.gpu=h100"],
+        "llama3.1-70b h100 tp4 (vLLM)": ["cost.model=llama3.1-70b", "cost.gpu=h100", "server.tp=4"],
+        "h200-v4flash (built-in)": ["cost.table=h200-v4flash"],
+        "saturating (held back)": [f"cost.table={csv}", "cost.layers=40", "cost.mode=linear"],
     }
 
 

@@ -6,7 +6,7 @@ shows, per policy, the mean verify length ℓ, the batch's verify tokens B = Σ(
 
 `--draft-schedule` prints the batch-size -> draft depth schedule of adaptive DSpark, on a cost table
 (`--cost`) or on a whole deployment named as `specbed run` names it (a config and `--set` keys, e.g.
-server.model + server.gpu), with the vLLM speculative config it implies.
+cost.model + cost.gpu), with the vLLM speculative config it implies.
 
 May import: numpy, the standard library, specsched, analysis.draft_schedule (for --draft-schedule).
 """
@@ -146,7 +146,7 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument(
         "--set", dest="sets", action="append", default=[], metavar="SECTION.KEY=VALUE",
-        help="with --draft-schedule: override one config key, as in `specbed run` (server.model=llama3.1-8b)",
+        help="with --draft-schedule: override one config key, as in `specbed run` (cost.model=llama3.1-8b)",
     )  # fmt: skip
     parser.add_argument("--cost", metavar="NAME|FILE", help="cost table: a built-in name or a CSV")
     parser.add_argument("--cost-mode", choices=("step", "linear"), default="step", help="how a CSV is read")

@@ -51,7 +51,7 @@ def own_drafter(cfg: SimConfig) -> tuple[DraftCost, float] | None:
 
 def accuracy(cfg: SimConfig) -> dict:
     """The validated error bands a run's prediction carries, as flat summary.json keys ({} without
-    `server.model`): `accuracy_baseline_*` (the GPU's knobs file: e2e mean median |error| % on measured vLLM
+    `cost.model`): `accuracy_baseline_*` (the GPU's knobs file: e2e mean median |error| % on measured vLLM
     runs, in sample and leave-one-model-out) and, with `drafter.model`, `accuracy_spec_*` (the speculative
     knobs file: the speedup's median / worst |error| % on the dataset's train cases, in sample and
     leave-one-source-out; the engine version priced and whether those cases ran it)."""

@@ -17,7 +17,7 @@ exactly as that config with the pool's keys in `[server]` (`specbed run` takes b
     [[pool]]
     role = "prefill"            # one "prefill" and one "decode" pool (or one "both" pool alone)
     replicas = 4
-    cost = "..."                # any server.cost; default [server]'s
+    cost = "..."                # any cost.table; default [server]'s
     prefix_hit = 0.563          # stated share of every prompt served from a prefix cache (0 = none)
 
     [[pool]]
@@ -108,7 +108,7 @@ class PoolConfig:
     role: "prefill" (prefills only; each request leaves after its first token), "decode" (receives the
         KV and decodes with speculation), or "both" (the one pool of a colocated fleet: runs as [server]).
     replicas: engines (or EP groups) in the pool.
-    cost: the pool's cost table, as server.cost. tp: GPUs per replica, as server.tp.
+    cost: the pool's cost table, as cost.table. tp: GPUs per replica, as server.tp.
     max_num_seqs: running requests per replica, as in `[server]`. max_num_batched_tokens: per-step token
         budget, as in `[server]`. kv_tokens: KV capacity per replica, as in `[server]` — a replica being
         the whole group for a decode EP group with budget "group", one attention rank for a prefill EP

@@ -62,12 +62,12 @@ def test_bad_flags_give_one_line_and_exit_2(tmp_path, capsys, argv, needle):
     assert "Traceback" not in err
 
 
-DEPLOY = ["server.model=llama3.1-8b", "server.gpu=h100", "workload.kind=closed", "workload.input_tokens=64",
+DEPLOY = ["cost.model=llama3.1-8b", "cost.gpu=h100", "workload.kind=closed", "workload.input_tokens=64",
           "workload.output_tokens=256"]  # fmt: skip
 
 
 def test_a_deployment_schedule_agrees_with_run_on_the_same_deployment():
-    """`plan --draft-schedule` on a vLLM-priced deployment (server.model + server.gpu) predicts the speedup of
+    """`plan --draft-schedule` on a vLLM-priced deployment (cost.model + cost.gpu) predicts the speedup of
     adaptive DSpark over no speculation that `specbed run` measures there, at batch 1, 8, 64 and 256 (issue
     32: it said 2.3× where run gave ≈ 1.0× at 64)."""
     import warnings
@@ -103,6 +103,6 @@ def test_deployment_schedule_writes_the_vllm_speculative_config(tmp_path, capsys
 
 
 def test_deployment_and_cost_flags_do_not_mix(capsys):
-    assert main(["plan", "--draft-schedule", "--set", "server.gpu=h100", "--cost", "h200-v4flash"]) == 2
+    assert main(["plan", "--draft-schedule", "--set", "cost.gpu=h100", "--cost", "h200-v4flash"]) == 2
     assert "--cost" in capsys.readouterr().err
-    assert main(["plan", "--set", "server.gpu=h100"]) == 2
+    assert main(["plan", "--set", "cost.gpu=h100"]) == 2
