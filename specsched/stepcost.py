@@ -19,6 +19,9 @@ the same in every path and every release):
     prefill      prefill_request_s · requests prefilling in the step
     pad          pad_s · (padded − verify) verify slots, when no prefill-request term was charged
     context_pad  context_pad_s · running requests · longest context (every row's KV padded to it)
+    tree         tree_kv_s · KV tokens of the requests verifying a draft tree (tree-masked attention runs
+                 in a slower kernel than the chain's: vLLM's tree backend, vllm-project/vllm#20401;
+                 `sim.tree_run` sets it, the server leaves it 0)
 
 To add a term (one room: this file, plus its config key; the rest follows from `PARTS` and `TERMS`):
 1. here: a `StepCost` field with default 0.0 (one name, seconds per unit); its part at the END of `PARTS`
@@ -48,7 +51,7 @@ from specsched.cost import CostTable
 from specsched.draft_cost import DraftCost
 
 #: the parts of a step's seconds, in the order they are added
-PARTS = ("draft", "fixed", "context", "forward", "prefill", "pad", "context_pad")
+PARTS = ("draft", "fixed", "context", "forward", "prefill", "pad", "context_pad", "tree")
 
 #: term -> (config key, Profile field or None): the one mapping between a measured profile, a config and
 #: the StepCost that prices a simulated step (profile fields are per-R dicts, `specsched.contracts`)
@@ -83,7 +86,8 @@ class StepShape(NamedTuple):
     the step; padded: R·(1 + max ℓ_r), the verify slots once rows are padded to the longest; kv: KV
     tokens the running requests hold; longest: the longest running context (prompt + generated);
     drafting: requests drafting; depths: int64[R] planned draft depths (adaptive), None = full drafting;
-    intake: Σ drafts the drafting requests verified since they last drafted (with intake_s).
+    intake: Σ drafts the drafting requests verified since they last drafted (with intake_s);
+    tree_kv: KV tokens held by the requests verifying a draft tree (with tree_kv_s).
     """
 
     requests: int
@@ -97,6 +101,7 @@ class StepShape(NamedTuple):
     drafting: int = 0
     depths: np.ndarray | None = None
     intake: int = 0
+    tree_kv: int = 0
 
 
 class StepBill(NamedTuple):
@@ -109,6 +114,7 @@ class StepBill(NamedTuple):
     prefill: float
     pad: float
     context_pad: float
+    tree: float
     seconds: float
 
     @property
@@ -129,7 +135,7 @@ class RunBills(NamedTuple):
 
     def columns(self) -> tuple[list[float] | float | None, ...]:
         """Each part of `PARTS` as a float (the same every step), a list of K floats or None (zero)."""
-        return (self.draft, self.fixed, None, self.forward, None, self.pad, None)
+        return (self.draft, self.fixed, None, self.forward, None, self.pad, None, None)
 
     def first(self, keep: int) -> RunBills:
         """The bills of the first `keep` steps."""
@@ -151,7 +157,8 @@ class StepCost:
     cost: the table that times steps (request_seconds, kv_token_seconds); draft_s: float64[max R + 1],
     the draft pass by drafting requests R (full drafting); latency: float64[budget + 1], the forward pass
     by batched tokens; drafter: prices a pass from planned depths (adaptive drafting; None = full only);
-    draft_kv_s: the draft cost's seconds per KV token held; the terms (module doc) are 0 when off.
+    draft_kv_s: the draft cost's seconds per KV token held; tree_kv_s: the tree kernel's extra seconds per
+    KV token of a tree-verifying request (`tree` part); the terms (module doc) are 0 when off.
     """
 
     cost: CostTable
@@ -165,11 +172,12 @@ class StepCost:
     draft_context_s: float = 0.0
     intake_s: float = 0.0
     intake_ref: float = 0.0
+    tree_kv_s: float = 0.0
     latency_list: list[float] = field(init=False, repr=False)
     kv_s: float = field(init=False)
 
     def __post_init__(self) -> None:
-        for name in ("draft_kv_s", *TERMS):
+        for name in ("draft_kv_s", "tree_kv_s", *TERMS):
             if not getattr(self, name) >= 0.0:
                 raise ValueError(f"StepCost: {name} must be ≥ 0 (got {getattr(self, name)!r})")
         object.__setattr__(self, "latency_list", self.latency.tolist())  # for per-step Python sums
@@ -180,7 +188,9 @@ class StepCost:
     def varies_within_run(self) -> bool:
         """Whether a step's seconds depend on more than R and the verify lengths (the KV held, the longest
         context, the previous step's acceptance): the multi-step decode path then stays off."""
-        return bool(self.kv_s or self.intake_s or self.context_pad_s or self.draft_context_s)
+        return bool(
+            self.kv_s or self.intake_s or self.context_pad_s or self.draft_context_s or self.tree_kv_s
+        )
 
     def draft(
         self,
@@ -228,8 +238,9 @@ class StepCost:
             pad = self.pad_s * (shape.padded - shape.verify)
         if self.context_pad_s:  # every row's KV padded to the longest context
             context_pad = self.context_pad_s * shape.requests * shape.longest
-        seconds = draft + fixed + context + forward + prefill + pad + context_pad
-        return StepBill(draft, fixed, context, forward, prefill, pad, context_pad, seconds)
+        tree = self.tree_kv_s * shape.tree_kv if self.tree_kv_s else 0.0
+        seconds = draft + fixed + context + forward + prefill + pad + context_pad + tree
+        return StepBill(draft, fixed, context, forward, prefill, pad, context_pad, tree, seconds)
 
     def bills(self, n: int, verify: list[int], padded: list[int] | None = None) -> RunBills:
         """K pure-decode steps of all n running requests decoding, with full drafting (`varies_within_run`
