@@ -38,7 +38,10 @@ class Arm:
     """One way to draft and verify: shape (topk, depth, node cap, rank_hit), policy (POLICIES), whether
     the target verifies with the tree-attention kernel (tree_backend: vLLM runs every request through it
     once a tree is configured), draft layers in target-layer units, the budget's stop (`plan_nodes`:
-    "first" is DSpark's Algorithm 1 as published, "best" the argmax of Θ)."""
+    "first" is DSpark's Algorithm 1 as published, "best" the argmax of Θ); menu: draft shapes to choose
+    from each step (`_choose`: the best Θ on the stale rows; `shape` is then only the first step's
+    fallback label); switch_kernel: with a menu, steps that draft a chain verify with the chain kernel
+    (an engine holding both kernels; vLLM picks one per deployment)."""
 
     name: str
     shape: TreeShape
@@ -46,6 +49,8 @@ class Arm:
     tree_backend: bool | None = None  # None: topk > 1
     layers: float = 1.0
     stop: str = "best"
+    menu: tuple[TreeShape, ...] = ()
+    switch_kernel: bool = True
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -101,13 +106,61 @@ def _chain(true: np.ndarray, est: np.ndarray) -> Tree:
     return Tree(par, dep, est, true, np.zeros_like(true))
 
 
-def _candidates(arm: Arm, true: np.ndarray, est: np.ndarray) -> Tree:
-    g = arm.shape.gamma
-    if arm.shape.widths:
-        return static_tree(true, est, arm.shape.widths, arm.shape.rank_hit)
-    if arm.shape.topk == 1:
+def _candidates(shape: TreeShape, true: np.ndarray, est: np.ndarray) -> Tree:
+    g = shape.gamma
+    if shape.widths:
+        return static_tree(true, est, shape.widths, shape.rank_hit)
+    if shape.topk == 1:
         return _chain(true[:, :g], est[:, :g])
-    return build_tree(true, est, arm.shape)
+    return build_tree(true, est, shape)
+
+
+@dataclass
+class _Ctx:
+    """What one step's planning needs: the arm, the step cost, R, the token budget, host seconds, kv."""
+
+    arm: Arm
+    step: StepCost
+    R: int
+    budget: int
+    host_s: float
+    kv: int = 0
+
+    def tree_kernel(self, shape: TreeShape) -> bool:
+        if self.arm.menu and self.arm.switch_kernel:
+            return shape.topk > 1
+        return self.arm.uses_tree_kernel
+
+    def fixed(self, shape: TreeShape) -> tuple[float, float]:
+        """(draft seconds, the rest of the step independent of the nodes) for drafting `shape`."""
+        cost = self.step.cost
+        draft = tree_draft_seconds(cost, self.arm.layers, self.R, shape)
+        extra = cost.kv_token_seconds * self.kv + self.host_s
+        if self.tree_kernel(shape):
+            extra += self.step.tree_kv_s * self.kv
+        return draft, extra
+
+    def plan(self, shape: TreeShape, tree: Tree) -> tuple[np.ndarray, float]:
+        """(node counts int64[R], Θ of the plan) for `shape`'s candidates `tree`."""
+        draft, extra = self.fixed(shape)
+        if self.arm.policy == "full":
+            m = tree.parents.shape[1]
+            m = min(shape.tree_nodes, m) if shape.tree_nodes else m
+            return np.full(self.R, min(m, (self.budget - self.R) // self.R), dtype=np.int64), 0.0
+        counts, theta = plan_nodes(
+            tree.est, tree.parents, self.step.cost, budget=self.budget, draft_s=draft, extra_s=extra,
+            stop=self.arm.stop, depth=tree.depth, with_theta=True,
+        )  # fmt: skip
+        return (np.minimum(counts, shape.tree_nodes) if shape.tree_nodes else counts), theta
+
+
+def _choose(ctx: _Ctx, true: np.ndarray, stale: np.ndarray) -> TreeShape:
+    """The draft shape of this step: the arm's, or (a menu) the one whose plan on the STALE rows has the
+    highest Θ — decided before drafting, from what the previous step left (lawful, like DSpark's depths)."""
+    if not ctx.arm.menu:
+        return ctx.arm.shape
+    thetas = [ctx.plan(s, _candidates(s, true, stale))[1] for s in ctx.arm.menu]
+    return ctx.arm.menu[int(np.argmax(thetas))]
 
 
 def run_arm(
@@ -121,7 +174,7 @@ def run_arm(
 ) -> RunResult:
     """Simulate `load.steps` steps of `arm` at `load.concurrency`; see the module doc. host_s: seconds of
     host work every step adds (an engine without overlap scheduling), in the `fixed` part."""
-    R, cost = load.concurrency, step.cost
+    R = load.concurrency
     rng_truth, rng_conf, rng_acc, rng_lat = (np.random.Generator(np.random.PCG64(s)) for s in
                                              np.random.SeedSequence(seed).spawn(4))  # fmt: skip
     dom = np.zeros(R, dtype=np.int64)
@@ -129,31 +182,21 @@ def run_arm(
     gen = np.zeros(R, dtype=np.int64)
     prior = np.broadcast_to(model.curves[0], (R, model.gamma))
     stale = prior.copy()
-    draft_s = tree_draft_seconds(cost, arm.layers, R, arm.shape)
+    ctx = _Ctx(arm, step, R, len(step.latency) - 1, host_s)
     tokens = nodes = 0
     seconds = 0.0
     parts = np.zeros(8)
-    cap = arm.shape.tree_nodes
     for _ in range(load.steps):
         true, est = model.step(dom, latent, rng_truth, rng_conf)
-        kv = int(R * load.prompt + gen.sum())
-        extra = cost.kv_token_seconds * kv + (step.tree_kv_s * kv if arm.uses_tree_kernel else 0.0) + host_s
-        planned = stale if arm.policy == "dspark_stale" else est
-        tree = _candidates(arm, true, planned)
-        if arm.policy == "full":
-            m = tree.parents.shape[1]
-            counts = np.full(R, min(cap, m) if cap else m, dtype=np.int64)
-        else:
-            counts = plan_nodes(
-                tree.est, tree.parents, cost, draft_s=draft_s, extra_s=extra, stop=arm.stop, depth=tree.depth
-            )
-            if cap:
-                counts = np.minimum(counts, cap)
+        ctx.kv = int(R * load.prompt + gen.sum())
+        shape = _choose(ctx, true, stale)
+        tree = _candidates(shape, true, stale if arm.policy == "dspark_stale" else est)
+        counts, _ = ctx.plan(shape, tree)
         verified = admitted_mask(counts, tree.est, tree.parents, tree.depth)
-        accepted = sample_tree(tree, verified, true[:, : arm.shape.gamma], rng_acc, arm.shape.topk)
+        accepted = sample_tree(tree, verified, true[:, : shape.gamma], rng_acc, shape.topk)
         b = int(R + counts.sum())
-        shape = StepShape(R, R, b, b, kv=kv, tree_kv=kv if arm.uses_tree_kernel else 0)
-        bill = step.bill(shape, draft=draft_s)
+        tree_kv = ctx.kv if ctx.tree_kernel(shape) else 0
+        bill = step.bill(StepShape(R, R, b, b, kv=ctx.kv, tree_kv=tree_kv), draft=ctx.fixed(shape)[0])
         seconds += bill.seconds + host_s
         parts += bill.parts
         parts[1] += host_s

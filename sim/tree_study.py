@@ -137,6 +137,8 @@ def default_arms(rank_hit: float) -> list[Arm]:
     for k, g, cap in ((2, 3, 0), (2, 4, 8), (4, 5, 16), (4, 5, 32), (8, 6, 64), (3, 4, 12)):
         arms.append(Arm(f"tree_k{k}_d{g}_n{cap or 'all'}", TreeShape(k, g, cap, **s)))
     arms += [Arm("dspark_tree", TreeShape(4, 5, **s), "dspark")]
+    menu = (TreeShape(1, 7, **s), TreeShape(2, 4, **s), TreeShape(4, 5, **s), TreeShape(8, 6, **s))
+    arms += [Arm("dspark_tree_adaptive", menu[2], "dspark", menu=menu)]
     arms += [Arm("dspark_tree_stale", TreeShape(4, 5, **s), "dspark_stale")]
     return arms
 
@@ -176,7 +178,7 @@ def verdict(table: dict[str, list[float]], loads: list[int]) -> list[dict]:
         ds = max(table["dspark_chain"][i], table["dspark_chain_best"][i])
         best_fixed = max(table[k][i] for k in fixed)
         best_name = max(fixed, key=lambda k: table[k][i])
-        sched = table["dspark_tree"][i]
+        sched = table["dspark_tree_adaptive"][i]
         rows.append({
             "load": load, "scheduled": sched, "dspark_chain": ds, "best_fixed_tree": best_fixed,
             "best_fixed_name": best_name, "ratio": sched / max(ds, best_fixed),

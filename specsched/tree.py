@@ -89,7 +89,8 @@ def plan_nodes(
     extra_s: float = 0.0,
     stop: str = "first",
     depth: np.ndarray | None = None,
-) -> np.ndarray:
+    with_theta: bool = False,
+):
     """Algorithm 1 over nodes (module doc): node counts int64[R].
 
     conf float64[R, M] conditional acceptance estimates; parents int64[R, M]; stale: float64[R, M] read
@@ -97,11 +98,14 @@ def plan_nodes(
     draft_s: the draft pass (None: cost.draft_seconds); extra_s: step seconds independent of n;
     stop: "first" (Algorithm 1: the first admission that does not raise Θ ends it) or "best" (the n
     maximizing Θ over the whole sorted prefix: the same for a convex verify cost, where Θ is unimodal, and
-    not fooled by a step table padded to CUDA-graph sizes, whose flat stretches start with a jump)."""
+    not fooled by a step table padded to CUDA-graph sizes, whose flat stretches start with a jump);
+    with_theta: return (counts, Θ of the plan in tokens per second) instead."""
     rows = conf if stale is None else stale
     R, M = rows.shape
+    fixed = (cost.draft_seconds if draft_s is None else draft_s) + cost.request_seconds * R + extra_s
     if R == 0 or M == 0:
-        return np.zeros(R, dtype=np.int64)
+        none = np.zeros(R, dtype=np.int64)
+        return (none, R * float(_inv(cost, R, 0, fixed)[0]) if R else 0.0) if with_theta else none
     depth = node_depths(parents) if depth is None else depth
     surv = node_survival(rows, parents, depth)
     rr = np.broadcast_to(np.arange(R)[:, None], (R, M))
@@ -112,8 +116,8 @@ def plan_nodes(
     if budget is not None:
         n = max(0, min(n, budget - R))
     if n == 0:
-        return np.zeros(R, dtype=np.int64)
-    fixed = (cost.draft_seconds if draft_s is None else draft_s) + cost.request_seconds * R + extra_s
+        none = np.zeros(R, dtype=np.int64)
+        return (none, R * float(_inv(cost, R, 0, fixed)[0])) if with_theta else none
     tau = np.empty(n + 1)
     tau[0] = R
     tau[1:] = a[:n]
@@ -127,7 +131,8 @@ def plan_nodes(
         admitted = first if not rises[first] else n
     else:
         raise ValueError(f"stop: 'first' or 'best', got {stop!r}")
-    return np.bincount(rr.ravel()[order[:admitted]], minlength=R).astype(np.int64)
+    counts = np.bincount(rr.ravel()[order[:admitted]], minlength=R).astype(np.int64)
+    return (counts, float(theta[admitted])) if with_theta else counts
 
 
 def fixed_nodes(conf: np.ndarray, parents: np.ndarray, cap: int) -> np.ndarray:

@@ -103,3 +103,18 @@ def test_published_lengths_fit_and_shape():
     assert abs(rows[0]["gain"] - (128.63 / 114.27 - 1)) < 0.05
     assert rows[2]["gain"] < rows[0]["gain"]
     assert [r["batch"] for r in rows] == list(PUBLISHED_22752["batch"])
+
+
+def test_adaptive_menu_drafts_trees_at_low_load_and_chains_at_high_load():
+    from sim.tree_run import _choose, _Ctx
+
+    cost = builtin_cost("h200-dense8b")
+    step = make_step_cost(cost, 8192, 0.12)
+    menu = (TreeShape(1, 5), TreeShape(4, 5))
+    arm = Arm("adaptive", menu[1], "dspark", menu=menu)
+    picks = {}
+    for R in (1, 256):
+        true, est = _rows(3, R=R, g=5)
+        ctx = _Ctx(arm, step, R, 8192, 0.0, kv=R * 1024)
+        picks[R] = _choose(ctx, true, est).topk
+    assert picks == {1: 4, 256: 1}
