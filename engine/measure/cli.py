@@ -71,6 +71,7 @@ def _eval_config(args):
         temperature=args.temperature,
         seed=args.seed,
         device=args.device,
+        trees=getattr(args, "trees", 0),
     )
 
 
@@ -84,11 +85,22 @@ def _eval_args(parser: argparse.ArgumentParser, prompts: int) -> None:
     parser.add_argument("--drafters", default=None, help="comma-separated drafter names (default: all)")
 
 
+def _at_least_zero(text: str) -> int:
+    """An integer flag value ≥ 0 (rejected by argparse, before any folder is made)."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
 def _eval(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="specbed engine eval", description="tau, acceptance, calibration")
     _common(parser)
     _eval_args(parser, 48)
     parser.add_argument("--out-dir", default="results/engine_eval")
+    parser.add_argument(
+        "--trees", type=_at_least_zero, default=0, help="prompts per domain for trees-vs-chains tau (0: off)"
+    )
     args = parser.parse_args(argv)
     from pathlib import Path
 
