@@ -70,6 +70,11 @@ class TreeShape:
             return int(np.prod(self.widths[: d - 1])) if d > 1 else 1
         return 1 if d == 1 else self.topk
 
+    @classmethod
+    def from_drafter(cls, cfg, rank_hit: float = 0.3) -> TreeShape:
+        """The shape a `sim.config.DrafterConfig` names: topk, gamma (depth), tree_nodes."""
+        return cls(cfg.topk, cfg.gamma, cfg.tree_nodes, rank_hit)
+
     @property
     def candidates(self) -> int:
         """Nodes generated per request: topk + (γ − 1)·topk² (a static tree: Σ_d Π widths[:d+1])."""

@@ -118,3 +118,16 @@ def test_adaptive_menu_drafts_trees_at_low_load_and_chains_at_high_load():
         ctx = _Ctx(arm, step, R, 8192, 0.0, kv=R * 1024)
         picks[R] = _choose(ctx, true, est).topk
     assert picks == {1: 4, 256: 1}
+
+
+def test_drafter_tree_keys():
+    from sim.config import DrafterConfig, SimConfig
+    from specsched.errors import InputError
+
+    cfg = DrafterConfig(name="eagle3", gamma=4, topk=3, tree_nodes=9)
+    assert TreeShape.from_drafter(cfg) == TreeShape(3, 4, 9)
+    with pytest.raises((InputError, ValueError), match="topk"):
+        SimConfig(drafter=cfg)
+    with pytest.raises((InputError, ValueError), match="topk"):
+        DrafterConfig(name="eagle3", topk=0)
+    assert SimConfig(drafter=DrafterConfig(name="eagle3", topk=1)).drafter.tree_nodes == 0
