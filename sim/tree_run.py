@@ -12,8 +12,9 @@ DraftCost), so a chain arm and a topk = 1 tree arm are bit-identical.
 
 Policies (`Arm.policy`): "full" (verify every drafted node, up to the cap: vLLM's chain and SGLang's fixed
 tree), "dspark" (Algorithm 1 over the nodes; on a chain exactly DSpark's decisions), "dspark_stale"
-(planned from the estimate rows of the previous step, the production variant; a request's first step
-reads its domain's curve).
+(the production variant: the batch's node budget — how many nodes in all — is planned on the estimate
+rows of the previous step, before drafting; the drafter's own scores, known once it has drafted and
+lawful for top-k children, then pick which nodes; a request's first step reads its domain's curve).
 
 May import: numpy, the standard library, specsched, sim.model, sim.acceptance, sim.tree.
 """
@@ -140,8 +141,9 @@ class _Ctx:
             extra += self.step.tree_kv_s * self.kv
         return draft, extra
 
-    def plan(self, shape: TreeShape, tree: Tree) -> tuple[np.ndarray, float]:
-        """(node counts int64[R], Θ of the plan) for `shape`'s candidates `tree`."""
+    def plan(self, shape: TreeShape, tree: Tree, total: int | None = None) -> tuple[np.ndarray, float]:
+        """(node counts int64[R], Θ of the plan) for `shape`'s candidates `tree` (`total`: the batch's
+        node budget fixed beforehand, see `plan_nodes`)."""
         draft, extra = self.fixed(shape)
         if self.arm.policy == "full":
             m = tree.parents.shape[1]
@@ -149,7 +151,7 @@ class _Ctx:
             return np.full(self.R, min(m, (self.budget - self.R) // self.R), dtype=np.int64), 0.0
         counts, theta = plan_nodes(
             tree.est, tree.parents, self.step.cost, budget=self.budget, draft_s=draft, extra_s=extra,
-            stop=self.arm.stop, depth=tree.depth, with_theta=True,
+            stop=self.arm.stop, depth=tree.depth, with_theta=True, total=total,
         )  # fmt: skip
         return (np.minimum(counts, shape.tree_nodes) if shape.tree_nodes else counts), theta
 
@@ -190,8 +192,11 @@ def run_arm(
         true, est = model.step(dom, latent, rng_truth, rng_conf)
         ctx.kv = int(R * load.prompt + gen.sum())
         shape = _choose(ctx, true, stale)
-        tree = _candidates(shape, true, stale if arm.policy == "dspark_stale" else est)
-        counts, _ = ctx.plan(shape, tree)
+        total = None
+        if arm.policy == "dspark_stale":  # the batch's node budget from the stale rows, before drafting
+            total = int(ctx.plan(shape, _candidates(shape, true, stale))[0].sum())
+        tree = _candidates(shape, true, est)
+        counts, _ = ctx.plan(shape, tree, total)
         verified = admitted_mask(counts, tree.est, tree.parents, tree.depth)
         accepted = sample_tree(tree, verified, true[:, : shape.gamma], rng_acc, shape.topk)
         b = int(R + counts.sum())

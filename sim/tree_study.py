@@ -129,7 +129,8 @@ class Deployment:
 
 def default_arms(rank_hit: float) -> list[Arm]:
     """Chains (vLLM, γ 2–7), DSpark on a γ = 7 chain (as published, first stop; and the argmax stop), fixed
-    trees (SGLang's topk / steps / node cap), scheduled tree budgets (topk 4, depth 5), fresh and stale."""
+    trees (SGLang's topk / steps / node cap), tree budgets over topk 4 / depth 5, and over a per-step
+    draft-shape menu (chain 7, 2×4, 4×5, 8×6): fresh rows, and all-stale (the production variant)."""
     s = dict(rank_hit=rank_hit)
     arms = [Arm(f"chain{g}", TreeShape(1, g, **s)) for g in (2, 3, 5, 7)]
     arms += [Arm("dspark_chain", TreeShape(1, 7, **s), "dspark", stop="first")]
@@ -139,7 +140,7 @@ def default_arms(rank_hit: float) -> list[Arm]:
     arms += [Arm("dspark_tree", TreeShape(4, 5, **s), "dspark")]
     menu = (TreeShape(1, 7, **s), TreeShape(2, 4, **s), TreeShape(4, 5, **s), TreeShape(8, 6, **s))
     arms += [Arm("dspark_tree_adaptive", menu[2], "dspark", menu=menu)]
-    arms += [Arm("dspark_tree_stale", TreeShape(4, 5, **s), "dspark_stale")]
+    arms += [Arm("dspark_tree_stale", menu[2], "dspark_stale", menu=menu)]
     return arms
 
 
@@ -171,7 +172,8 @@ def sweep(
 
 
 def verdict(table: dict[str, list[float]], loads: list[int]) -> list[dict]:
-    """Per load: scheduled tree / best of {DSpark on chains (either stop), best fixed tree}."""
+    """Per load: scheduled tree budgets (the draft-shape menu) / best of {DSpark on chains (either stop),
+    best fixed tree}; the same for the stale production variant and for budgets over one fixed shape."""
     fixed = [k for k in table if k.startswith("tree_")]
     rows = []
     for i, load in enumerate(loads):
@@ -182,6 +184,8 @@ def verdict(table: dict[str, list[float]], loads: list[int]) -> list[dict]:
         rows.append({
             "load": load, "scheduled": sched, "dspark_chain": ds, "best_fixed_tree": best_fixed,
             "best_fixed_name": best_name, "ratio": sched / max(ds, best_fixed),
+            "stale_ratio": table["dspark_tree_stale"][i] / max(ds, best_fixed),
+            "fixed_shape_budget_ratio": table["dspark_tree"][i] / max(ds, best_fixed),
             "best_chain": max(table[k][i] for k in table if k.startswith("chain")),
         })  # fmt: skip
     return rows

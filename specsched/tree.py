@@ -90,6 +90,7 @@ def plan_nodes(
     stop: str = "first",
     depth: np.ndarray | None = None,
     with_theta: bool = False,
+    total: int | None = None,
 ):
     """Algorithm 1 over nodes (module doc): node counts int64[R].
 
@@ -99,7 +100,8 @@ def plan_nodes(
     stop: "first" (Algorithm 1: the first admission that does not raise Θ ends it) or "best" (the n
     maximizing Θ over the whole sorted prefix: the same for a convex verify cost, where Θ is unimodal, and
     not fooled by a step table padded to CUDA-graph sizes, whose flat stretches start with a jump);
-    with_theta: return (counts, Θ of the plan in tokens per second) instead."""
+    with_theta: return (counts, Θ of the plan in tokens per second) instead; total: admit this many nodes
+    (the batch's node budget, decided earlier, e.g. from stale rows) in this order, with no stop."""
     rows = conf if stale is None else stale
     R, M = rows.shape
     fixed = (cost.draft_seconds if draft_s is None else draft_s) + cost.request_seconds * R + extra_s
@@ -123,16 +125,20 @@ def plan_nodes(
     tau[1:] = a[:n]
     np.cumsum(tau, out=tau)
     theta = tau * _inv(cost, R, n, fixed)
-    if stop == "best":
-        admitted = int(theta.argmax())
-    elif stop == "first":
-        rises = theta[1:] > theta[:-1]
-        first = int(rises.argmin())
-        admitted = first if not rises[first] else n
-    else:
-        raise ValueError(f"stop: 'first' or 'best', got {stop!r}")
+    admitted = min(int(total), n) if total is not None else _stop(theta, n, stop)
     counts = np.bincount(rr.ravel()[order[:admitted]], minlength=R).astype(np.int64)
     return (counts, float(theta[admitted])) if with_theta else counts
+
+
+def _stop(theta: np.ndarray, n: int, stop: str) -> int:
+    """How many of n sorted candidates to admit given Θ after 0..n of them (float64[n + 1])."""
+    if stop == "best":
+        return int(theta.argmax())
+    if stop == "first":
+        rises = theta[1:] > theta[:-1]
+        first = int(rises.argmin())
+        return first if not rises[first] else n
+    raise ValueError(f"stop: 'first' or 'best', got {stop!r}")
 
 
 def fixed_nodes(conf: np.ndarray, parents: np.ndarray, cap: int) -> np.ndarray:
@@ -180,12 +186,23 @@ class TreePolicy:
 
     def plan(self, conf, parents, cost, *, stale=None, **kw) -> np.ndarray:
         if self.name == "fixed_tree":
-            return fixed_nodes(conf, parents, self.cap)
+            return fixed_nodes(conf, parents, self.cap)  # budget knobs (kw) do not apply
         if self.uses_stale:
             if stale is None:
                 raise ValueError("dspark_tree_global: needs the stale rows (stale=...)")
             return plan_nodes(conf, parents, cost, stale=stale, stop=self.stop, **kw)
         return plan_nodes(conf, parents, cost, stop=self.stop, **kw)
+
+    def bound(self, parents: np.ndarray, depth: np.ndarray | None = None, **kw):
+        """The house's policy signature for one tree shape: `plan(conf, cost, *, stale=None) -> counts`
+        (conf float64[R, M] over these `parents`), so a registry can hold a tree policy beside the chain
+        ones; `kw` (budget, draft_s, extra_s) is passed through."""
+        depth = node_depths(parents) if depth is None else depth
+
+        def plan(conf, cost, *, stale=None):
+            return self.plan(conf, parents, cost, stale=stale, depth=depth, **kw)
+
+        return plan
 
 
 def make_tree_policy(name: str, **kw) -> TreePolicy:

@@ -100,3 +100,15 @@ def test_survival_by_depth_equals_by_node():
     assert np.array_equal(node_survival(conf, parents, depth), node_survival(conf, parents))
     counts = plan_nodes(conf, parents, _cost(), stop="best")
     assert np.array_equal(counts, plan_nodes(conf, parents, _cost(), stop="best", depth=depth))
+
+
+def test_bound_policy_has_the_house_signature():
+    rng = np.random.default_rng(2)
+    conf, parents = _random_tree(rng, 5, 8)
+    pol = make_tree_policy("dspark_tree")
+    plan = pol.bound(parents)
+    assert np.array_equal(plan(conf, _cost()), pol.plan(conf, parents, _cost()))
+    stale_plan = make_tree_policy("dspark_tree_global", delay=1).bound(parents)
+    assert stale_plan(conf, _cost(), stale=conf).shape == (5,)
+    assert np.array_equal(make_tree_policy("fixed_tree", cap=3).bound(parents)(conf, _cost()),
+                          fixed_nodes(conf, parents, 3))  # fmt: skip
