@@ -18,6 +18,7 @@ May import: stdlib, engine.verify, engine.sampling, engine.proof.exact.
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from fractions import Fraction
@@ -151,5 +152,45 @@ def emitted_law(
                 memo[ctx] = step_law(target, draft, ctx, shape, mode, keep=keep, walk=walk)
             for emitted, pr in memo[ctx].items():
                 nxt[ctx + emitted[: length - done]] += weight * pr
+        states = nxt
+    return dict(final)
+
+
+def batch_emitted_law(
+    targets: Sequence[Callable],
+    drafts: Sequence[Callable],
+    shape: Shape,
+    mode: str,
+    *,
+    length: int,
+    keep: Callable | None = None,
+) -> Law:
+    """Exact joint law of several requests decoded in one batch (key: tuple of per-request tuples, as
+    engine.proof.exact.target_law), with a batch-level node budget: `keep(ctxs, r, ctx, i, drawn, x)`
+    sees every request's committed context (what a scheduler knows before the step's drafts) besides
+    request r's own arguments (tree_exact.step_law's hook)."""
+    n = len(targets)
+    states: dict[tuple, Fraction] = {((),) * n: Fraction(1)}
+    final: Law = defaultdict(Fraction)
+    while states:
+        nxt: dict[tuple, Fraction] = defaultdict(Fraction)
+        for ctxs, weight in states.items():
+            if all(len(c) >= length for c in ctxs):
+                final[ctxs] += weight
+                continue
+            laws = []
+            for r in range(n):
+                if len(ctxs[r]) >= length:
+                    laws.append({(): Fraction(1)})
+                    continue
+                hook = None if keep is None else (lambda c, i, d, x, r=r, cs=ctxs: keep(cs, r, c, i, d, x))
+                laws.append(step_law(targets[r], drafts[r], ctxs[r], shape, mode, keep=hook))
+            for combo in itertools.product(*(law.items() for law in laws)):
+                w = weight
+                new = []
+                for r, (emitted, pr) in enumerate(combo):
+                    w *= pr
+                    new.append(ctxs[r] + emitted[: max(length - len(ctxs[r]), 0)])
+                nxt[tuple(new)] += w
         states = nxt
     return dict(final)

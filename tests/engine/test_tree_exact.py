@@ -100,3 +100,26 @@ def test_tree_suite_rows_all_hold():
 
     rows = list(tree_rows(np.random.default_rng(3), quick=True))
     assert rows and all(r.ok for r in rows), [r for r in rows if not r.ok]
+
+
+def test_batch_level_node_budget_is_lossless_and_a_peeking_one_is_not():
+    """Two requests, one node budget across the batch from both contexts (lawful); the same budget
+    reading the node's own token (peeking) is biased."""
+    from engine.proof.tree_exact import batch_emitted_law
+
+    (t1, d1), (t2, d2) = _models(11, 3), _models(12, 3)
+    conf = ToyConf((0.1, 0.5, 0.9), salt=5)
+
+    def lawful(ctxs, r, ctx, i, drawn, x):
+        share = conf(ctxs[0]) + conf(ctxs[1])
+        return (i + 1) * 0.5 <= share * (1.0 if r == 0 else 0.7)
+
+    def peeking(ctxs, r, ctx, i, drawn, x):
+        return lawful(ctxs, r, ctx, i, drawn, x) and x != 0
+
+    want = target_law([t1, t2], length=2)
+    for mode in MODES:
+        law = batch_emitted_law([t1, t2], [d1, d2], full_shape([2, 2]), mode, length=2, keep=lawful)
+        assert law_gap(law, want) == 0.0
+    bad = batch_emitted_law([t1, t2], [d1, d2], full_shape([2, 2]), "sampled", length=2, keep=peeking)
+    assert law_gap(bad, want) > 0
