@@ -42,8 +42,6 @@ UPPER_BOUNDS: dict[str, float] = {
     "drafter.padded_context_seconds": 3600.0,
     "drafter.intake_seconds": 3600.0,
     "drafter.intake_tokens": 1e6,  # drafts verified per drafting request since it last drafted
-    "drafter.topk": 64,
-    "drafter.tree_nodes": 4096,
     "policy.k": 64,
     "policy.threshold": 1.0,
     "policy.delay": 64,  # steps of confidence history kept per running request

@@ -154,9 +154,6 @@ class DrafterConfig:
         context padded to the longest (`specbed engine profile --context 0` measures it, with draft
         seconds at no context); 0 (default) = the draft cost holds the context (or its kv column does).
     model: a `specsched.draft_shape` preset priced from its own shape (needs server.model, validation.md).
-    topk: draft-tree children per expanded node, as SGLang's speculative_eagle_topk (1 = a chain, the only
-        shape the serving simulator runs: trees run in `sim.tree_run`, docs/trees.md). tree_nodes: the
-        node cap per request of a tree, as SGLang's speculative_num_draft_tokens − 1 (0 = all drafted).
     """
 
     _section: ClassVar[str] = "drafter"
@@ -173,8 +170,6 @@ class DrafterConfig:
     padded_context_seconds: float = 0.0
     model: str | None = None
     engine: str = "vllm"
-    topk: int = 1
-    tree_nodes: int = 0
 
     def __post_init__(self) -> None:
         s = self._section
@@ -199,8 +194,6 @@ class DrafterConfig:
         for key in ("intake_seconds", "intake_tokens", "padded_context_seconds"):
             _check_range(s, key, getattr(self, key), 0.0)
         check_not_empty(s, "curves", self.curves)
-        _check_range(s, "topk", self.topk, 1)
-        _check_range(s, "tree_nodes", self.tree_nodes, 0)
 
     @property
     def effective_gamma(self) -> int:
@@ -421,8 +414,6 @@ class SimConfig:
     def __post_init__(self) -> None:
         _check_range("", "seed", self.seed, 0)
         check_bounds("", self), check_bounds("acceptance", self.acceptance)  # the others check their own
-        if self.drafter.topk > 1:  # a DrafterConfig with a tree is sim.tree's (TreeShape.from_drafter)
-            raise _fail("drafter", "topk", "must be 1 here (chains); trees run in sim.tree_run")
         if self.drafter.gamma > self.server.max_num_batched_tokens:
             raise _fail("drafter", "gamma", "must be ≤ server.max_num_batched_tokens")
         if self.policy.k is not None and 0 < self.drafter.effective_gamma < self.policy.k:  # never clamped

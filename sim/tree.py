@@ -72,8 +72,9 @@ class TreeShape:
 
     @classmethod
     def from_drafter(cls, cfg, rank_hit: float = 0.3) -> TreeShape:
-        """The shape a `sim.config.DrafterConfig` names: topk, gamma (depth), tree_nodes."""
-        return cls(cfg.topk, cfg.gamma, cfg.tree_nodes, rank_hit)
+        """The shape a `sim.config.DrafterConfig` names: topk, gamma (depth), tree_nodes (topk 1 and no cap
+        where the config has no such keys yet: sim/config.py is at its size limit, docs/trees.md)."""
+        return cls(getattr(cfg, "topk", 1), cfg.gamma, getattr(cfg, "tree_nodes", 0), rank_hit)
 
     @property
     def candidates(self) -> int:
