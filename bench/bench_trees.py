@@ -9,7 +9,7 @@ Figures only; read the ratios (the machine is shared).
 
     python -m bench.bench_trees
 
-May import: numpy, torch, the standard library, specsched, sim.tree, engine, bench.
+May import: numpy, torch, the standard library, specsched, engine, bench (not sim: only twin/ imports both).
 """
 
 from __future__ import annotations
@@ -23,11 +23,21 @@ from engine.proof.suite_engine import random_verify_inputs
 from engine.proof.tree_cases import random_tree_batch, shape_parents
 from engine.tree_verify import tree_verify
 from engine.verify import rejection_sample
-from sim.tree import TreeShape, build_tree
 from specsched.dspark import dspark
-from specsched.tree import plan_nodes
+from specsched.tree import node_depths, plan_nodes
 
 POOL = 16
+
+
+def eagle_parents(topk: int = 4, depth: int = 5) -> np.ndarray:
+    """int64[M] parents of an EAGLE-2 candidate tree (the first topk nodes of each depth expanded, as
+    sim.tree.build_tree orders them when scores fall with the index): M = topk + (depth − 1)·topk²."""
+    parents = [-1] * topk
+    start = 0
+    for _ in range(depth - 1):
+        parents += [start + j for j in range(topk) for _ in range(topk)]
+        start = len(parents) - topk * topk
+    return np.array(parents, dtype=np.int64)
 
 
 def bench_plan() -> None:
@@ -36,12 +46,13 @@ def bench_plan() -> None:
     print(f"{'R':>5} {'plan_nodes µs (68 nodes/req)':>30} {'dspark µs (γ=7)':>17} {'ratio':>7}")
     for R in (1, 16, 128):
         rows = [rng.random((R, 7)) ** 0.3 for _ in range(POOL)]
-        trees = [build_tree(r, r, TreeShape(4, 5)) for r in rows]
+        par = np.broadcast_to(eagle_parents(), (R, 68))
+        depth = node_depths(par)
+        confs = [rng.random((R, 68)) ** 0.5 for _ in range(POOL)]
         it = iter(range(10**9))
 
-        def tree_call(trees=trees, it=it):
-            t = trees[next(it) % POOL]
-            return plan_nodes(t.est, t.parents, cost, depth=t.depth, stop="best")
+        def tree_call(confs=confs, it=it, par=par, depth=depth):
+            return plan_nodes(confs[next(it) % POOL], par, cost, depth=depth, stop="best")
 
         def chain_call(rows=rows, it=it):
             return dspark(rows[next(it) % POOL], cost, None, None)
