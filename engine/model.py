@@ -148,10 +148,17 @@ class TinyLM:
         cache: KVCache,
         *,
         hidden=False,
+        parents: torch.Tensor | None = None,
     ) -> Forward:
         """`forward` with its packed bookkeeping and (hidden=True) every block's output. The projections and
         MLPs run on the packed [N_valid, d] rows, as varlen engines do, so a step costs what its Σ(1 + ℓ_r)
-        tokens cost, not R × the longest row; attention stays padded (cheap at these sizes)."""
+        tokens cost, not R × the longest row; attention stays padded (cheap at these sizes).
+
+        `parents` int64 [R, S] (a draft TREE, engine.tree_verify): token j > 0 of row r is a child of token
+        parents[r, j] < j of the same row (entry 0 ignored: token 0 continues the cached prefix). Token j is
+        then stored at cache position start + j but embedded at position start + depth(j), and attends to
+        the cached prefix and to its own ancestors among the new tokens only (the tree attention mask).
+        None: the chain (causal) path, unchanged."""
         c = self.config
         r, s = tokens.shape
         start = cache.lengths[slots]
@@ -165,6 +172,9 @@ class TinyLM:
         kv_len = int((start + n_valid).max()) if r else 0
         key_pos = torch.arange(kv_len, device=tokens.device)
         visible = key_pos[None, None, None, :] <= pos[:, None, :, None]  # [R, 1, S, T]: causal over positions
+        emb_pos = pos
+        if parents is not None:
+            emb_pos, visible = _tree_mask(parents, start, key_pos)
 
         def cached_attention(i: int):
             def attend(q, k, v):  # [N, H, Dh] each
@@ -179,7 +189,7 @@ class TinyLM:
 
             return attend
 
-        x = embed(tokens[rows, cols], pos_p, self.w, c)  # [N, d]
+        x = embed(tokens[rows, cols], emb_pos[rows, cols], self.w, c)  # [N, d]
         states = []
         for i in range(c.n_layers):
             x = block(x, self.w, i, c, cached_attention(i))
@@ -195,6 +205,23 @@ class TinyLM:
         cache = KVCache(self.config, r, max(s, 1), device=tokens.device)
         n = torch.full((r,), s, dtype=torch.int64, device=tokens.device)
         return self.forward(tokens, n, torch.arange(r, device=tokens.device), cache)
+
+
+def _tree_mask(parents: torch.Tensor, start: torch.Tensor, key_pos: torch.Tensor):
+    """(embedding positions int64 [R, S], visible bool [R, 1, S, T]) of a tree of new tokens (`run`)."""
+    r, s = parents.shape
+    anc = torch.eye(s, dtype=torch.bool, device=parents.device).expand(r, s, s).clone()
+    depth = torch.zeros((r, s), dtype=torch.int64, device=parents.device)
+    ar = torch.arange(r, device=parents.device)
+    for j in range(1, s):
+        par = parents[:, j].clamp(min=0, max=j - 1)
+        anc[:, j] |= anc[ar, par]
+        depth[:, j] = depth[ar, par] + 1
+    rel = key_pos[None, :] - start[:, None]  # [R, T]: key index among the new tokens (< 0: cached prefix)
+    inside = (rel >= 0) & (rel < s)
+    tree = anc.gather(2, rel.clamp(0, s - 1)[:, None, :].expand(r, s, rel.shape[1])) & inside[:, None, :]
+    visible = (rel < 0)[:, None, :] | tree
+    return start[:, None] + depth, visible[:, None]
 
 
 def _init_weights(c: ModelConfig) -> dict[str, torch.Tensor]:

@@ -26,6 +26,9 @@ the same in every path and every release):
     reject       the rejection sampler over the target's probabilities: position_s · drafted positions
     verify_kv    the verify pass's attention kernel beyond the decode path's KV read: verify_kv_s · KV
                  tokens held, on a step that verifies drafts
+    tree         tree_kv_s · KV tokens of the requests verifying a draft tree (tree-masked attention runs
+                 in a slower kernel than the chain's: vLLM's tree backend, vllm-project/vllm#20401;
+                 `sim.tree_run` sets it, the server leaves it 0)
 
 To add a term (one room: this file, plus its config key; the rest follows from `PARTS` and `TERMS`):
 1. here: a `StepCost` field with default 0.0 (one name, seconds per unit); its part at the END of `PARTS`
@@ -56,7 +59,7 @@ from specsched.draft_cost import DraftCost
 
 #: the parts of a step's seconds, in the order they are added
 PARTS = ("draft", "fixed", "context", "forward", "prefill", "pad", "context_pad",
-         "draft_host", "reject", "verify_kv")  # fmt: skip
+         "draft_host", "reject", "verify_kv", "tree")  # fmt: skip
 
 #: term -> (config key, Profile field or None): the one mapping between a measured profile, a config and
 #: the StepCost that prices a simulated step (profile fields are per-R dicts, `specsched.contracts`)
@@ -91,7 +94,8 @@ class StepShape(NamedTuple):
     the step; padded: R·(1 + max ℓ_r), the verify slots once rows are padded to the longest; kv: KV
     tokens the running requests hold; longest: the longest running context (prompt + generated);
     drafting: requests drafting; depths: int64[R] planned draft depths (adaptive), None = full drafting;
-    intake: Σ drafts the drafting requests verified since they last drafted (with intake_s).
+    intake: Σ drafts the drafting requests verified since they last drafted (with intake_s);
+    tree_kv: KV tokens held by the requests verifying a draft tree (with tree_kv_s).
     """
 
     requests: int
@@ -105,6 +109,7 @@ class StepShape(NamedTuple):
     drafting: int = 0
     depths: np.ndarray | None = None
     intake: int = 0
+    tree_kv: int = 0
 
 
 class StepBill(NamedTuple):
@@ -120,6 +125,7 @@ class StepBill(NamedTuple):
     draft_host: float
     reject: float
     verify_kv: float
+    tree: float
     seconds: float
 
     @property
@@ -140,7 +146,7 @@ class RunBills(NamedTuple):
 
     def columns(self) -> tuple[list[float] | float | None, ...]:
         """Each part of `PARTS` as a float (the same every step), a list of K floats or None (zero)."""
-        return (self.draft, self.fixed, None, self.forward, None, self.pad, None, None, None, None)
+        return (self.draft, self.fixed, None, self.forward, None, self.pad, None, None, None, None, None)
 
     def first(self, keep: int) -> RunBills:
         """The bills of the first `keep` steps."""
@@ -162,7 +168,8 @@ class StepCost:
     cost: the table that times steps (request_seconds, kv_token_seconds); draft_s: float64[max R + 1],
     the draft pass by drafting requests R (full drafting); latency: float64[budget + 1], the forward pass
     by batched tokens; drafter: prices a pass from planned depths (adaptive drafting; None = full only);
-    draft_kv_s: the draft cost's seconds per KV token held; the terms (module doc) are 0 when off.
+    draft_kv_s: the draft cost's seconds per KV token held; tree_kv_s: the tree kernel's extra seconds per
+    KV token of a tree-verifying request (`tree` part); the terms (module doc) are 0 when off.
     """
 
     cost: CostTable
@@ -176,11 +183,12 @@ class StepCost:
     draft_context_s: float = 0.0
     intake_s: float = 0.0
     intake_ref: float = 0.0
+    tree_kv_s: float = 0.0
     latency_list: list[float] = field(init=False, repr=False)
     kv_s: float = field(init=False)
 
     def __post_init__(self) -> None:
-        for name in ("draft_kv_s", *TERMS):
+        for name in ("draft_kv_s", "tree_kv_s", *TERMS):
             if not getattr(self, name) >= 0.0:
                 raise ValueError(f"StepCost: {name} must be ≥ 0 (got {getattr(self, name)!r})")
         object.__setattr__(self, "latency_list", self.latency.tolist())  # for per-step Python sums
@@ -192,7 +200,10 @@ class StepCost:
         """Whether a step's seconds depend on more than R and the verify lengths (the KV held, the longest
         context, the previous step's acceptance): the multi-step decode path then stays off."""
         named = self.drafter is not None and bool(self.drafter.gamma)  # parts that need the depths
-        return bool(self.kv_s or self.intake_s or self.context_pad_s or self.draft_context_s or named)
+        return bool(
+            self.kv_s or self.intake_s or self.context_pad_s or self.draft_context_s or self.tree_kv_s
+            or named
+        )
 
     def draft(
         self,
@@ -246,9 +257,12 @@ class StepCost:
             if host or reject:
                 draft = max(draft - host - reject, 0.0)
                 verify_kv = self.drafter.verify_kv_s * shape.kv
-        seconds = draft + fixed + context + forward + prefill + pad + context_pad + host + reject + verify_kv
+        tree = self.tree_kv_s * shape.tree_kv if self.tree_kv_s else 0.0
+        seconds = (
+            draft + fixed + context + forward + prefill + pad + context_pad + host + reject + verify_kv + tree
+        )
         return StepBill(
-            draft, fixed, context, forward, prefill, pad, context_pad, host, reject, verify_kv, seconds
+            draft, fixed, context, forward, prefill, pad, context_pad, host, reject, verify_kv, tree, seconds
         )
 
     def bills(self, n: int, verify: list[int], padded: list[int] | None = None) -> RunBills:

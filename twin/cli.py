@@ -6,7 +6,7 @@ Role: the bridge between engine/ and sim/ (the `twin` package is the only one al
    output lengths, mean of the clean steps) just before AND just after each policy's engine run. The
    engine's policy plans with the first; the simulator times its steps with the mean of both (which
    cancels slow drifts of a shared machine) and its policy plans with the first, as the engine's did
-   (server.policy_cost). When the mean step time of the two profiles differs by more than --max-drift the
+   (cost.policy_table). When the mean step time of the two profiles differs by more than --max-drift the
    machine's speed changed during the run, and the policy is measured again (up to --attempts times; the
    drift and attempts are printed). Every profile and run times a speed probe (engine.measure.rollout.
    SpeedProbe, one target forward on a fixed batch) every --probe-every steps and reports its times in

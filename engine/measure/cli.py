@@ -72,6 +72,7 @@ def _eval_config(args):
         temperature=args.temperature,
         seed=args.seed,
         device=args.device,
+        trees=getattr(args, "trees", 0),
     )
 
 
@@ -85,11 +86,22 @@ def _eval_args(parser: argparse.ArgumentParser, prompts: int) -> None:
     parser.add_argument("--drafters", default=None, help="comma-separated drafter names (default: all)")
 
 
+def _at_least_zero(text: str) -> int:
+    """An integer flag value ≥ 0 (rejected by argparse, before any folder is made)."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
 def _eval(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="specbed engine eval", description="tau, acceptance, calibration")
     _common(parser)
     _eval_args(parser, 48)
     add_out_dir(parser, default="results/engine_eval", help="folder: results.json, report.txt, config.json")
+    parser.add_argument(
+        "--trees", type=_at_least_zero, default=0, help="prompts per domain for trees-vs-chains tau (0: off)"
+    )
     args = parser.parse_args(argv)
     from pathlib import Path
 
@@ -156,7 +168,7 @@ def _profile(argv: list[str]) -> int:
         default=None,
         help="move every step to this longest context in tokens (the engine pads KV to the longest row; "
         "a staggered workload runs longer ones than the profile's lockstep requests): 0 = the intercept, "
-        "for a twin with server.padded_context_seconds; default: as measured",
+        "for a twin with cost.padded_context_seconds; default: as measured",
     )
     args = parser.parse_args(argv)
     from engine.measure.profile import ProfileConfig, profile

@@ -48,8 +48,11 @@ class EvalConfig:
     seed: int = 7
     split: str = "test"
     device: str = "cpu"
+    trees: int = 0  # prompts per domain for the trees-vs-chains τ table (engine.tree_eval); 0 = off
 
     def __post_init__(self) -> None:
+        if int(self.trees) < 0:
+            raise ValueError(f"EvalConfig field 'trees': must be >= 0, got {self.trees}")
         for name in ("prompts", "prompt_len", "new_tokens", "gamma"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"EvalConfig field '{name}': must be >= 1, got {getattr(self, name)}")
@@ -133,6 +136,10 @@ def evaluate(
         per["_raw"] = (conf, accepted)
         per["_samples"] = samples
         out["drafters"][name] = per
+    if cfg.trees:
+        from engine.tree_eval import tree_taus
+
+        out["trees"] = tree_taus(bundle, corpus, cfg, progress)
     return out
 
 
@@ -207,6 +214,10 @@ def format_report(res: dict) -> str:
             f"  mean  {p['ece_raw_mean']:>9.4f}{p['ece_calibrated_mean']:>9.4f}{p['auc_raw_mean']:>9.4f}"
             f"{p['auc_calibrated_mean']:>9.4f}   (goal: ECE after STS <= 0.02)"
         )
+    if "trees" in res:
+        from engine.tree_eval import format_trees
+
+        lines += format_trees(res["trees"])
     return "\n".join(lines)
 
 
@@ -260,6 +271,7 @@ def write_outputs(res: dict, out_dir: Path) -> list[Path]:
         "drafters": {
             n: {k: v for k, v in d.items() if not k.startswith("_")} for n, d in res["drafters"].items()
         },
+        **({"trees": res["trees"]} if "trees" in res else {}),
     }
     report = format_report(res) + "\n"
     files = {"results.json": dumps_json(clean, indent=1, sort_keys=False), "report.txt": report}

@@ -132,6 +132,12 @@ FLAGS: list[tuple[str, tuple[str, ...], tuple[str, ...], bool]] = [
         True,
     ),
     (
+        "engine eval trees",
+        ("engine", "eval", "--trees", "-1", "--out-dir", "{W}/ev"),
+        ("trees",),
+        True,
+    ),
+    (
         "engine checkpoints",
         ("engine", "eval", "--checkpoints", "{W}/nock", "--out", "{W}/ev"),
         ("nock",),
