@@ -121,7 +121,7 @@ def plot(summary: dict, path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args("tree_vs_chain", argv, __doc__.splitlines()[0])
     summary = {"vllm_22752": reproduction(args.tiny), "sweep": load_sweep(args)}
-    write_summary(args.out, summary)
+    write_summary(args, summary)
     plot(summary, Path(args.out) / "tree_vs_chain.png")
     return 0
 

@@ -28,7 +28,7 @@ import numpy as np
 from sim.acceptance import AcceptanceConfig, AcceptanceModel
 from sim.tree import Tree, TreeShape, build_tree, sample_tree, static_tree, tree_draft_seconds
 from specsched import CostTable, StepCost
-from specsched.stepcost import StepShape
+from specsched.stepcost import PARTS, StepShape
 from specsched.tree import admitted_mask, plan_nodes
 
 POLICIES = ("full", "dspark", "dspark_stale")
@@ -187,7 +187,7 @@ def run_arm(
     ctx = _Ctx(arm, step, R, len(step.latency) - 1, host_s)
     tokens = nodes = 0
     seconds = 0.0
-    parts = np.zeros(8)
+    parts = np.zeros(len(PARTS))
     for _ in range(load.steps):
         true, est = model.step(dom, latent, rng_truth, rng_conf)
         ctx.kv = int(R * load.prompt + gen.sum())

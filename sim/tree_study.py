@@ -78,7 +78,8 @@ def fit_published(chain_length: float, tree_length: float, widths=TREE_22752) ->
 
 def vllm_cost(model: str, gpu: str, tp: int = 1):
     """The catalogue step cost of a vLLM deployment (shipped knobs of the GPU)."""
-    from specsched.price.vllm import VllmSpec, cost_table, shipped_knobs
+    from specsched.price.knobs import shipped_knobs
+    from specsched.price.vllm import VllmSpec, cost_table
 
     return cost_table(VllmSpec(model, gpu=gpu, tp=tp), shipped_knobs(gpu))
 
