@@ -8,7 +8,7 @@
 `main(argv)` receives the subcommand as argv[0] (specbed/cli.py dispatches three commands here). Bad
 input raises `InputError` (one line, exit 2, via specbed/cli.py); a sweep with failed cells exits 1.
 
-May import: the standard library, `specsched.errors`, `specsched.safeio`, the `analysis` modules.
+May import: the standard library, `specsched.io.errors`, `specsched.io.safeio`, the `analysis` modules.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import math
 import sys
 from pathlib import Path
 
-from specsched import safeio
-from specsched.errors import InputError
+from specsched.io import safeio
+from specsched.io.errors import InputError
 
 
 class _Parser(argparse.ArgumentParser):

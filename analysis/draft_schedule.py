@@ -18,11 +18,11 @@ import numpy as np
 
 import specsched as S
 from sim.config import DrafterConfig
-from specsched import safeio
 from specsched.contracts import DOMAINS, curve_matrix, load_curves
 from specsched.depth import DraftCost
-from specsched.errors import InputError
-from specsched.results import write_json
+from specsched.io import safeio
+from specsched.io.errors import InputError
+from specsched.io.results import write_json
 
 BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 

@@ -27,8 +27,8 @@ import math
 import typing
 from pathlib import Path
 
-from specsched import inputs
-from specsched.errors import InputError
+from specsched.io import inputs
+from specsched.io.errors import InputError
 
 Where = tuple[str | None, int | None]
 Override = tuple[str, object, Where]

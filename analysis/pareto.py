@@ -14,7 +14,7 @@ Gains compare a policy with a baseline: iso-SLO gain = T_p(y*) / T_b(y*) − 1; 
 baseline's own throughput at y*: S_p(T_b(y*)) / S_b(T_b(y*)) − 1, which is S_p / y* − 1 inside the
 baseline's range (the paper's "+60–85 % per-user speed at matched throughput").
 
-May import: numpy, the standard library, `specsched.inputs`.
+May import: numpy, the standard library, `specsched.io.inputs`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specsched import inputs
+from specsched.io import inputs
 
 EXACT, LOWER_BOUND, UNREACHABLE = "ok", ">=", "unreachable"
 

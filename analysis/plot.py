@@ -4,7 +4,7 @@ Role: draw what `analysis.pareto` computed. matplotlib with the Agg backend (fil
 Layout follows the DSpark paper's Fig. 7: x = per-user tok/s, y = output tok/s per GPU; every measured
 point faint, each series' frontier solid, the baseline dashed black, SLOs as dotted verticals.
 
-May import: numpy, matplotlib, the standard library, `analysis.pareto`, `specsched.safeio`.
+May import: numpy, matplotlib, the standard library, `analysis.pareto`, `specsched.io.safeio`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from analysis.pareto import Frontier
-from specsched import safeio
+from specsched.io import safeio
 
 
 def plot_pareto(

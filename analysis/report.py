@@ -4,7 +4,7 @@ Role: glue between stored results (`analysis.store`), numerics (`analysis.pareto
 picks the baseline and SLOs (flags, else the sweep file's [analysis] table, else defaults), `gains_table`
 prints the two headline numbers per policy, `markdown` writes the report.
 
-May import: numpy, the standard library, `specsched.errors`, `analysis.pareto`.
+May import: numpy, the standard library, `specsched.io.errors`, `analysis.pareto`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from analysis.pareto import (
     gains,
     operating_points,
 )
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 #: extra metrics shown per operating point in the report, when the rows have them
 POINT_METRICS = (

@@ -13,8 +13,8 @@ Backends
 - "ray": `ray.init(address)` (None: a local Ray instance with `jobs` CPUs); one task per cell, Ray's own
   retries for dead workers. Ray is optional and imported only here.
 
-May import: the standard library, `specsched.errors`, `analysis.sweepfile`, `analysis.store`,
-`specsched.progress`, `analysis.model`; `analysis.report` and `ray` lazily.
+May import: the standard library, `specsched.io.errors`, `analysis.sweepfile`, `analysis.store`,
+`specsched.io.progress`, `analysis.model`; `analysis.report` and `ray` lazily.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from pathlib import Path
 from analysis import store
 from analysis.model import load_model
 from analysis.sweepfile import Cell, Sweep, expand, fingerprint
-from specsched.errors import InputError
-from specsched.progress import Progress
+from specsched.io.errors import InputError
+from specsched.io.progress import Progress
 
 MAX_ATTEMPTS = 3
 BACKENDS = ("local", "ray")

@@ -18,7 +18,7 @@ recomputes it. The one sweep writing a folder holds an OS lock on it (`fcntl.flo
 for its whole life; a second writer (another `specbed sweep` on the same folder, `--force` included) is
 refused in one line before it touches anything, so the folder always holds one whole sweep.
 
-May import: the standard library, `specsched.errors`, `specsched.inputs`, `specsched.safeio`.
+May import: the standard library, `specsched.io.errors`, `specsched.io.inputs`, `specsched.io.safeio`.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-from specsched import inputs, safeio
-from specsched.errors import InputError
-from specsched.results import csv_text, dumps_json
+from specsched.io import inputs, safeio
+from specsched.io.errors import InputError
+from specsched.io.results import csv_text, dumps_json
 
 FORMAT = 1
 MANIFEST = "sweep.json"
@@ -41,7 +41,7 @@ OURS = (MANIFEST, "cells", "errors", "results.jsonl", "results.csv")
 
 def atomic_write(path: Path, text: str) -> None:
     """Write `text` to `path` so that readers see the old file or the whole new one, never a part
-    (`specsched.safeio.write_text`: a full disk leaves the old file and raises one line)."""
+    (`specsched.io.safeio.write_text`: a full disk leaves the old file and raises one line)."""
     safeio.write_text(path, text)
 
 

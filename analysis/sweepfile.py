@@ -36,7 +36,7 @@ series is its zip label when given, else the model's label of its config (e.g. "
 with identical resolved configs share one key and are run once — unless they carry different zip labels,
 which is an error (one series would silently vanish).
 
-May import: the standard library, `specsched.errors`, `specsched.inputs`, `analysis.model`.
+May import: the standard library, `specsched.io.errors`, `specsched.io.inputs`, `analysis.model`.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.model import Override, flatten
-from specsched import inputs
-from specsched.errors import InputError
+from specsched.io import inputs
+from specsched.io.errors import InputError
 
 TOP_KEYS = ("name", "base", "set", "axes", "zip", "analysis")
 ANALYSIS_KEYS = ("baseline", "slo", "x", "y", "load", "facet")

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 import specsched
-from specsched import safeio
+from specsched.io import safeio
 from specsched.kernels import allreduce_seconds, build, figures, prefill_parts
 
 OUT = Path(specsched.__file__).parent / "data" / "kernel_figures.json"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from sim.config_io import load_config
 from sim.run import simulate
-from specsched.progress import Progress
+from specsched.io.progress import Progress
 
 GAMMA = 7
 CONCURRENCY = (1, 16, 64, 256)

@@ -19,7 +19,7 @@ matter (their price over the exhaustive #5's). `SPECBED_BENCH_SEARCH_GRID=small`
 the trace's first N requests (both sides); `SPECBED_BENCH_JOBS` (default: every CPU) sets the workers
 of both.
 
-May import: the standard library, `analysis`, `specsched.progress`.
+May import: the standard library, `analysis`, `specsched.io.progress`.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from analysis.search.prices import load_prices
 from analysis.search.slo import parse_slo
 from analysis.search.space import parse_space, traffic_overrides, with_traffic
 from analysis.sweepfile import expand
-from specsched.progress import Progress
+from specsched.io.progress import Progress
 
 SLO = "ttft_p90<=2s,itl_p50<=25ms,itl_p99<=60ms"
 ARMS = """[[zip]]

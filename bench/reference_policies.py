@@ -29,7 +29,7 @@ Every policy is vectorized over candidates: one stable sort of the R·γ surviva
 Candidate order: survival descending; ties go to the lower position j, then the lower request r (so a
 request's positions are always admitted in order, and the order never depends on anything but values).
 
-May import: numpy, the standard library, specsched.cost, specsched.errors.
+May import: numpy, the standard library, specsched.cost, specsched.io.errors.
 """
 
 from __future__ import annotations

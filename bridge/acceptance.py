@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from bridge.counts import Acceptance, TauOnly
-from specsched import inputs
-from specsched.errors import InputError
+from specsched.io import inputs
+from specsched.io.errors import InputError
 
 
 def tau_curve(tau: float, k: int) -> np.ndarray:

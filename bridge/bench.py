@@ -17,7 +17,7 @@ no warm-up window), from the run's requests.csv and summary.json:
   unconditional per-position rates), from summary.json's spec_* counters.
 - backend "specbed-sim", plus the run's policy, drafter and seed.
 
-May import: numpy, the standard library, `specsched.errors`.
+May import: numpy, the standard library, `specsched.io.errors`.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from specsched import inputs
-from specsched.errors import InputError
+from specsched.io import inputs
+from specsched.io.errors import InputError
 
 #: requests.csv columns the export reads
 _COLUMNS = ("arrival_s", "input_tokens", "output_tokens", "finish_s", "ttft_s", "tpot_s", "e2e_s")

@@ -19,9 +19,9 @@ import argparse
 import contextlib
 from pathlib import Path
 
-from specsched import safeio
-from specsched.errors import InputError
-from specsched.results import STDOUT, write_json
+from specsched.io import safeio
+from specsched.io.errors import InputError
+from specsched.io.results import STDOUT, write_json
 
 
 class _Parser(argparse.ArgumentParser):

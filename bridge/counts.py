@@ -3,7 +3,7 @@
 Role: the floor under `bridge.acceptance` and its readers (`bridge.read_*`), so the readers need not
 import the dispatcher that calls them (no import circle).
 
-May import: numpy, the standard library, `specsched.errors`.
+May import: numpy, the standard library, `specsched.io.errors`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 
 @dataclass(frozen=True)

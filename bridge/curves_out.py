@@ -15,10 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from bridge.acceptance import Acceptance
-from specsched import safeio
 from specsched.contracts import CURVES_VERSION, DOMAINS, Curves, load_curves, save_curves
 from specsched.contracts.curves import DRAFTER_NAME
-from specsched.errors import InputError
+from specsched.io import safeio
+from specsched.io.errors import InputError
 
 
 def merged_curves(acc: Acceptance, drafter: str, domain: str, base: Curves | None) -> Curves:
@@ -63,5 +63,5 @@ def write_acceptance_curves(
     curves = merged_curves(acc, drafter, domain, base)
     path = Path(out if out is not None else into)
     safeio.check_file(path)
-    save_curves(curves, path)  # atomic (specsched.safeio): a full disk keeps the old file
+    save_curves(curves, path)  # atomic (specsched.io.safeio): a full disk keeps the old file
     return str(path)

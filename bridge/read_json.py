@@ -25,8 +25,8 @@ import re
 import numpy as np
 
 from bridge.counts import Acceptance, check_counts
-from specsched import inputs
-from specsched.errors import InputError
+from specsched.io import inputs
+from specsched.io.errors import InputError
 
 BENCH_DRAFTS = "spec_decode_num_drafts"
 BENCH_RATES = "spec_decode_per_position_acceptance_rates"

@@ -16,7 +16,7 @@ Role: sources that give the mean acceptance length τ but no per-position counts
   step verifying one draft per running request) — an estimate, marked so. Intervals with accept len < 1
   (speculation off) are skipped. `python -m sglang.bench_serving`'s `Accept length:` line is read alike.
 
-May import: numpy, the standard library, `specsched.errors`, `bridge.textutil`, `bridge.counts`,
+May import: numpy, the standard library, `specsched.io.errors`, `bridge.textutil`, `bridge.counts`,
 `bridge.read_logs` (its field parser).
 """
 
@@ -28,7 +28,7 @@ import statistics
 from bridge.counts import TauOnly
 from bridge.read_logs import log_fields
 from bridge.textutil import field_number, lines, number
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 V0_MARK = "Speculative metrics:"
 V0_K = "Number of speculative tokens"

@@ -16,7 +16,7 @@ missing or not a number, rates that rise, a line with a different number of posi
 drafted tokens above K × the drafts Accepted / Σ rates allows, and rates whose 1 + Σ disagrees with the
 printed `Mean acceptance length` by more than its rounding (positions missing).
 
-May import: numpy, the standard library, `specsched.errors`, `bridge.textutil`, `bridge.counts`.
+May import: numpy, the standard library, `specsched.io.errors`, `bridge.textutil`, `bridge.counts`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import numpy as np
 
 from bridge.counts import Acceptance, TauOnly, check_counts
 from bridge.textutil import field_number, lines, number
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 LOG_MARK = "SpecDecoding metrics:"
 LOG_RATES = "Per-position acceptance rate"

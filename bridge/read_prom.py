@@ -18,7 +18,7 @@ positions); per-position counts not summing to the accepted tokens (vLLM counts 
 at its position); a counter lower in the second scrape (a restart, or the files swapped). A scrape with
 drafts and accepted tokens but no per-position counter is τ-only (τ = 1 + accepted / drafts, exact).
 
-May import: numpy, the standard library, `specsched.errors`, `bridge.textutil`, `bridge.counts`.
+May import: numpy, the standard library, `specsched.io.errors`, `bridge.textutil`, `bridge.counts`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import numpy as np
 
 from bridge.counts import Acceptance, TauOnly, check_counts
 from bridge.textutil import lines, number
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 PROM_PREFIX = "vllm:spec_decode_"
 PROM_DRAFTS = "vllm:spec_decode_num_drafts_total"

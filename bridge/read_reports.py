@@ -15,7 +15,7 @@ Refused, naming file and line: a count missing or not a number, rates that rise,
 drafted tokens above K × drafts, rates that cannot sum to accepted / drafts within their rounding (and a
 small slack): a position missing or the figures from different runs.
 
-May import: numpy, the standard library, `specsched.errors`, `bridge.textutil`, `bridge.counts`.
+May import: numpy, the standard library, `specsched.io.errors`, `bridge.textutil`, `bridge.counts`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import numpy as np
 
 from bridge.counts import Acceptance, TauOnly, check_counts
 from bridge.textutil import lines, number, reconcile
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 _PAIR = re.compile(r"([A-Za-z][\w ()%/.\-]*?)\s*:\s*([-+]?\d[\d.,\u202f]*(?:[eE][-+]?\d+)?)\s*%?\s*\|?\s*$")
 _POSITION = re.compile(r"^(?:position|acceptance at token)\s+(\d+)$")

@@ -18,8 +18,8 @@ import re
 
 import numpy as np
 
-from specsched import inputs
-from specsched.errors import InputError
+from specsched.io import inputs
+from specsched.io.errors import InputError
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _THOUSANDS = re.compile(r"^[+-]?\d{1,3}(?:[,\u202f\u00a0_']\d{3})+(?:\.\d+)?$")

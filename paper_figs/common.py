@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from specsched.errors import InputError
-from specsched.results import dumps_json, plain, write_results
+from specsched.io.errors import InputError
+from specsched.io.results import dumps_json, plain, write_results
 
 RESULTS = Path("results") / "paper_figs"
 #: display names of the built-in drafters, shared by the acceptance figures
@@ -48,7 +48,7 @@ def rounded(value):
 
 def write_summary(args: argparse.Namespace, summary: dict, files: dict | None = None) -> Path:
     """OUT/summary.json (floats to 6 digits, strict JSON), `files` (name -> text) and OUT/config.json (the
-    figure's resolved flags), all or none (`specsched.results.write_results`)."""
+    figure's resolved flags), all or none (`specsched.io.results.write_results`)."""
     body = {"summary.json": dumps_json(rounded(summary), indent=1), **(files or {})}
     write_results(args.out, body, config={"figure": args.figure, **vars(args)})
     return Path(args.out) / "summary.json"

@@ -22,8 +22,8 @@ import tempfile
 from pathlib import Path
 
 from paper_figs.common import compare
-from specsched import safeio
-from specsched.results import dumps_json
+from specsched.io import safeio
+from specsched.io.results import dumps_json
 
 FIGURES = ("fig2_acceptance", "table1_tau", "fig7_pareto", "fig8_budget", "crossover", "vllm_adaptive")
 GOLDEN = Path(__file__).parent / "golden"

@@ -36,7 +36,7 @@ from sim.tree_study import (
     sweep,
     verdict,
 )
-from specsched.progress import Progress
+from specsched.io.progress import Progress
 
 DEPLOYMENTS = (Deployment("llama3.1-8b", "h100"), Deployment("qwen3-32b", "h200"))
 LOADS = {False: [1, 2, 4, 8, 16, 32, 64, 128], True: [1, 128]}

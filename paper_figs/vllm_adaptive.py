@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 from paper_figs.common import parse_args, production_base, rounded, run_sweep_text, write_summary
-from specsched.results import dumps_json
+from specsched.io.results import dumps_json
 
 NAME = "vllm_adaptive"
 CURVES = Path(__file__).parent / "data" / "vllm_v4pro_curves.json"

@@ -5,7 +5,7 @@ Role: per engine step, `true_probs` gives each running request's TRUE conditiona
 scheduler sees (a noisy, over-confident view of the truth, optionally STS-calibrated). Outcomes never depend
 on the estimate. Contract: docs/sim-acceptance-api.md.
 
-May import: numpy, the standard library, `specsched.errors`, `specsched.confidence`, `sim.population`,
+May import: numpy, the standard library, `specsched.io.errors`, `specsched.confidence`, `sim.population`,
 `sim.model`.
 
 Truth model (logits). For a request r of domain d, at draft position k of one engine step:
@@ -53,7 +53,7 @@ from sim.population import (
 )
 from specsched.confidence import auc_binned, fit_sts, survival_labels
 from specsched.confidence import ece as _ece
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 _LATENT_GRID = 513  # grid (±8 sd) for sampling the step-weighted latent by inverse CDF
 _AUC_LO, _AUC_BINS = -20.0, 4096  # log-survival bins on [-20, 0] for the fast AUC (survival < 2e-9 ~ 0)

@@ -5,7 +5,7 @@ upper bounds (`UPPER_BOUNDS`) with its check (`check_bounds`), run before anythi
 value is refused in one line naming its key instead of exhausting memory or
 overflowing int64 later. Documented in docs/config.md (every key's bound) and docs/bad-input.md.
 
-May import: the standard library, `specsched.errors`.
+May import: the standard library, `specsched.io.errors`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import fields
 
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 #: Largest value accepted for each numeric key ("section.key" -> bound; for `workload.mix`, each share).
 #: Checked when a config is built, i.e. before anything is allocated, and named in the error. A numeric

@@ -12,12 +12,13 @@ DIR/timeline.json (every engine step, Chrome Trace Event format: `sim.timeline`)
 
 DIR is checked writable (created, probe file) before the run starts; nothing else is written until the
 config, every input file and the run itself have succeeded; then all files are written to temporary names
-in DIR and renamed over the old ones (`specsched.safeio.write_files`), so bad input leaves DIR untouched and
+in DIR and renamed over the old ones (`specsched.io.safeio.write_files`), so bad input leaves DIR untouched
+and
 a crash or a full disk never leaves a half-written file. Bad input raises `InputError` (one line, exit 2
 via specbed.cli).
 
 May import: numpy, the standard library, `sim` modules (`sim.shard` lazily: it may import Ray),
-`specsched.errors`, `specsched.safeio`, `specsched.results`.
+`specsched.io.errors`, `specsched.io.safeio`, `specsched.io.results`.
 """
 
 from __future__ import annotations
@@ -36,9 +37,9 @@ import numpy as np
 from sim.config import SimConfig
 from sim.config_io import config_to_toml, load_config, locate
 from sim.curves import DOMAINS
-from specsched import inputs, safeio
-from specsched.errors import InputError
-from specsched.results import STDOUT, dumps_json, write_csv, write_json, write_results
+from specsched.io import inputs, safeio
+from specsched.io.errors import InputError
+from specsched.io.results import STDOUT, dumps_json, write_csv, write_json, write_results
 
 #: rows of the printed table: (summary key, label, format)
 _TABLE = (

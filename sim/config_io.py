@@ -10,7 +10,7 @@ with --set are relative to the working directory.
 The `[cost]` section (`sim.deploy.keys`) is a view of `ServerConfig`'s pricing fields: `cost.KEY` is read
 into its field, written back as `cost.KEY`; the old spelling `server.FIELD` reads with a warning.
 
-May import: the standard library, `sim.config`, `sim.curves`, `sim.deploy.keys`, `specsched.errors`.
+May import: the standard library, `sim.config`, `sim.curves`, `sim.deploy.keys`, `specsched.io.errors`.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from pathlib import Path
 from sim.config import SimConfig
 from sim.curves import DOMAINS
 from sim.deploy.keys import COST_KEYS, COST_NAME, DEPLOYMENT_KEYS, TABLE_KEYS
-from specsched import inputs
-from specsched.errors import InputError
-from specsched.results import dumps_json
+from specsched.io import inputs
+from specsched.io.errors import InputError
+from specsched.io.results import dumps_json
 
 _PATH_KEYS = {("workload", "trace"), ("drafter", "curves"), ("drafter", "cost"), ("server", "cost"),
               ("server", "policy_cost")}  # fmt: skip (stored places: cost.table, cost.policy_table)

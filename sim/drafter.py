@@ -38,7 +38,8 @@ import csv
 import numpy as np
 
 from sim.config import DrafterConfig
-from specsched import CostTable, DraftCost, InputError, inputs
+from specsched import CostTable, DraftCost, InputError
+from specsched.io import inputs
 
 
 def load_draft_cost(path: str, *, tp: int = 1) -> tuple[CostTable, str]:

@@ -19,8 +19,8 @@ naming file and field, and regenerate a profile's requests as kubernetes-sigs/in
   user's own text; keys are chained (`sim.prefix_cache.PrefixCache.chain`), so users of one group share
   their first ⌊system_prompt_len / 16⌋ blocks and a user shares every whole block with their earlier rounds.
 
-May import: numpy, the standard library, `sim.workload`, `sim.prefix_cache`, `specsched.errors`,
-`specsched.safeio`.
+May import: numpy, the standard library, `sim.workload`, `sim.prefix_cache`, `specsched.io.errors`,
+`specsched.io.safeio`.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ import numpy as np
 
 from sim.prefix_cache import PrefixCache
 from sim.workload import Workload
-from specsched import inputs
-from specsched.errors import InputError
+from specsched.io import inputs
+from specsched.io.errors import InputError
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ Role: what every Ray user of the project shares — `specbed run --backend ray` 
 minutes of Ray's own retries or a traceback. A local instance has no dashboard and reaches nothing
 beyond localhost.
 
-May import: the standard library, `specsched.errors`; `ray` lazily (inside the functions).
+May import: the standard library, `specsched.io.errors`; `ray` lazily (inside the functions).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import socket
 
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 
 def import_ray():

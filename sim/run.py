@@ -40,8 +40,8 @@ from sim.recorder import Recorder
 from sim.streams import stream_rngs
 from sim.wiring import Prepared, run_pool
 from sim.workload import build_workload
-from specsched import inputs
-from specsched.errors import InputError
+from specsched.io import inputs
+from specsched.io.errors import InputError
 from specsched.planner import idle_drafting
 
 

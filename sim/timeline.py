@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specsched.results import dumps_json
+from specsched.io.results import dumps_json
 from specsched.stepcost import PARTS
 
 #: one step as text: its complete event and its two counter events (filled by `%` from a row)

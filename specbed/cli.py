@@ -1,7 +1,7 @@
 """`specbed` console script: dispatches each subcommand to the module that owns it.
 
 Each target module exposes ``main(argv: list[str]) -> int``; it is imported only when its subcommand
-runs, so `specbed trace stats` never pays for torch. Bad input (`specsched.errors.InputError`, or a
+runs, so `specbed trace stats` never pays for torch. Bad input (`specsched.io.errors.InputError`, or a
 `ValueError` from validating configs, files and flags) becomes one line on stderr and exit code 2. A
 subcommand's argparse error (unknown flag, bad value) is one such line too, ending with a hint to
 `--help`: while a subcommand runs, `argparse.ArgumentParser.error` raises an `InputError` instead of
@@ -20,8 +20,8 @@ import importlib
 import os
 import sys
 
-from specsched import inputs
-from specsched.errors import InputError
+from specsched.io import inputs
+from specsched.io.errors import InputError
 
 #: subcommand -> (module, one-line help). Modules may take a sub-subcommand (e.g. `trace stats`).
 SUBCOMMANDS: dict[str, tuple[str, str]] = {

@@ -25,12 +25,12 @@ import time
 import numpy as np
 
 from specsched import price as hardware  # the catalogue (specsched.price)
-from specsched import safeio
-from specsched.errors import InputError
 from specsched.fit import Fit, error_pct, file_hash, fit, load_fit, predict, summary
+from specsched.io import safeio
+from specsched.io.errors import InputError
+from specsched.io.results import STDOUT, write_json
 from specsched.kernels import carry_knobs
 from specsched.measured import Points, read_measured
-from specsched.results import STDOUT, write_json
 
 
 def _parser() -> argparse.ArgumentParser:

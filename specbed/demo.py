@@ -10,7 +10,7 @@ second run reuses the finished cells (`--fresh` recomputes them).
 
     specbed demo [--out results/demo] [--jobs N] [--fresh] [--quiet]
 
-May import: the standard library, `analysis`, `specsched.errors`.
+May import: the standard library, `analysis`, `specsched.io.errors`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import argparse
 import time
 from pathlib import Path
 
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 DEMO_SWEEP = """\
 # The `make demo` sweep. `specbed demo` runs the copy embedded in specbed/demo.py (a test keeps the two

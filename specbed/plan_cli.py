@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import specsched as S
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 from specsched.registry import specs
 
 

@@ -15,8 +15,8 @@ from specsched.builtin import (
 )
 from specsched.cost import CostTable
 from specsched.depth import DRAFT_MODES, AdaptivePolicy, DraftCost, make_policy, plan_depths
-from specsched.errors import InputError
 from specsched.graphs import vllm_capture_sizes, with_cudagraphs
+from specsched.io.errors import InputError
 from specsched.planner import Planner, StepDecision
 from specsched.policies import (
     POLICIES,

@@ -6,7 +6,7 @@ Setups listed in `_GRAPHS` model an engine that replays CUDA graphs (`specsched.
 captured sizes, eager cliff past them).
 
 May import: numpy, the standard library, specsched.cost, specsched.graphs, specsched.price,
-specsched.errors, specsched.fit.
+specsched.io.errors, specsched.fit.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from functools import cache
 from pathlib import Path
 
 from specsched.cost import CostTable
-from specsched.errors import InputError
 from specsched.graphs import with_cudagraphs
+from specsched.io.errors import InputError
 
 _CTX = {"context_tokens": None}
 # The V4-like tables keep a fixed 4,096-token context per request: it stands for the context of a

@@ -4,7 +4,7 @@ Role: the hardware half of the scheduler's objective Θ = τ · sps(B). A `CostT
 of query tokens B in one step (B = Σ_r (1 + ℓ_r) + prefill tokens) to seconds, from measured points
 (`from_points`, `from_csv`) or from a roofline (`roofline`, see `specsched.price.roofline`).
 
-May import: numpy, the standard library, `specsched.errors`, `specsched.inputs`, `specsched.price`
+May import: numpy, the standard library, `specsched.io.errors`, `specsched.io.inputs`, `specsched.price`
 (catalogue and roofline).
 """
 
@@ -18,8 +18,8 @@ from typing import Literal
 
 import numpy as np
 
-from specsched import inputs, safeio
-from specsched.errors import InputError
+from specsched.io import inputs, safeio
+from specsched.io.errors import InputError
 from specsched.price import roofline
 from specsched.price.gpus import GPU, get_gpu
 from specsched.price.models import ModelShape, get_model

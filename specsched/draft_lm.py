@@ -8,12 +8,13 @@ tokens are its prefill: vLLM's draft-model proposer runs the EAGLE proposer's `p
 each pass, its weights sharded over the target's TP (vLLM requires the draft TP to equal the target's) with
 two all-reduces a layer and the LM head's gather.
 
-May import: the standard library, `specsched.price.models`, `specsched.price.draft_shape`, `specsched.errors`.
+May import: the standard library, `specsched.price.models`, `specsched.price.draft_shape`,
+`specsched.io.errors`.
 """
 
 from __future__ import annotations
 
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 from specsched.price import ModelShape as CatalogModel
 from specsched.price import find_model
 from specsched.price.draft_shape import DrafterShape

@@ -34,8 +34,8 @@ Levenberg–Marquardt on the knobs mapped to unbounded coordinates (a logistic m
 Huber weights (scale 5 %); then points off by more than max(3 robust σ of their phase, 25 %) are flagged as
 outliers and the knobs refitted without them — outliers are reported, never bent to.
 
-May import: numpy, the standard library, `specsched.errors`, `specsched.price.roofline`, `specsched.cost`,
-`specsched.measured`, `specsched.safeio`, `specsched.inputs`, `specsched.kernels`.
+May import: numpy, the standard library, `specsched.io.errors`, `specsched.price.roofline`, `specsched.cost`,
+`specsched.measured`, `specsched.io.safeio`, `specsched.io.inputs`, `specsched.kernels`.
 """
 
 from __future__ import annotations
@@ -47,13 +47,14 @@ from pathlib import Path
 
 import numpy as np
 
-from specsched import inputs, kernels
+from specsched import kernels
 from specsched import price as hardware  # the catalogue and roofline (specsched.price)
 from specsched.cost import CostTable
-from specsched.errors import InputError
+from specsched.io import inputs
+from specsched.io.errors import InputError
+from specsched.io.results import write_json
 from specsched.measured import Points
 from specsched.price.knobs import FIT_START
-from specsched.results import write_json
 
 #: knob -> (lower, upper) bound; the fit stays strictly inside (logistic map).
 BOUNDS: dict[str, tuple[float, float]] = {

@@ -16,7 +16,7 @@ KV tokens read, and seconds. Formats, detected by a JSON file's keys or a CSV's 
 
 Bad input raises `InputError` naming the file, line (or JSON key) and field.
 
-May import: numpy, the standard library, `specsched.errors`.
+May import: numpy, the standard library, `specsched.io.errors`.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from specsched import inputs, safeio
-from specsched.errors import InputError
+from specsched.io import inputs, safeio
+from specsched.io.errors import InputError
 
 PHASES: tuple[str, ...] = ("decode", "prefill", "draft")
 STEP_COLUMNS: tuple[str, ...] = ("phase", "tp", "requests", "tokens", "context_tokens", "seconds")

@@ -26,7 +26,7 @@ request's positions are always admitted in order, and the order never depends on
 cached per (table, R) on the Policy. `Policy.trusted` (and `trusted_many`, K steps' confidences at once)
 skip the input checks for the simulator and the engine; the public call keeps them.
 
-May import: numpy, the standard library, specsched.cost, specsched.dspark, specsched.errors.
+May import: numpy, the standard library, specsched.cost, specsched.dspark, specsched.io.errors.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ and kernels are read from code: `specsched.spec_versions`); `PRIORS` / `BOUNDS` 
     host_scale  a factor on SGLang's measured per-request scheduler loops (`spec_engine`); prior 1 ± 0.5,
                 bounds 0.5–4 (the loop model skips the real objects' extra fields, zmq and the detokenizer)
 
-May import: the standard library, `specsched.errors`.
+May import: the standard library, `specsched.io.errors`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 #: knob -> (prior mean, prior sd), (lower bound, upper bound)
 PRIORS = {"op_s": (10e-6, 5e-6), "mask_eff": (0.6, 0.25), "host_scale": (1.0, 0.5)}

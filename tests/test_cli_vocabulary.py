@@ -38,8 +38,8 @@ def test_output_flags_speak_one_vocabulary(name, verb, capsys):
 def test_the_retired_out_dir_is_read_as_out_with_a_warning(capsys):
     import argparse
 
-    from specsched.inputs import collect_warnings
-    from specsched.results import add_out_dir
+    from specsched.io.inputs import collect_warnings
+    from specsched.io.results import add_out_dir
 
     p = argparse.ArgumentParser()
     add_out_dir(p, help="results folder")

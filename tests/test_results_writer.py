@@ -1,4 +1,4 @@
-"""One results writer (`specsched.results`): strict JSON everywhere, the resolved config beside results."""
+"""One results writer (`specsched.io.results`): strict JSON everywhere, the resolved config beside results."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from specbed.cli import main as specbed
-from specsched.results import dumps_json, plain, write_results
+from specsched.io.results import dumps_json, plain, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("specbed", "specsched", "sim", "engine", "analysis", "paper_figs", "twin", "traces", "bridge")
 PACKAGES += ("validate",)
-WRITER = "specsched/results.py"
+WRITER = "specsched/io/results.py"
 #: the other `json.dumps` calls, none of which writes a result: file -> (count, why)
 NOT_RESULTS = {
     "sim/config_io.py": (1, "a TOML basic string is a JSON string: quoting a config value"),
@@ -31,7 +31,7 @@ _CALL = re.compile(r"\bjson\.dumps?\(")
 
 
 def test_one_json_writer():
-    """Every JSON result goes through `specsched.results.dumps_json`; a second writer fails here."""
+    """Every JSON result goes through `specsched.io.results.dumps_json`; a second writer fails here."""
     found: dict[str, int] = {}
     for pkg in PACKAGES:
         for path in sorted((ROOT / pkg).rglob("*.py")):
@@ -41,7 +41,7 @@ def test_one_json_writer():
                 found[rel] = n
     allowed = {rel: n for rel, (n, _) in NOT_RESULTS.items()}
     assert found == allowed, (
-        "write JSON results with specsched.results (dumps_json / write_json / write_results); "
+        "write JSON results with specsched.io.results (dumps_json / write_json / write_results); "
         f"json.dump(s) calls per file: {found}, allowed: {allowed}"
     )
 

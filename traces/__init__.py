@@ -4,7 +4,7 @@ One normalized request table (`RequestTable`), loaders for public LLM-serving tr
 BurstGPT, Mooncake, Vidur, any CSV with a column mapping), pure transformations, synthetic arrival
 and length generators, and a traffic model fitted to a trace. The simulator replays
 `traces.load(spec)` where spec is a file path or a built-in name ("azure2023-conv", "azure2023-code").
-Imports: numpy, the standard library, specsched.errors; pyarrow only lazily (Parquet).
+Imports: numpy, the standard library, specsched.io.errors; pyarrow only lazily (Parquet).
 """
 
 from traces.export import save

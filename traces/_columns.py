@@ -4,7 +4,7 @@ naming file, line and column.
 Role: the conversion half of the trace readers (`traces._parse` reads the blocks, `traces.formats` and
 `traces._parquet` call these on their columns). Vectorized on the good path; the error path walks the
 values once to name the first bad row.
-Imports: numpy, the standard library, specsched.errors.
+Imports: numpy, the standard library, specsched.io.errors.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 #: Largest token count accepted; beyond 2**53 float64 parsing would lose exactness anyway.
 MAX_TOKENS = 1 << 53

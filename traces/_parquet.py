@@ -2,7 +2,7 @@
 
 Role: the Parquet branch of `traces.formats.read_raw`; kept apart so pyarrow is imported only here,
 lazily, and only when a Parquet file is read. Parquet has no lines: errors name the 1-based row.
-Imports: numpy, the standard library, specsched.errors, traces._columns, traces.columns; pyarrow lazily.
+Imports: numpy, the standard library, specsched.io.errors, traces._columns, traces.columns; pyarrow lazily.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 from traces import _columns as C
 from traces.columns import TIME_UNITS, Raw, Spec
 

@@ -5,7 +5,7 @@ Role: the speed-critical core of `traces.formats`. A CSV is read in blocks of ab
 regular unquoted lines is split with C-level `str.split` calls, anything else (quotes, blank lines,
 ragged rows) goes through the `csv` module, which also produces the precise error for a bad row.
 Only one block of text is alive at a time, so memory is the numeric columns plus one block.
-Imports: numpy, the standard library, specsched.errors, specsched.inputs.
+Imports: numpy, the standard library, specsched.io.errors, specsched.io.inputs.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import IO
 
 import numpy as np
 
-from specsched import inputs
-from specsched.errors import InputError
+from specsched.io import inputs
+from specsched.io.errors import InputError
 
 BLOCK_CHARS = 1 << 20
 

@@ -6,7 +6,7 @@
                                                                   synthetic traffic fitted to FILE
 FILE is a path (plain or .gz) or a built-in trace name (azure2023-conv, azure2023-code).
 Bad input raises `InputError`; `specbed.cli` turns it into one line on stderr and exit code 2.
-Imports: numpy, the standard library, specsched.errors, traces.
+Imports: numpy, the standard library, specsched.io.errors, traces.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import NoReturn
 
 import numpy as np
 
-from specsched import safeio
-from specsched.errors import InputError
-from specsched.results import dumps_json
+from specsched.io import safeio
+from specsched.io.errors import InputError
+from specsched.io.results import dumps_json
 from traces import export, synthetic, transform
 from traces.formats import FORMATS
 from traces.loader import BUILTIN_TRACES, load

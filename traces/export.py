@@ -5,7 +5,8 @@ written, flushed and fsynced, then renamed over the target with `os.replace`, so
 interrupted run (or a full disk) never leaves a half-written file and never overwrites an earlier result.
 CSV columns: arrival_s, input_tokens, output_tokens, then domain, model, session_id, hash_ids (space-
 separated integers) when present; `traces.load` reads it back (format "specbed").
-Imports: numpy, the standard library, specsched.errors, specsched.safeio (the atomic write), traces.table;
+Imports: numpy, the standard library, specsched.io.errors, specsched.io.safeio (the atomic write),
+traces.table;
 pyarrow lazily (Parquet).
 """
 
@@ -18,8 +19,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from specsched import safeio
-from specsched.errors import InputError
+from specsched.io import safeio
+from specsched.io.errors import InputError
 from traces.table import RequestTable
 
 __all__ = ["save"]

@@ -5,7 +5,7 @@ Formats: Azure LLM inference 2023/2024 (`azure`), BurstGPT v1/v2 (`burstgpt`), M
 (`mooncake`), Vidur processed traces (`vidur`), specbed's own normalized CSV (`specbed`, what
 `specbed trace convert` writes), any CSV or JSON lines with a column mapping (`csv`), and normalized
 Parquet (`parquet`, needs pyarrow).
-Imports: numpy, the standard library, specsched.errors, traces._parse, traces._columns; pyarrow lazily for
+Imports: numpy, the standard library, specsched.io.errors, traces._parse, traces._columns; pyarrow lazily for
 Parquet.
 """
 
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from specsched import inputs
-from specsched.errors import InputError
+from specsched.io import inputs
+from specsched.io.errors import InputError
 from traces import _columns as C
 from traces import _parse as P
 from traces.columns import TIME_UNITS, Raw, Spec

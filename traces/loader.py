@@ -3,7 +3,7 @@
 Role: resolve the source (path or built-in name), read it with `traces.formats`, then apply the
 load-time policies every format shares: filters (BurstGPT model / log type), dropping failed requests
 (0 output tokens), sorting by arrival with a warning, and making arrival times relative.
-Imports: numpy, the standard library, specsched.errors, traces.{formats, table}.
+Imports: numpy, the standard library, specsched.io.errors, traces.{formats, table}.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 from traces.formats import Raw, read_raw, resolve_spec
 from traces.table import RequestTable, readonly
 

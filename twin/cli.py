@@ -49,7 +49,7 @@ Writes cost_<arm>.csv (the simulator's timing table), cost_<arm>_policy.csv (the
 --out DIR. This module holds the command line and the orchestration; each step is a named function of
 twin.run.
 
-May import: stdlib, specsched.errors, twin.run and twin.workload (which import
+May import: stdlib, specsched.io.errors, twin.run and twin.workload (which import
 engine.* and sim.* lazily).
 """
 
@@ -58,8 +58,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from specsched.errors import InputError
-from specsched.results import add_out_dir, dumps_json, write_results
+from specsched.io.errors import InputError
+from specsched.io.results import add_out_dir, dumps_json, write_results
 from twin import run as steps
 from twin.compare import compare
 from twin.workload import build_workload, measurement_requests, requests_by_domain, run_twin, twin_config

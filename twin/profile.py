@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from specsched import safeio
 from specsched.contracts import Profile
+from specsched.io import safeio
 from specsched.stepcost import profile_terms
 from twin.compare import level_drift
 

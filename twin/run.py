@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from specsched import safeio
 from specsched.contracts import DOMAINS as SIM_DOMAINS
 from specsched.contracts import Profile, load_curves, read_profile, save_curves
-from specsched.errors import InputError
+from specsched.io import safeio
+from specsched.io.errors import InputError
 from specsched.stepcost import profile_terms
 from twin.compare import engine_summary
 from twin.engine_run import EngineRun

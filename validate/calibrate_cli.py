@@ -18,13 +18,13 @@ from __future__ import annotations
 import time
 
 from sim.inference_perf import load_profiles
-from specsched import safeio
-from specsched.errors import InputError
 from specsched.fit import file_hash
+from specsched.io import safeio
+from specsched.io.errors import InputError
+from specsched.io.progress import Progress
+from specsched.io.results import write_json
 from specsched.price import get_gpu
 from specsched.price.knobs import Knobs
-from specsched.progress import Progress
-from specsched.results import write_json
 from validate import calibrate as cal
 from validate import predict as v
 from validate.runs import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_NUM_SEQS, read_runs

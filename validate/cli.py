@@ -24,13 +24,13 @@ import time
 from pathlib import Path
 
 from sim.inference_perf import load_profiles
-from specsched import inputs, safeio
-from specsched.errors import InputError
+from specsched.io import inputs, safeio
+from specsched.io.errors import InputError
+from specsched.io.progress import Progress
+from specsched.io.results import STDOUT, dumps_json, write_json, write_results
 from specsched.price import find_model, get_gpu
 from specsched.price.knobs import Knobs, shipped_knobs
 from specsched.price.vllm import VllmSpec
-from specsched.progress import Progress
-from specsched.results import STDOUT, dumps_json, write_json, write_results
 from validate import predict as v
 from validate.runs import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_NUM_SEQS, read_bench, read_runs
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from sim.workload import Workload
-from specsched import inputs as inp
-from specsched.errors import InputError
+from specsched.io import inputs as inp
+from specsched.io.errors import InputError
 from specsched.price import GPU_MEMORY_UTILIZATION, find_model, get_gpu, precision_bytes
 from specsched.price.vllm import VllmSpec
 

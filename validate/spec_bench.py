@@ -1,6 +1,6 @@
 """A pair of `vllm bench serve --save-result` files (with and without speculation) as speculative cases.
 
-Role: `cases_from_pair(spec, base, deployment)` reads both result JSONs (`specsched.inputs`), takes the
+Role: `cases_from_pair(spec, base, deployment)` reads both result JSONs (`specsched.io.inputs`), takes the
 acceptance from the speculative run's own counters (`spec_decode_num_drafts` and
 `spec_decode_per_position_acceptance_rates`, checked by `bridge.read_json`: vLLM's rates are
 unconditional, so E = 1 + Σ_i rate_i) and returns two `SpecCase`s of split "check" (a user's own runs are
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bridge.read_json import BENCH_DRAFTS, BENCH_RATES, _bench_one
-from specsched import inputs
-from specsched.errors import InputError
+from specsched.io import inputs
+from specsched.io.errors import InputError
 from specsched.price import find_model, get_gpu
 from validate.spec_cases import DRAFTERS, SpecCase
 

@@ -2,11 +2,11 @@
 strictly into `SpecCase`s.
 
 Role: `read_cases(path)` reads a file in the dataset format (docs/notes/.. TEAM format: `COLUMNS`) through
-`specsched.inputs` (a regular file, capped, UTF-8) and checks every row: a bad cell is one `InputError`
+`specsched.io.inputs` (a regular file, capped, UTF-8) and checks every row: a bad cell is one `InputError`
 naming the file, the row's line and the field (the CLI prints it as one line and exits 2). Nothing here
 prices a case (`validate.spec_replay` does).
 
-May import: the standard library, `specsched.inputs`, `specsched.errors`, `specsched.price.models`.
+May import: the standard library, `specsched.io.inputs`, `specsched.io.errors`, `specsched.price.models`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import csv
 import io
 from dataclasses import dataclass
 
-from specsched import inputs
-from specsched.errors import InputError
+from specsched.io import inputs
+from specsched.io.errors import InputError
 from specsched.price import PRECISIONS, get_gpu
 
 COLUMNS = (

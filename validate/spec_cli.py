@@ -18,9 +18,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from specsched import inputs, safeio
-from specsched.errors import InputError
-from specsched.results import write_json
+from specsched.io import inputs, safeio
+from specsched.io.errors import InputError
+from specsched.io.results import write_json
 from specsched.spec_knobs import SpecKnobs, shipped_spec_knobs
 from validate.spec_bench import Deployment, cases_from_pair
 from validate.spec_cases import read_cases

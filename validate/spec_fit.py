@@ -19,9 +19,9 @@ import math
 import statistics
 from dataclasses import replace
 
-from specsched import safeio
-from specsched.progress import Progress
-from specsched.results import write_json
+from specsched.io import safeio
+from specsched.io.progress import Progress
+from specsched.io.results import write_json
 from specsched.spec_knobs import BOUNDS, PRIORS, SpecKnobs
 from specsched.spec_versions import engine_name
 from validate.spec_cases import SpecCase, read_cases

@@ -27,7 +27,7 @@ from functools import lru_cache
 import numpy as np
 
 from specsched.draft_lm import find_draft_lm, get_draft_lm
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 from specsched.price import GPUS, find_model, get_model
 from specsched.price.draft_shape import drafter_shape, own_draft_cost
 from specsched.price.knobs import shipped_knobs

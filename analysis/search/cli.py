@@ -18,7 +18,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 
 class _Parser(argparse.ArgumentParser):

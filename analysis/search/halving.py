@@ -44,8 +44,8 @@ from analysis.search.screen import Screen, traffic_of
 from analysis.search.space import Space, with_traffic
 from analysis.search.workers import Workers
 from analysis.sweepfile import Cell, config_key, expand
-from specsched.errors import InputError
-from specsched.progress import Progress
+from specsched.io.errors import InputError
+from specsched.io.progress import Progress
 
 MIN_REQUESTS = 200  # a rung never runs fewer requests than this (warm-up and drain need some)
 

@@ -26,8 +26,8 @@ import numpy as np
 from analysis.pareto import pareto_indices
 from analysis.report import md_table, text_table
 from analysis.search import launch
-from specsched import safeio
-from specsched.results import csv_text, dumps_json, write_results
+from specsched.io import safeio
+from specsched.io.results import csv_text, dumps_json, write_results
 
 HEAD = [
     "#",

@@ -11,7 +11,7 @@ that space's cell model (resolve: base + overrides -> one JSON-able dict, the co
 
 The analytical screen bounds both pools (`analysis.search.screen`; EP pools are not screened).
 
-May import: the standard library, `specsched.errors`, `analysis.model`, `analysis.search.prices`,
+May import: the standard library, `specsched.io.errors`, `analysis.model`, `analysis.search.prices`,
 `analysis.search.launch`, `sim` (lazily).
 """
 
@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 
 from analysis.model import SimModel, flatten, policy_label, set_text
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 SECTIONS = ("pool", "handoff")
 ROLES = ("prefill", "decode")

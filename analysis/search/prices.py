@@ -22,8 +22,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from specsched import inputs
-from specsched.errors import InputError
+from specsched.io import inputs
+from specsched.io.errors import InputError
 
 DEFAULT = Path(__file__).resolve().parent.parent / "data" / "gpu_prices.toml"
 ROW_KEYS = ("usd_per_hour", "source", "date")

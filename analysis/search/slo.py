@@ -14,7 +14,7 @@ A term's margin is its relative slack: (bound − value) / bound for `<=`, (valu
 a summary meets the SLO when every margin is ≥ 0, and its SLO margin is the smallest. A missing or NaN
 metric fails the term (margin −inf).
 
-May import: the standard library, `specsched.errors`.
+May import: the standard library, `specsched.io.errors`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 LATENCY = ("ttft", "tpot", "itl", "e2e", "queue")
 STATS = ("mean", "p50", "p90", "p99")

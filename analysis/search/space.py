@@ -38,7 +38,7 @@ workload.kind = "trace", num_requests = 0) or a `specbed run` config whose [work
 traffic. It is applied after the space's base and before its `set` and axes, so a space may still
 override a traffic key (e.g. set = ["workload.speedup=2"]).
 
-May import: the standard library, `specsched.errors`, `specsched.inputs`, `analysis.sweepfile`,
+May import: the standard library, `specsched.io.errors`, `specsched.io.inputs`, `analysis.sweepfile`,
 `analysis.model`.
 """
 
@@ -51,8 +51,8 @@ from pathlib import Path
 
 from analysis.model import Override, flatten
 from analysis.sweepfile import Sweep, _line, parse_sweep
-from specsched import inputs
-from specsched.errors import InputError
+from specsched.io import inputs
+from specsched.io.errors import InputError
 
 OBJECTIVES = ("cost", "goodput_per_gpu")
 SEARCH_KEYS = (

@@ -7,9 +7,9 @@ None)}. Weights are stored in float16 and always used as float32 after loading, 
 the model (training ends by rounding through float16 before anything is measured).
 `load_bundle(dir)` reads the target and every drafter it finds. Any problem (missing file, unreadable or
 corrupt file, wrong format/version, shapes that do not fit the config, a drafter trained on another
-target) raises `specsched.errors.InputError` naming the file: the CLI turns it into one line + exit 2.
+target) raises `specsched.io.errors.InputError` naming the file: the CLI turns it into one line + exit 2.
 
-May import: torch, stdlib, specsched.errors, engine.model, engine.lm.*.
+May import: torch, stdlib, specsched.io.errors, engine.model, engine.lm.*.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from engine.lm.layers import DraftConfig
 from engine.lm.parallel import ParallelDrafter
 from engine.lm.target import weight_shapes
 from engine.model import ModelConfig, TinyLM
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 FORMAT, VERSION = "specbed-lm", 1
 DEFAULT_DIR = Path(__file__).resolve().parent.parent / "checkpoints"

@@ -47,15 +47,16 @@ from engine.lm.drafters import runtime_drafter
 from engine.lm.target import TargetLM, target_outputs
 from engine.lm.trainconfig import PRESETS, TrainConfig, dump_toml, resolve
 from engine.step import StepOutput, full_rows
-from specsched import confidence, safeio
-from specsched.errors import InputError
-from specsched.progress import Progress
+from specsched import confidence
+from specsched.io import safeio
+from specsched.io.errors import InputError
+from specsched.io.progress import Progress
 
 __all__ = ["PRESETS", "TrainConfig", "dump_toml", "main", "resolve", "run"]
 
 
 def _progress(phase: str, total: int, unit: str, quiet: bool) -> Progress:
-    """The shared printer (specsched.progress) for one training phase: a line at least every 10 s."""
+    """The shared printer (specsched.io.progress) for one training phase: a line at least every 10 s."""
     return Progress(total, label=f"[train] {phase}", unit=unit, every=10.0, enabled=not quiet)
 
 

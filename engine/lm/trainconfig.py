@@ -4,7 +4,7 @@ Role: say everything a training run depends on (sizes, steps, rates, drafters, S
 validate it on construction (ValueError naming the field) and round-trip it through TOML (the resolved
 config is saved beside the checkpoints as `train_config.toml`).
 
-May import: stdlib, tomllib, specsched.errors, engine.model, engine.lm.data, engine.lm.layers.
+May import: stdlib, tomllib, specsched.io.errors, engine.model, engine.lm.data, engine.lm.layers.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from engine.lm.data import DataConfig
 from engine.lm.layers import DraftConfig
 from engine.model import ModelConfig
-from specsched import inputs
-from specsched.errors import InputError
+from specsched.io import inputs
+from specsched.io.errors import InputError
 
 _NAME = re.compile(r"^(eagle|dflash|dspark)(\d+)$")
 

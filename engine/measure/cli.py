@@ -1,7 +1,7 @@
 """`specbed engine train | eval | profile | curves` (argv[0] is the sub-subcommand).
 
 Role: the command line of the engine's measurements. Bad input (missing or corrupt checkpoints, bad
-options) raises specsched.errors.InputError / ValueError, which specbed.cli turns into one line + exit 2.
+options) raises specsched.io.errors.InputError / ValueError, which specbed.cli turns into one line + exit 2.
 - train:   python -m engine.lm.train (same options).
 - eval:    τ table (Table 1 layout), per-position acceptance (Fig. 2 layout), depth ablation, ECE/AUC
            before/after STS; writes results.json, report.txt, config.json and reliability PNGs to --out DIR.
@@ -20,8 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-from specsched.errors import InputError
-from specsched.results import add_out_dir
+from specsched.io.errors import InputError
+from specsched.io.results import add_out_dir
 
 USAGE = "usage: specbed engine {train|eval|profile|curves} [options]   (--help after each for options)"
 
@@ -106,7 +106,7 @@ def _eval(argv: list[str]) -> int:
     from pathlib import Path
 
     from engine.measure.evaluate import evaluate, format_report, write_outputs
-    from specsched import safeio
+    from specsched.io import safeio
 
     fresh = not Path(args.out).exists()
     safeio.check_dir(args.out, field="--out")  # before loading anything: bad input
@@ -126,7 +126,7 @@ def _eval(argv: list[str]) -> int:
 
 def _check_profile_outputs(args) -> None:
     """--out and --steps-out proven writable (and distinct) before loading or measuring anything."""
-    from specsched import safeio
+    from specsched.io import safeio
 
     safeio.check_file(args.out)
     if args.steps_out:
@@ -216,8 +216,8 @@ def _curves(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     from engine.measure.curves import build_curves, parse_map
     from engine.measure.evaluate import evaluate
-    from specsched import safeio
     from specsched.contracts.curves import save_curves
+    from specsched.io import safeio
 
     mapping = parse_map(args.map)
     if args.drafters:  # measure only these (engine names), never silently all of them

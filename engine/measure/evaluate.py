@@ -33,7 +33,7 @@ from engine.measure.stats import (
     requests_for,
     temps_for,
 )
-from specsched.results import dumps_json, write_results
+from specsched.io.results import dumps_json, write_results
 
 
 @dataclass(frozen=True)

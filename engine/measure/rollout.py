@@ -199,7 +199,7 @@ class RolloutRecorder:
 def check_device(device: str) -> None:
     """Raise InputError unless the engine can run on `device` here (EngineConfig's rule: "cpu" always,
     "cuda"/"cuda:N" when torch sees CUDA)."""
-    from specsched.errors import InputError
+    from specsched.io.errors import InputError
 
     try:
         EngineConfig(device=device)

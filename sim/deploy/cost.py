@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 import specsched
 from sim.config import ServerConfig, SimConfig
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 from specsched.price.knobs import shipped_knobs
 from specsched.price.vllm import VllmSpec, cost_table
 

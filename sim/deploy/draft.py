@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from sim.config import SimConfig
 from sim.deploy.cost import config_spec
-from specsched import DraftCost, InputError, inputs
+from specsched import DraftCost, InputError
+from specsched.io import inputs
 from specsched.price.draft_shape import drafter_shape, own_draft_cost
 from specsched.price.knobs import KNOBS_FILE, shipped_knobs
 from specsched.price.spec_engine import get_engine

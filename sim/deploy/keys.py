@@ -30,8 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from sim.bounds import check_choice, check_range
-from specsched.errors import InputError
 from specsched.graphs import check_capture_sizes
+from specsched.io.errors import InputError
 from specsched.price import (
     GPU_MEMORY_UTILIZATION,
     PRECISIONS,

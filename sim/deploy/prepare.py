@@ -18,7 +18,7 @@ from sim.curves import curve_matrix
 from sim.streams import stream_rngs
 from sim.wiring import Prepared
 from sim.workload import Workload
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 from specsched.price.knobs import Knobs
 from specsched.price.kv import BLOCK_SIZE
 from specsched.price.vllm import VllmSpec, cost_table, offload_blocks

@@ -43,9 +43,9 @@ from typing import ClassVar
 from sim.bounds import check_bounds, check_choice, check_range, fail
 from sim.config import ROUTERS, SimConfig
 from sim.config_io import _toml_value, coerce, config_to_toml, load_config, parse_override
-from specsched import inputs
 from specsched.comm import LINKS
-from specsched.errors import InputError
+from specsched.io import inputs
+from specsched.io.errors import InputError
 from specsched.price import GPUS, MODELS
 from specsched.price.ep import ep_models
 

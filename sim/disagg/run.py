@@ -40,7 +40,7 @@ from sim.recorder import Recorder
 from sim.run import prepare
 from sim.wiring import Feed, Prepared, run_pool
 from specsched.comm import KVHandoff, Link, get_link
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 from specsched.price import MODELS
 from specsched.price.ep import EPGroup, group_table, prefill_table
 

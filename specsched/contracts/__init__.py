@@ -3,10 +3,10 @@
 Role: one home, below both `engine/` and `sim/`, for what crosses between them — the domain names and the
 engine's "prose" = simulator's "chat" alias (`domains`), the acceptance-curves JSON file with its built-in
 curves and version handling (`curves`, `builtin_curves`), and the measured-profile CSV (`profile`). Errors
-are `specsched.errors.InputError`, naming the file, line and field. The engine writes through these modules
+are `specsched.io.errors.InputError`, naming the file, line and field. The engine writes through these modules
 and the simulator reads through them; nothing else parses these files.
 
-May import: numpy, the standard library, `specsched.errors`, `specsched.cost`.
+May import: numpy, the standard library, `specsched.io.errors`, `specsched.cost`.
 """
 
 from specsched.contracts.builtin_curves import DRAFTERS, TABLE1_TAU, builtin_curve, curve_tau

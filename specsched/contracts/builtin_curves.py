@@ -13,7 +13,7 @@ prefix survival is the cumulative product, and τ = 1 + Σ survival when all γ 
   ASSUMPTION (ours): math 0.90, code 0.88, chat 0.85, ordered like every drafter in Fig. 2.
 - none: no drafts, an empty curve.
 
-May import: numpy, the standard library, `specsched.errors`, `specsched.contracts.domains`.
+May import: numpy, the standard library, `specsched.io.errors`, `specsched.contracts.domains`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from specsched.contracts.domains import DOMAINS
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 DRAFTERS = ("none", "mtp", "eagle3", "dflash", "dspark")
 

@@ -31,8 +31,8 @@ built-in drafter absent from the file, or a domain the file does not give it, ke
 another drafter has exactly the domains the file gives it (`Curves.get` refuses the others, naming the
 field). Samples need a curve for every domain.
 
-May import: numpy, the standard library, `specsched.errors`, `specsched.contracts.domains`,
-`specsched.contracts.builtin_curves`, `specsched.safeio`.
+May import: numpy, the standard library, `specsched.io.errors`, `specsched.contracts.domains`,
+`specsched.contracts.builtin_curves`, `specsched.io.safeio`.
 """
 
 from __future__ import annotations
@@ -45,11 +45,11 @@ from typing import Any
 
 import numpy as np
 
-from specsched import inputs, safeio
 from specsched.contracts.builtin_curves import DRAFTERS, builtin_curve, check_domain, check_drafter
 from specsched.contracts.domains import DOMAINS
-from specsched.errors import InputError
-from specsched.results import dumps_json
+from specsched.io import inputs, safeio
+from specsched.io.errors import InputError
+from specsched.io.results import dumps_json
 
 CURVES_VERSION = 2
 _READABLE_VERSIONS = (1, 2)

@@ -5,12 +5,12 @@ curves files and metrics); the engine's byte-level corpus names its domains code
 (`ENGINE_DOMAINS`, the order it trains and measures in). The engine's "prose" is the simulator's "chat";
 every translation between the two goes through `sim_domain` / `engine_domain` (or the two dicts).
 
-May import: the standard library, `specsched.errors`.
+May import: the standard library, `specsched.io.errors`.
 """
 
 from __future__ import annotations
 
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 DOMAINS = ("chat", "math", "code")
 ENGINE_DOMAINS = ("code", "prose", "math")

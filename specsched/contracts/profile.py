@@ -27,8 +27,8 @@ longest context; the draft pass: drafting requests × longest context). `longest
 longest context the table and the draft seconds were moved to (0: the intercept, to which a twin adds its
 own steps' cost, sim server.padded_context_seconds); absent, the steps are as measured.
 
-May import: numpy, the standard library, `specsched.errors`, `specsched.cost`, `specsched.measured`,
-`specsched.safeio`.
+May import: numpy, the standard library, `specsched.io.errors`, `specsched.cost`, `specsched.measured`,
+`specsched.io.safeio`.
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ from pathlib import Path
 
 import numpy as np
 
-from specsched import inputs, safeio
 from specsched.cost import CostTable
-from specsched.errors import InputError
+from specsched.io import inputs, safeio
+from specsched.io.errors import InputError
 from specsched.measured import write_steps
 
 NOTE_PREFIX = "# specbed engine profile: "

@@ -4,7 +4,8 @@ Role: `forms` (the physical form of each kernel kind and its fit), `tables` (rea
 tables; refit only), `figures` (the shipped per-GPU figures, the rule that carries calibrated knobs to a
 GPU without measured runs, FP8 and the per-token prefill term).
 
-May import: numpy, the standard library, `specsched.errors`, `specsched.inputs`, `specsched.price.models`.
+May import: numpy, the standard library, `specsched.io.errors`, `specsched.io.inputs`,
+`specsched.price.models`.
 """
 
 from specsched.kernels.figures import (

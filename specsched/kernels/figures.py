@@ -18,7 +18,8 @@ Role: `specsched/data/kernel_figures.json` holds each GPU's fitted kernel figure
 - `prefill_seconds` — a prefill step summed from the kernel forms (GEMMs, context attention, all-reduces),
   the per-token form that shards with TP and gives way to compute.
 
-May import: numpy, the standard library, `specsched.inputs`, `specsched.errors`, `specsched.price.models`,
+May import: numpy, the standard library, `specsched.io.inputs`, `specsched.io.errors`,
+`specsched.price.models`,
 `specsched.kernels.forms`.
 """
 
@@ -29,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from specsched import inputs
-from specsched.errors import InputError
+from specsched.io import inputs
+from specsched.io.errors import InputError
 from specsched.kernels.forms import KINDS, Shapes, predict
 from specsched.price import get_gpu, get_model
 

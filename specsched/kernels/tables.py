@@ -13,7 +13,7 @@ nothing but the standard library. Rows kept per kind (the shapes a vLLM step run
     gen_attn   bf16 KV cache, head_dim 128, ≥ 256 MB of KV read (more than L2 holds); rows: batch·heads
     allreduce  bfloat16, CUDA-graph backend
 
-May import: numpy, the standard library, `specsched.errors`, `specsched.price.models`,
+May import: numpy, the standard library, `specsched.io.errors`, `specsched.price.models`,
 `specsched.kernels.forms`.
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 from specsched.kernels.forms import Shapes, Sheet
 from specsched.price import get_gpu
 

@@ -29,7 +29,7 @@ eta_*) are the GPU's no-speculation calibration (`specsched.price.vllm.shipped_k
 fitted to speculative runs. Not modelled: tree drafting, the draft-vocabulary map lookup.
 
 May import: numpy, the standard library, `specsched.cost`, `specsched.draft_cost`,
-`specsched.price`, `specsched.errors`, `specsched.spec_knobs`.
+`specsched.price`, `specsched.io.errors`, `specsched.spec_knobs`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import numpy as np
 
 from specsched.cost import CostTable
 from specsched.draft_cost import DraftCost
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 from specsched.price import GPU as CatalogGPU
 from specsched.price import ModelShape as CatalogModel
 from specsched.price.spec_engine import (

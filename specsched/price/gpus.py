@@ -34,7 +34,7 @@ per-kernel times to another (`specsched.price.knobs.transferred_knobs`); `sms` i
 one-block-per-row kernel runs at once. None where no source is at hand (B300's clock and SMs): a rule
 that needs them then says so.
 
-May import: the standard library, `specsched.errors`.
+May import: the standard library, `specsched.io.errors`.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,11 @@ Defaults are datasheet-style first-order figures: fits to published H100 profile
 MAPE with η_bw ≈ 0.9, η_f ≈ 0.5–0.65, c0 ≈ 35–60 µs (simulators.md §4).
 
 The shipped calibration (`specsched/data/vllm_knobs.json`, written by `specbed cost calibrate`) holds the
-knobs fitted per GPU on measured vLLM runs; `shipped_knobs(gpu)` reads it through `specsched.inputs` (a
+knobs fitted per GPU on measured vLLM runs; `shipped_knobs(gpu)` reads it through `specsched.io.inputs` (a
 malformed file is one error line, never a silent fallback). A GPU without measured runs gets a calibrated
 GPU's knobs carried over by `transferred_knobs` — the ONE place that rule lives (swap it there).
 
-May import: the standard library, `specsched.errors`, `specsched.inputs`, `specsched.price.gpus`.
+May import: the standard library, `specsched.io.errors`, `specsched.io.inputs`, `specsched.price.gpus`.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
-from specsched import inputs
-from specsched.errors import InputError
+from specsched.io import inputs
+from specsched.io.errors import InputError
 from specsched.price.gpus import get_gpu
 
 _FRACTION = (0.0, 1.0, True, False)  # (0, 1]

@@ -20,14 +20,14 @@ The cache is bf16 (`kv_cache_dtype = "auto"`). These matter only where KV is tig
 `gpu_memory_utilization` has its one default (`GPU_MEMORY_UTILIZATION`, vLLM's) and its one check
 (`check_utilization`) here: the config, the vLLM spec and the sizing all take them from this module.
 
-May import: the standard library, `specsched.errors`, `specsched.price` (gpus, models).
+May import: the standard library, `specsched.io.errors`, `specsched.price` (gpus, models).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 from specsched.price.gpus import GPU
 from specsched.price.models import GiB, ModelShape
 

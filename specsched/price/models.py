@@ -48,7 +48,7 @@ each query token does 2·heads·(qk_dim + v_dim) FLOPs per KV token per layer; D
 Prefill runs it unabsorbed, as multi-head attention: 2·heads·(qk_nope + rope + v_head) = 2·128·(128 + 64
 + 128) per query-key pair per layer.
 
-May import: numpy, the standard library, `specsched.errors`.
+May import: numpy, the standard library, `specsched.io.errors`.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 GiB = 1024**3
 

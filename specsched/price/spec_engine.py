@@ -52,7 +52,7 @@ Versions (`drafter.engine = vllm-0.9 | vllm-0.10 | vllm-0.15 | sglang-0.4 | sgla
 `sglang` are aliases of vllm-0.15 and sglang-0.4): `specsched.spec_versions`, each a small table of what
 that version does, read from its code.
 
-May import: numpy, the standard library, `specsched.errors`, `specsched.spec_versions`.
+May import: numpy, the standard library, `specsched.io.errors`, `specsched.spec_versions`.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 from specsched.spec_versions import engine_versions
 
 #: host seconds per eager PyTorch op (module docstring)

@@ -29,7 +29,7 @@ The step price, one term each (seconds; B = tokens in the step, C = KV tokens th
 and per request `frontend_s` (the API server: HTTP, tokenizing, detokenizing, streaming) is added to its
 TTFT and end-to-end latency by the callers that report them (`validate.predict`).
 
-May import: numpy, the standard library, `specsched.cost`, `specsched.graphs`, `specsched.errors`,
+May import: numpy, the standard library, `specsched.cost`, `specsched.graphs`, `specsched.io.errors`,
 `specsched.price`.
 """
 
@@ -40,8 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from specsched.cost import CostTable
-from specsched.errors import InputError
 from specsched.graphs import vllm_max_capture, with_cudagraphs
+from specsched.io.errors import InputError
 from specsched.price.gpus import GPU, get_gpu
 from specsched.price.knobs import Knobs
 from specsched.price.kv import BLOCK_SIZE, GPU_MEMORY_UTILIZATION, KVSizing, size_kv

@@ -13,7 +13,7 @@ from analysis.search.prices import load_prices
 from analysis.search.slo import parse_slo
 from analysis.search.space import load_space, traffic_overrides
 from specbed.cli import main
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 TRAFFIC = """[workload]
 kind = "poisson"

@@ -9,7 +9,7 @@ import pytest
 
 from analysis.model import SimModel
 from analysis.sweepfile import config_key, expand, load_sweep, parse_sweep
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 from tests.analysis.conftest import REPO, SWEEP, specbed
 from tests.analysis.fake_model import MODEL
 

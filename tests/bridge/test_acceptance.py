@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from bridge.acceptance import read_acceptance
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 DRAFTS = 1000
 PER_POS = np.array([800.0, 560.0, 392.0, 274.0])  # drafts with ≥ i + 1 accepted

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bridge.acceptance import read_acceptance
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 SAMPLES = Path(__file__).parent / "vllm_samples"
 

@@ -13,7 +13,7 @@ import pytest
 
 from bridge.acceptance import read_acceptance, tau_curve
 from specbed.cli import main as specbed
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 SAMPLES = Path(__file__).parent / "vllm_samples"
 #: ground truth A: 2000 drafts of K = 3, a = drafts with ≥ i + 1 accepted

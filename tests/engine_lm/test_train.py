@@ -11,7 +11,7 @@ from engine.lm import checkpoint as ckpt
 from engine.lm.data import Corpus, DataConfig
 from engine.lm.target import TargetLM, target_outputs
 from engine.lm.train import PRESETS, TrainConfig, _optimizer, dump_toml, resolve
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 TINY = PRESETS["tiny"]
 

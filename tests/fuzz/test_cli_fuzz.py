@@ -280,7 +280,7 @@ def test_unwritable_output_is_refused_before_any_work(argv, immutable_dir, tmp_p
 
 def _full_disk(monkeypatch):
     """Every safeio write runs out of space half-way (ENOSPC), as on a full disk."""
-    from specsched import safeio
+    from specsched.io import safeio
 
     real = safeio._fill
 
@@ -318,7 +318,7 @@ def test_full_disk_during_a_sweep_loses_no_finished_cell(tmp_path, capsys, monke
     out = tmp_path / "o"
     argv = ["sweep", str(tmp_path / "s.toml"), "--out", str(out), "--model", FAKE, "--quiet", "--jobs", "1"]
     from analysis import store
-    from specsched import safeio
+    from specsched.io import safeio
 
     real, calls = safeio._fill, []
 

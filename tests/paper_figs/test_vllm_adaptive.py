@@ -7,7 +7,7 @@ import json
 import pytest
 
 from paper_figs import vllm_adaptive as va
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 
 def test_tiny_run_writes_the_results_layout(tmp_path):

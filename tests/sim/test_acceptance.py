@@ -11,7 +11,7 @@ import pytest
 
 from sim.acceptance import AcceptanceConfig, AcceptanceModel, population_tau, solve_offsets
 from sim.curves import DOMAINS, TABLE1_TAU, curve_matrix, curve_tau
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 FIG2 = ("dspark", "dflash", "eagle3")
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from sim.config import SimConfig
 from sim.config_io import config_to_json, config_to_toml, load_config
 from sim.run import prepare
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 PUBLIC = {
     "seed": ("7", 7),

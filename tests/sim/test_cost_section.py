@@ -9,8 +9,8 @@ import pytest
 from sim.config_io import config_to_dict, config_to_toml, load_config
 from sim.deploy.cost import deployment, deployment_cost
 from sim.run import prepare
-from specsched.errors import InputError
-from specsched.inputs import InputWarning
+from specsched.io.errors import InputError
+from specsched.io.inputs import InputWarning
 from specsched.price.knobs import shipped_knobs
 from specsched.price.vllm import VllmSpec, cost_table
 

@@ -8,7 +8,7 @@ import pytest
 
 from sim.config_io import load_config
 from sim.disagg import is_disaggregated, load_disagg, simulate_disagg
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "configs" / "disagg-small.toml"

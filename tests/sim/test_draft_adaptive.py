@@ -5,7 +5,7 @@ import pytest
 from sim.config_io import load_config
 from specbed.cli import main as specbed
 from specsched import AdaptivePolicy, make_policy
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 from .simutil import run, saturating_cost
 

@@ -15,7 +15,7 @@ from sim.acceptance import AcceptanceConfig
 from sim.config import DrafterConfig, PolicyConfig, ServerConfig, SimConfig, WorkloadConfig
 from sim.curves import DOMAINS, Curves, Samples, load_curves, parse_curves, save_curves
 from sim.empirical import EmpiricalModel
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 GAMMA = 4
 

@@ -8,7 +8,7 @@ import specsched
 from sim.config_io import config_to_dict, load_config
 from sim.drafter import draft_seconds_table
 from sim.run import prepare
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 from tests.sim.simutil import config, run
 
 

@@ -5,7 +5,7 @@ import pytest
 
 import sim
 from sim.config_io import load_config
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 SMALL = ["workload.num_requests=80", "workload.rate=6", "workload.output_tokens=64", "seed=3"]
 

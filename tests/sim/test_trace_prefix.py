@@ -5,7 +5,7 @@ import pytest
 from sim.config import ServerConfig, SimConfig, WorkloadConfig
 from sim.run import simulate
 from sim.trace_prefix import hash_id_keys
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 
 def _run(tmp_path, rows, header, **wl):

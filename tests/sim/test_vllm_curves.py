@@ -11,7 +11,7 @@ import pytest
 from sim.config import DrafterConfig
 from sim.curves import curve_tau, load_curves
 from specbed.cli import main as specbed
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 RATES = [0.62, 0.4402, 0.3257, 0.2476, 0.1931]  # vLLM's unconditional per-position rates
 TAU = 1 + sum(RATES)

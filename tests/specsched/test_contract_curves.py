@@ -20,7 +20,7 @@ from specsched.contracts import (
     parse_curves,
     save_curves,
 )
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 
 @pytest.mark.parametrize("drafter", ["dspark", "dflash", "eagle3"])

@@ -22,7 +22,7 @@ from specsched.contracts import (
     save_curves,
     sim_domain,
 )
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 
 def test_domain_alias_round_trips_and_refuses_unknown_names():

@@ -1,4 +1,4 @@
-"""specsched.inputs (the bounded, typed input layer) and the output rules added to specsched.safeio."""
+"""specsched.io.inputs (the bounded, typed input layer) and the output rules added to specsched.io.safeio."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from specsched import inputs, safeio
-from specsched.errors import InputError
+from specsched.io import inputs, safeio
+from specsched.io.errors import InputError
 
 
 def test_special_files_are_refused_without_blocking(tmp_path):

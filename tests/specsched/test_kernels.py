@@ -9,7 +9,7 @@ import pytest
 
 from specbed.cli import main as specbed
 from specsched import fit as F
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 from specsched.kernels import (
     carry_knobs,
     forms,

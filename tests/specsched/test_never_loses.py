@@ -24,7 +24,7 @@ def test_a_run_that_drafts_but_verifies_nothing_says_so(recwarn):
     """fixed K = 0 with a drafter pays the draft pass and verifies nothing: a warning and a summary flag."""
     from sim.config_io import load_config
     from sim.run import simulate
-    from specsched.inputs import InputWarning
+    from specsched.io.inputs import InputWarning
 
     with tempfile.TemporaryDirectory() as tmp:
         sets = nl._sets(nl.deployments(Path(tmp))["llama3.1-70b h100 tp4 (vLLM)"], 16, "k=0", requests=32)

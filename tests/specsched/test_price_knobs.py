@@ -3,7 +3,7 @@
 import pytest
 
 import specsched.price.knobs as K
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 from specsched.price import DEFAULTS, Knobs, shipped_knobs
 from specsched.price.ep import EPGroup
 

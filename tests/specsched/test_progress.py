@@ -1,8 +1,8 @@
-"""specsched.progress: the one progress printer (analysis sweeps and engine.lm training both use it)."""
+"""specsched.io.progress: the one progress printer (analysis sweeps and engine.lm training both use it)."""
 
 import io
 
-from specsched.progress import Progress
+from specsched.io.progress import Progress
 
 
 def test_lines_off_a_terminal_at_each_tenth_with_rate_eta_and_note():

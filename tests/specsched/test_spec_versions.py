@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from specsched.draft_lm import find_draft_lm, get_draft_lm
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 from specsched.price import get_gpu, get_model
 from specsched.price.draft_shape import drafter_shape, own_draft_cost, pass_seconds
 from specsched.price.knobs import shipped_knobs

@@ -8,7 +8,7 @@ import re
 import pytest
 
 import traces
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 from .conftest import AZURE_2023, BURSTGPT_V1, MOONCAKE
 

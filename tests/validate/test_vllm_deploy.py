@@ -7,7 +7,7 @@ from sim.deploy.prepare import prepare
 from sim.inference_perf import Profile, generate
 from sim.metrics import request_table
 from sim.wiring import run_pool
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 from specsched.price import GPUS, MODELS, find_model, get_gpu, get_model
 from specsched.price.knobs import Knobs
 from specsched.price.kv import size_kv

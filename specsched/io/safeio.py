@@ -14,7 +14,7 @@ whose process is gone (a kill -9 mid-write). `check_file` also refuses an output
 command's inputs or a file a run / sweep folder owns (`refuse_clobber`); `check_run_dir` keeps runs out
 of sweep folders; `held` is the folder writer lock (flock) a read-modify-write holds.
 
-May import: the standard library, `specsched.errors`.
+May import: the standard library, `specsched.io.errors`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 #: the files a run folder (`specbed run --out`) and a sweep folder own (besides cells/ and errors/)
 RUN_FILES = ("summary.json", "requests.csv", "series.csv", "confidence.json", "config.toml", "timeline.json")

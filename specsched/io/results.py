@@ -9,7 +9,7 @@ Role: every results file specbed writes goes through here, so they all read the 
   memory for million-row tables); `csv_text` writes a header and rows of plain values.
 - `write_results(DIR, files, config=...)` writes a results folder: every file plus the resolved config
   that produced it (`config.toml`, or `config.json` for commands whose settings are flags), all to
-  temporary names first and renamed together (`specsched.safeio.write_files`), so a failure leaves the
+  temporary names first and renamed together (`specsched.io.safeio.write_files`), so a failure leaves the
   previous results whole. `write_json` writes one JSON file atomically (or to stdout for `-`).
 - The output flags' one vocabulary: `--out DIR` where a folder is meant (`add_out_dir`), `--out FILE` for
   one file, `--json FILE` for a JSON summary (`-`: standard output); the retired `--out-dir` is read as
@@ -32,7 +32,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from specsched import inputs, safeio
+from specsched.io import inputs, safeio
 
 #: `--json -` writes to standard output
 STDOUT = "-"

@@ -15,7 +15,7 @@ measured CSV, fit.json, vLLM scrapes / logs / JSON, sweep files and cells, summa
 Surprising but legal input gets a one-line `InputWarning` (`warn`); `collect_warnings` prints each as one
 stderr line and hands them to the caller (e.g. to record in summary.json).
 
-May import: the standard library, `specsched.errors`.
+May import: the standard library, `specsched.io.errors`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import warnings
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from specsched.errors import InputError
+from specsched.io.errors import InputError
 
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 #: largest input read, by kind (bytes); the error names the limit
