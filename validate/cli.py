@@ -142,8 +142,9 @@ def main(argv: list[str]) -> int:
     results = v.validate(runs, choose, profiles, seed=args.seed, progress=bar.update)
     bar.close()
     wall = time.perf_counter() - t0
-    print(v.table(results))
-    print(f"({sum('error_pct' in r for r in results)} of {len(results)} runs modelled in {wall:.1f} s)")
+    if args.json_out != STDOUT:  # `--json -`: standard output holds the JSON only
+        print(v.table(results))
+        print(f"({sum('error_pct' in r for r in results)} of {len(results)} runs modelled in {wall:.1f} s)")
     doc = v.as_json(results)
     text = dumps_json(doc, indent=1, sort_keys=False)
     if args.json_out:

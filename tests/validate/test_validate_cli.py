@@ -173,3 +173,19 @@ def test_a_vllm_bench_serve_result_is_replayed_from_its_own_requests(tmp_path):
     assert run["actual"]["itl_mean"] == pytest.approx(8.0)
     assert run["actual"]["e2e_mean"] == pytest.approx(30 + 19 * 8)
     assert set(run["predicted"]) == KEYS
+
+
+def test_validate_json_to_stdout_is_the_json_only(tmp_path, capsys):
+    """`specbed vllm validate ... --json -`: standard output parses as strict JSON, nothing else."""
+    n = 12
+    doc = {"model_id": "Qwen/Qwen2.5-7B-Instruct", "request_rate": 5.0, "input_lens": [100] * n,
+           "output_lens": [8] * n, "ttfts": [0.03] * n, "itls": [[0.008] * 7] * n}  # fmt: skip
+    (tmp_path / "b.json").write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main(["vllm", "validate", str(tmp_path / "b.json"), "--json", "-"]) == 0
+
+    def refuse(token):
+        raise AssertionError(f"bare {token}")
+
+    out = json.loads(capsys.readouterr().out, parse_constant=refuse)
+    assert out["runs"][0]["exp_id"]
