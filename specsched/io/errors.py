@@ -6,6 +6,9 @@ May import only the standard library. The CLI (`specbed.cli`) turns an `InputErr
 
 from __future__ import annotations
 
+import argparse
+from typing import NoReturn
+
 
 class InputError(ValueError):
     """Bad user input: a file, a line in it, a field, or a CLI flag.
@@ -31,3 +34,15 @@ class InputError(ValueError):
             where = f"line {self.line}: "
         what = f"field '{self.field}': " if self.field is not None else ""
         return " ".join(f"{where}{what}{self.message}".split())
+
+
+class ArgParser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one `InputError` line (exit 2 via `specbed.cli`) instead of
+    usage + exit: naming `field` when given, and pointing at `PROG --help` when `hint`."""
+
+    def __init__(self, *args, field: str | None = None, hint: bool = False, **kwargs) -> None:
+        self.field, self.hint = field, hint
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        raise InputError(f"{message} (see '{self.prog} --help')" if self.hint else message, field=self.field)
