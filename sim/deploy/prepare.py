@@ -42,8 +42,16 @@ def prepare(
             field="server.kv_tokens",
         )
     budget = max(spec.max_num_batched_tokens, spec.max_num_seqs)
+    # the config names the deployment itself (its `[cost]` keys; cudagraphs and KV offload are the spec's)
     server = ServerConfig(
-        cost="h100-dense8b",
+        model=spec.model,
+        gpu=spec.gpu,
+        precision=spec.precision,
+        gpu_memory_utilization=spec.gpu_memory_utilization,
+        max_model_len=spec.max_model_len,
+        cpu_offload_gb=spec.cpu_offload_gb,
+        prefix_caching=spec.prefix_caching,
+        async_scheduling=spec.async_scheduling,
         replicas=spec.dp,
         tp=spec.tp,
         max_num_seqs=spec.max_num_seqs,
