@@ -7,6 +7,7 @@ May import only the standard library. The CLI (`specbed.cli`) turns an `InputErr
 from __future__ import annotations
 
 import argparse
+import errno
 from typing import NoReturn
 
 
@@ -34,6 +35,17 @@ class InputError(ValueError):
             where = f"line {self.line}: "
         what = f"field '{self.field}': " if self.field is not None else ""
         return " ".join(f"{where}{what}{self.message}".split())
+
+
+def os_reason(err: OSError) -> str:
+    """A short lower-case reason for an OSError ("no space left on device", ...), for one-line errors."""
+    if err.errno == errno.ENOSPC:
+        return "no space left on device"
+    if err.errno == errno.EDQUOT:
+        return "disk quota exceeded"
+    if err.errno == errno.ENAMETOOLONG:
+        return "file name too long"
+    return (err.strerror or type(err).__name__).lower()
 
 
 class ArgParser(argparse.ArgumentParser):
