@@ -19,12 +19,7 @@ import sys
 from pathlib import Path
 
 from specsched.io import safeio
-from specsched.io.errors import InputError
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line and exit 2, like every specbed input error
-        raise InputError(message, field=self.prog.split()[-1])
+from specsched.io.errors import ArgParser, InputError
 
 
 def _analysis_flags(p: argparse.ArgumentParser) -> None:
@@ -36,7 +31,7 @@ def _analysis_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _parser(command: str) -> argparse.ArgumentParser:
-    p = _Parser(prog=f"specbed {command}")
+    p = ArgParser(prog=f"specbed {command}", field=command)
     if command == "sweep":
         p.add_argument("sweep", type=Path, help="sweep TOML file")
         p.add_argument("--out", type=Path, required=True, metavar="DIR", help="results folder")

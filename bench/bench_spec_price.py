@@ -82,7 +82,7 @@ def speedups(
     host_scale: float | None = None,
 ) -> dict[int, float]:
     """{batch: speedup} for `preset` on Llama-3.1-8B / H100 with the shipped knobs; engine (a name or an
-    `Engine`) None: the pricing before engines (every draft pass over the drafting requests, no host
+    `ServingEngine`) None: the pricing before engines (every draft pass over the drafting requests, no host
     terms). Each drafting request emits E = 1 + Σ survival tokens a step. op_s / host_scale None: the
     shipped speculative knobs (`specsched.spec_knobs`, fitted by `specbed cost calibrate --spec`)."""
     spec = VllmSpec(model="llama3.1-8b", gpu="h100", max_num_seqs=256)

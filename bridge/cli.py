@@ -15,20 +15,12 @@ May import: numpy, the standard library, `specsched` (errors, contracts, safeio)
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 from pathlib import Path
 
 from specsched.io import safeio
-from specsched.io.errors import InputError
+from specsched.io.errors import ArgParser, InputError
 from specsched.io.results import STDOUT, write_json
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports bad flags as one-line InputErrors instead of usage + exit."""
-
-    def error(self, message: str):  # type: ignore[override]
-        raise InputError(message)
 
 
 def _positive_int(text: str) -> int:
@@ -44,7 +36,7 @@ def _positive_int(text: str) -> int:
 def _export(argv: list[str]) -> int:
     from bridge.bench import export_vllm_bench
 
-    p = _Parser(prog="specbed vllm export", description="A simulator run in another tool's result shape.")
+    p = ArgParser(prog="specbed vllm export", description="A simulator run in another tool's result shape.")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a `specbed run --out` directory")
     p.add_argument("--format", default="vllm-bench", choices=["vllm-bench"], help="result shape")
     p.add_argument("--out", metavar="FILE", help="write here (default: print to stdout)")
@@ -61,7 +53,9 @@ def _export(argv: list[str]) -> int:
 def _compare(argv: list[str]) -> int:
     from bridge.bench import compare_rows, export_vllm_bench, format_compare, load_vllm_result
 
-    p = _Parser(prog="specbed vllm compare", description="A simulator run beside a vllm bench serve result.")
+    p = ArgParser(
+        prog="specbed vllm compare", description="A simulator run beside a vllm bench serve result."
+    )
     p.add_argument("sim_run", metavar="SIM_RUN_DIR", help="a `specbed run --out` directory")
     p.add_argument(
         "vllm_result", metavar="VLLM_RESULT", help="--save-result JSON, console report or per-request JSON"
@@ -78,7 +72,7 @@ def _from_vllm(argv: list[str]) -> int:
     from bridge.acceptance import read_acceptance
     from bridge.curves_out import write_acceptance_curves
 
-    p = _Parser(prog="specbed vllm curves", description="A curves file from vLLM's acceptance counters.")
+    p = ArgParser(prog="specbed vllm curves", description="A curves file from vLLM's acceptance counters.")
     p.add_argument("files", nargs="+", metavar="FILE",
                    help="Prometheus /metrics scrape(s) (one cumulative, or a before/after pair), vLLM logs, "
                    "or vllm bench serve --save-result JSON")  # fmt: skip

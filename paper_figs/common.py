@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specsched.io.errors import InputError
+from specsched.io.errors import ArgParser
 from specsched.io.results import dumps_json, plain, write_results
 
 RESULTS = Path("results") / "paper_figs"
@@ -23,13 +23,8 @@ RESULTS = Path("results") / "paper_figs"
 TITLES = {"dflash": "DFlash", "eagle3": "EAGLE-3", "dspark": "DSpark"}
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):
-        raise InputError(message, field=self.prog)
-
-
 def parse_args(name: str, argv: list[str] | None, about: str) -> argparse.Namespace:
-    p = _Parser(prog=f"paper_figs.{name}", description=about)
+    p = ArgParser(prog=f"paper_figs.{name}", field=f"paper_figs.{name}", description=about)
     p.add_argument("--tiny", action="store_true", help="seconds-long version (tests, smoke runs)")
     p.add_argument("--out", type=Path, metavar="DIR", help=f"output folder (default {RESULTS}/{name})")
     p.add_argument("--jobs", type=int, default=None, help="parallel sweep cells (default: all CPUs)")

@@ -38,7 +38,7 @@ from sim.config import SimConfig
 from sim.config_io import config_to_toml, load_config, locate
 from sim.curves import DOMAINS
 from specsched.io import inputs, safeio
-from specsched.io.errors import InputError
+from specsched.io.errors import ArgParser, InputError
 from specsched.io.results import STDOUT, dumps_json, write_csv, write_json, write_results
 
 #: rows of the printed table: (summary key, label, format)
@@ -64,15 +64,8 @@ _TABLE = (
 )
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports bad flags as one-line InputErrors instead of usage + exit."""
-
-    def error(self, message: str):  # type: ignore[override]
-        raise InputError(message)
-
-
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="specbed run", description="Run the serving simulator on one config.")
+    p = ArgParser(prog="specbed run", description="Run the serving simulator on one config.")
     p.add_argument("config", nargs="?", help="TOML config (default: built-in defaults, configs/default.toml)")
     p.add_argument(
         "--set",

@@ -66,10 +66,6 @@ class PrefixCache:
         """Keys of a trace's `hash_ids` (each already names its whole prefix, as in the Mooncake traces)."""
         return [hash(("hash_id", int(h))) for h in hash_ids]
 
-    def blocks_of(self, tokens: int) -> int:
-        """Whole blocks in `tokens` tokens."""
-        return int(tokens) // self.block_size
-
     # -- the cache -------------------------------------------------------------------------------------
 
     def __len__(self) -> int:

@@ -139,13 +139,8 @@ def prepare(cfg: SimConfig) -> Prepared:
     except ValueError as err:
         raise _as_input_error(err, "policy.name") from None
     curves = _load_curves(cfg)
-    wcfg = cfg.workload
     table = _load_trace(cfg)
-    workload = build_workload(wcfg, rngs, table)
-    # Only the workload's domains need a curve (a curves file may give a drafter any subset of them).
-    present = tuple(DOMAINS[i] for i in np.unique(workload.domain)) or DOMAINS
-    matrix = curve_matrix(curves, cfg.drafter.name, cfg.drafter.effective_gamma, present)
-    model = _acceptance_model(cfg, curves, matrix, rngs["model"])
+    workload = build_workload(cfg.workload, rngs, table)
     # int64 throughout: the config's bounds (sim.bounds.UPPER_BOUNDS) keep this sum far from overflow
     need = (
         np.asarray(workload.input_tokens, dtype=np.int64)
@@ -160,12 +155,25 @@ def prepare(cfg: SimConfig) -> Prepared:
             "workload.max_input_tokens / workload.max_output_tokens",
             field="server.kv_tokens",
         )
-    latent = model.request_latent(len(workload), rngs["latent"], workload.domain)
     vllm = cfg.server.model is not None
     keys = _trace_keys(cfg, table, workload) if vllm and cfg.server.prefix_caching else None
-    return Prepared(cfg, cost, tp * cfg.server.replicas, policy, model, workload, latent, rngs, policy_cost,
-                    block_keys=keys, prefix_caching=keys is not None,
+    return assemble(cfg, cost, tp * cfg.server.replicas, policy, workload, rngs, curves=curves,
+                    policy_cost=policy_cost, block_keys=keys, prefix_caching=keys is not None,
                     async_scheduling=vllm and cfg.server.async_scheduling)  # fmt: skip
+
+
+def assemble(
+    cfg: SimConfig, cost, gpus: int, policy, workload, rngs: dict, *, curves=None, **serving
+) -> Prepared:
+    """The tail of every prepare (this one and a vLLM deployment's, `sim.deploy.prepare`), once the run is
+    priced and its workload built: the acceptance model over the workload's domains and each request's
+    latent difficulty. `serving`: `Prepared`'s other fields (policy_cost, the vLLM serving ones)."""
+    # Only the workload's domains need a curve (a curves file may give a drafter any subset of them).
+    present = tuple(DOMAINS[i] for i in np.unique(workload.domain)) or DOMAINS
+    matrix = curve_matrix(curves, cfg.drafter.name, cfg.drafter.effective_gamma, present)
+    model = _acceptance_model(cfg, curves, matrix, rngs["model"])
+    latent = model.request_latent(len(workload), rngs["latent"], workload.domain)
+    return Prepared(cfg, cost, gpus, policy, model, workload, latent, rngs, **serving)
 
 
 def _trace_keys(cfg: SimConfig, table, workload) -> list | None:

@@ -15,11 +15,10 @@ May import: the standard library, `analysis`, `specsched.io.errors`.
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 
-from specsched.io.errors import InputError
+from specsched.io.errors import ArgParser
 
 DEMO_SWEEP = """\
 # The `make demo` sweep. `specbed demo` runs the copy embedded in specbed/demo.py (a test keeps the two
@@ -67,11 +66,6 @@ slo = [80, 120, 200, 250]  # per-user tok/s; the paper's V4-Flash SLAs are 80 an
 """
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):
-        raise InputError(message, field="demo")
-
-
 def main(argv: list[str]) -> int:
     from analysis import store
     from analysis.model import SimModel
@@ -80,7 +74,7 @@ def main(argv: list[str]) -> int:
     from analysis.runner import manifest_of, run_sweep
     from analysis.sweepfile import expand, parse_sweep
 
-    p = _Parser(prog="specbed demo", description=__doc__.splitlines()[0])
+    p = ArgParser(prog="specbed demo", field="demo", description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=Path("results") / "demo", metavar="DIR", help="results folder")
     p.add_argument("--jobs", type=int, default=None, help="parallel cells (default: all CPUs)")
     p.add_argument("--fresh", action="store_true", help="recompute every cell")

@@ -1,6 +1,6 @@
 """What each serving-engine version does in a speculative step: a small table per version, read from its code.
 
-Role: `engine_versions(vllm, sglang)` returns the versioned `specsched.price.spec_engine.Engine`s (`vllm-0.9`,
+Role: `engine_versions(vllm, sglang)` returns the versioned `spec_engine.ServingEngine`s (`vllm-0.9`,
 `vllm-0.10`, `vllm-0.15`, `sglang-0.4`, `sglang-0.5`, `trtllm`) made from the two sourced base rows of
 `spec_engine` (vLLM ≥ 0.14 and SGLang v0.4.x). The fields each version sets (all host counts are eager
 launches the host issues one after another, each `op_s` seconds, `specsched.spec_knobs`):
@@ -82,7 +82,7 @@ VLLM_V0_HOST_STEP_S = 1.20683946e-03
 
 
 def engine_versions(vllm, sglang) -> dict:
-    """{version name: Engine} from the two base rows (`spec_engine.ENGINES["vllm"]`, `["sglang"]`)."""
+    """{version name: ServingEngine} from the two base rows (`spec_engine.ENGINES["vllm"]`, `["sglang"]`)."""
     v0 = replace(
         vllm, name="vllm-0.10", first_eager=True, full_vocab_map=True,
         extend_ops=VLLM_V0_PASS_OPS + VLLM_V0_FIRST_EXTRA_OPS,

@@ -15,25 +15,18 @@ import argparse
 import os
 import sys
 import warnings
-from typing import NoReturn
+from functools import partial
 
 import numpy as np
 
 from specsched.io import safeio
-from specsched.io.errors import InputError
+from specsched.io.errors import ArgParser, InputError
 from specsched.io.results import dumps_json
 from traces import export, synthetic, transform
 from traces.formats import FORMATS
 from traces.loader import BUILTIN_TRACES, load
 from traces.stats import describe
 from traces.table import RequestTable
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports usage errors as one-line InputErrors (exit code 2 via specbed.cli)."""
-
-    def error(self, message: str) -> NoReturn:
-        raise InputError(f"{message} (see '{self.prog} --help')")
 
 
 def _columns(text: str) -> dict[str, str]:
@@ -55,10 +48,12 @@ def _window(text: str) -> tuple[float, float | None]:
         raise argparse.ArgumentTypeError(f"expected START:END in seconds, got {text!r}") from None
 
 
-def _parser() -> _Parser:
-    parser = _Parser(prog="specbed trace", description="Inspect, normalize and extrapolate request traces.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{stats,convert,synth}")
-    source = _Parser(add_help=False)
+def _parser() -> ArgParser:
+    hinted = partial(ArgParser, hint=True)  # usage errors point at the command's --help
+    parser = hinted(prog="specbed trace", description="Inspect, normalize and extrapolate request traces.")
+    metavar = "{stats,convert,synth}"
+    sub = parser.add_subparsers(dest="command", required=True, metavar=metavar, parser_class=hinted)
+    source = ArgParser(add_help=False)
     source.add_argument(
         "file", metavar="FILE", help=f"trace file (.gz ok) or built-in: {', '.join(BUILTIN_TRACES)}"
     )
@@ -75,7 +70,7 @@ def _parser() -> _Parser:
     source.add_argument("--model", action="append", help="keep only this BurstGPT model (repeatable)")
     source.add_argument("--log-type", action="append", help="keep only this BurstGPT log type (repeatable)")
     source.add_argument("--keep-failed", action="store_true", help="keep requests with 0 output tokens")
-    shaping = _Parser(add_help=False)
+    shaping = ArgParser(add_help=False)
     shaping.add_argument(
         "--window", type=_window, metavar="START:END", help="keep arrivals in [START, END) s"
     )

@@ -5,7 +5,7 @@ Role: both sides use the simulator's steady-state window (sim.metrics: warmup / 
 a decode step); the two TPOT samples are compared by the two-sample Kolmogorov–Smirnov statistic, and
 `compare` makes one policy's report entry and table lines.
 
-May import: numpy, stdlib, twin.engine_run.
+May import: numpy, stdlib, sim.metrics, twin.engine_run.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from sim.metrics import steady_window
 from twin.engine_run import EngineRun
 
 METRICS = (
@@ -39,17 +40,6 @@ def ks_statistic(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.max(np.abs(fa - fb)))
 
 
-def window(arrival: np.ndarray, finish: np.ndarray, warmup: float, drain: float) -> tuple[float, float]:
-    """The simulator's steady-state window (sim.metrics): t0 = ⌈warmup·N⌉-th completion, t1 = arrival of
-    rank ⌈(1 − drain)·N⌉; the whole run if t1 <= t0."""
-    n = arrival.size
-    arr, fin = np.sort(arrival), np.sort(finish)
-    k0 = math.ceil(warmup * n)
-    t0 = float(fin[min(k0, n) - 1]) if k0 > 0 else float(arr[0])
-    t1 = float(arr[min(max(math.ceil((1.0 - drain) * n), 1), n) - 1])
-    return (float(arr[0]), float(fin[-1])) if t1 <= t0 else (t0, t1)
-
-
 def _percentiles(tpot: np.ndarray, out: dict) -> None:
     out["tpot_s_mean"] = float(tpot.mean()) if tpot.size else math.nan
     p50, p99 = np.percentile(tpot, [50, 99]) if tpot.size else (math.nan, math.nan)
@@ -59,7 +49,7 @@ def _percentiles(tpot: np.ndarray, out: dict) -> None:
 def engine_summary(ro, warmup: float, drain: float) -> tuple[dict, np.ndarray]:
     """The simulator's summary keys computed from an engine rollout; also the measured TPOTs."""
     req, st, rs = ro.requests, ro.steps, ro.request_steps
-    t0, t1 = window(req["arrival_s"], req["finish_s"], warmup, drain)
+    t0, t1, _ = steady_window(req["arrival_s"], req["finish_s"], warmup, drain)
     measured = (req["arrival_s"] >= t0) & (req["arrival_s"] <= t1)
     out_tok = req["output_tokens"]
     tpot = ((req["finish_s"] - req["first_token_s"]) / np.maximum(out_tok - 1, 1))[measured & (out_tok > 1)]

@@ -18,16 +18,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from specsched.io.errors import InputError
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line and exit 2, like every specbed input error
-        raise InputError(message, field="search")
+from specsched.io.errors import ArgParser, InputError
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="specbed search", description=__doc__.split("\n\n")[0])
+    p = ArgParser(prog="specbed search", field="search", description=__doc__.split("\n\n")[0])
     p.add_argument("space", type=Path, help="search space TOML (a sweep file with an optional [search])")
     p.add_argument("--traffic", required=True, help="a trace (file or built-in name) or a config .toml")
     p.add_argument("--slo", required=True, help='e.g. "ttft_p90<=2s,itl_p50<=25ms,itl_p99<=60ms"')

@@ -37,10 +37,6 @@ def is_pool_space(base_path: Path | None) -> bool:
     return is_disaggregated(base_path)
 
 
-def is_pooled(config: dict) -> bool:
-    return "pool" in config
-
-
 def colocated(config: dict) -> dict:
     """The config without its pool and hand-off sections (what `sim.config` reads)."""
     return {k: v for k, v in config.items() if k not in SECTIONS}

@@ -1,8 +1,8 @@
 """A vLLM deployment as a runnable simulation: `prepare(spec, knobs, workload, block_keys)` -> `Prepared`.
 
 Role: the top of the vLLM-deployment path (`specbed validate`, `specbed cost calibrate`): the spec and
-knobs priced in `specsched.price.vllm` become a plain autoregressive run on any workload, its random
-streams those of `sim.run` (`sim.streams`).
+knobs priced in `specsched.price.vllm` become a plain autoregressive run on any workload, finished by
+`sim.run.assemble` as every run is (the same acceptance model and random streams, `sim.streams`).
 
 May import: numpy, the standard library, `specsched`, the other sim modules.
 """
@@ -12,9 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 import specsched
-from sim.acceptance import AcceptanceModel
-from sim.config import DrafterConfig, MetricsConfig, PolicyConfig, ServerConfig, SimConfig
-from sim.curves import curve_matrix
+from sim.config import DrafterConfig, PolicyConfig, ServerConfig, SimConfig
+from sim.run import assemble
 from sim.streams import stream_rngs
 from sim.wiring import Prepared
 from sim.workload import Workload
@@ -42,39 +41,26 @@ def prepare(
             field="server.kv_tokens",
         )
     budget = max(spec.max_num_batched_tokens, spec.max_num_seqs)
+    # the config names the deployment itself (its `[cost]` keys; cudagraphs and KV offload are the spec's)
     server = ServerConfig(
-        cost="h100-dense8b",
+        model=spec.model,
+        gpu=spec.gpu,
+        precision=spec.precision,
+        gpu_memory_utilization=spec.gpu_memory_utilization,
+        max_model_len=spec.max_model_len,
+        cpu_offload_gb=spec.cpu_offload_gb,
+        prefix_caching=spec.prefix_caching,
+        async_scheduling=spec.async_scheduling,
         replicas=spec.dp,
         tp=spec.tp,
         max_num_seqs=spec.max_num_seqs,
         max_num_batched_tokens=budget,
         kv_tokens=kv,
     )
-    cfg = SimConfig(
-        seed=seed,
-        drafter=DrafterConfig(name="none", gamma=0),
-        policy=PolicyConfig(name="ar"),
-        server=server,
-        metrics=MetricsConfig(),
-    )
-    rngs = stream_rngs(seed)
-    matrix = curve_matrix(None, "none", 0, ("chat",))
-    model = AcceptanceModel(matrix, cfg.acceptance, rngs["model"])
-    latent = model.request_latent(len(workload), rngs["latent"], workload.domain)
-    policy = specsched.make_policy("ar")
-    cost = cost_table(spec, knobs)
-    return Prepared(
-        cfg,
-        cost,
-        spec.tp * spec.dp,
-        policy,
-        model,
-        workload,
-        latent,
-        rngs,
-        block_keys=block_keys,
-        block_size=BLOCK_SIZE,
-        prefix_caching=spec.prefix_caching and block_keys is not None,
-        prefix_offload_blocks=offload_blocks(spec),
-        async_scheduling=spec.async_scheduling,
-    )
+    cfg = SimConfig(seed=seed, drafter=DrafterConfig(name="none", gamma=0), policy=PolicyConfig(name="ar"),
+                    server=server)  # fmt: skip
+    serving = dict(block_keys=block_keys, block_size=BLOCK_SIZE, prefix_offload_blocks=offload_blocks(spec),
+                   prefix_caching=spec.prefix_caching and block_keys is not None,
+                   async_scheduling=spec.async_scheduling)  # fmt: skip
+    ar, gpus = specsched.make_policy("ar"), spec.tp * spec.dp
+    return assemble(cfg, cost_table(spec, knobs), gpus, ar, workload, stream_rngs(seed), **serving)

@@ -6,6 +6,10 @@ May import only the standard library. The CLI (`specbed.cli`) turns an `InputErr
 
 from __future__ import annotations
 
+import argparse
+import errno
+from typing import NoReturn
+
 
 class InputError(ValueError):
     """Bad user input: a file, a line in it, a field, or a CLI flag.
@@ -31,3 +35,26 @@ class InputError(ValueError):
             where = f"line {self.line}: "
         what = f"field '{self.field}': " if self.field is not None else ""
         return " ".join(f"{where}{what}{self.message}".split())
+
+
+def os_reason(err: OSError) -> str:
+    """A short lower-case reason for an OSError ("no space left on device", ...), for one-line errors."""
+    if err.errno == errno.ENOSPC:
+        return "no space left on device"
+    if err.errno == errno.EDQUOT:
+        return "disk quota exceeded"
+    if err.errno == errno.ENAMETOOLONG:
+        return "file name too long"
+    return (err.strerror or type(err).__name__).lower()
+
+
+class ArgParser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one `InputError` line (exit 2 via `specbed.cli`) instead of
+    usage + exit: naming `field` when given, and pointing at `PROG --help` when `hint`."""
+
+    def __init__(self, *args, field: str | None = None, hint: bool = False, **kwargs) -> None:
+        self.field, self.hint = field, hint
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        raise InputError(f"{message} (see '{self.prog} --help')" if self.hint else message, field=self.field)

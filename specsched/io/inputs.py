@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import errno
 import json
 import math
 import os
@@ -33,7 +32,7 @@ import warnings
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from specsched.io.errors import InputError
+from specsched.io.errors import InputError, os_reason
 
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 #: largest input read, by kind (bytes); the error names the limit
@@ -75,13 +74,6 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def reason(err: OSError) -> str:
-    """A short lower-case reason for an OSError, for one-line errors."""
-    if err.errno == errno.ENAMETOOLONG:
-        return "file name too long"
-    return (err.strerror or type(err).__name__).lower()
-
-
 def open_input(
     path, *, what: str = "input", field: str | None = None, limit: int = LIMITS["json"]
 ) -> BinaryIO:
@@ -92,7 +84,7 @@ def open_input(
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO opens without a writer
     except OSError as err:
-        raise InputError(f"cannot read {what} ({reason(err)})", file=file, field=field) from None
+        raise InputError(f"cannot read {what} ({os_reason(err)})", file=file, field=field) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -115,7 +107,7 @@ def read_bytes(path, *, what: str = "input", field: str | None = None, limit: in
         try:
             data = fh.read(limit + 1)
         except OSError as err:
-            raise InputError(f"cannot read {what} ({reason(err)})", file=str(path), field=field) from None
+            raise InputError(f"cannot read {what} ({os_reason(err)})", file=str(path), field=field) from None
     if len(data) > limit:
         raise InputError(f"grew over the {human(limit)} limit for a {what}", file=str(path), field=field)
     return data

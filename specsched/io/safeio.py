@@ -20,7 +20,6 @@ May import: the standard library, `specsched.io.errors`.
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import os
 import re
@@ -29,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-from specsched.io.errors import InputError
+from specsched.io.errors import InputError, os_reason
 
 #: the files a run folder (`specbed run --out`) and a sweep folder own (besides cells/ and errors/)
 RUN_FILES = ("summary.json", "requests.csv", "series.csv", "confidence.json", "config.toml", "timeline.json")
@@ -37,15 +36,6 @@ SWEEP_FILES = ("sweep.json", "results.jsonl", "results.csv")
 
 #: file content: text, bytes, or a function writing to an open handle (text mode unless `binary`)
 Content = str | bytes | Callable[[TextIO], None] | Callable[[BinaryIO], None]
-
-
-def os_reason(err: OSError) -> str:
-    """A short lower-case reason for an OSError ("no space left on device", ...), for one-line errors."""
-    if err.errno == errno.ENOSPC:
-        return "no space left on device"
-    if err.errno == errno.EDQUOT:
-        return "disk quota exceeded"
-    return (err.strerror or type(err).__name__).lower()
 
 
 def check_dir(path: str | os.PathLike[str], *, field: str = "--out") -> Path:

@@ -96,7 +96,7 @@ SGLANG_HOST_OPS = 30
 
 
 @dataclass(frozen=True)
-class Engine:
+class ServingEngine:
     """How an engine runs an EAGLE-style step: both run the first of the γ draft passes over every
     verified position and the other γ − 1 over the drafting requests in CUDA graphs. first_eager: that
     first pass runs eagerly; extend_ops / host_ops / host_step_s: the host terms above (0 where hidden);
@@ -126,10 +126,10 @@ class Engine:
     version: str = ""
 
 
-ENGINES: dict[str, Engine] = {
-    "vllm": Engine("vllm", False, 0, 0, 0.0,
+ENGINES: dict[str, ServingEngine] = {
+    "vllm": ServingEngine("vllm", False, 0, 0, 0.0,
                    "vLLM v1 ≥ v0.14: padded drafter batch, CUDA graphs, async scheduling (vllm#31998)"),
-    "sglang": Engine("sglang", True, SGLANG_EXTEND_OPS, SGLANG_HOST_OPS, SGLANG_HOST_STEP_S,
+    "sglang": ServingEngine("sglang", True, SGLANG_EXTEND_OPS, SGLANG_HOST_OPS, SGLANG_HOST_STEP_S,
                      "SGLang v0.4.x EAGLE worker: overlap off, draft extend eager (before sglang#6606)",
                      SGLANG_HOST_REQ_S, SGLANG_HOST_TOKEN_S, SGLANG_GRAPH_MAX_BS, SGLANG_DECODE_OPS),
 }  # fmt: skip
@@ -137,16 +137,16 @@ ENGINES.update(engine_versions(ENGINES["vllm"], ENGINES["sglang"]))
 ENGINES["vllm"], ENGINES["sglang"] = ENGINES["vllm-0.15"], ENGINES["sglang-0.4"]  # the aliases
 
 
-def get_engine(name, *, field: str = "drafter.engine") -> Engine:
-    """The engine `name` (an `Engine` passes through); InputError naming `field` otherwise."""
-    if isinstance(name, Engine):
+def get_engine(name, *, field: str = "drafter.engine") -> ServingEngine:
+    """The engine `name` (a `ServingEngine` passes through); InputError naming `field` otherwise."""
+    if isinstance(name, ServingEngine):
         return name
     if not isinstance(name, str) or name.lower() not in ENGINES:
         raise InputError(f"must be one of {', '.join(ENGINES)}; got {name!r}", field=field)
     return ENGINES[name.lower()]
 
 
-def first_pass_seconds(engine: Engine, gpu_seconds, *, op_s: float = EAGER_OP_S) -> np.ndarray:
+def first_pass_seconds(engine: ServingEngine, gpu_seconds, *, op_s: float = EAGER_OP_S) -> np.ndarray:
     """float64 seconds of the first draft pass from its GPU seconds (graph-replayed: as is; eager: the host
     issuing `extend_ops` ops one after another, overlapping the GPU: the slower of the two)."""
     gpu_seconds = np.asarray(gpu_seconds, dtype=np.float64)
@@ -155,19 +155,19 @@ def first_pass_seconds(engine: Engine, gpu_seconds, *, op_s: float = EAGER_OP_S)
     return np.maximum(gpu_seconds, engine.extend_ops * op_s)
 
 
-def host_step_seconds(engine: Engine, *, op_s: float = EAGER_OP_S) -> float:
+def host_step_seconds(engine: ServingEngine, *, op_s: float = EAGER_OP_S) -> float:
     """Per-step seconds of host work a speculative step exposes beyond what the no-speculation step hides
     (the per-request part: `host_request_seconds`)."""
     return engine.host_step_s + engine.host_ops * op_s
 
 
-def host_request_seconds(engine: Engine, emitted: float, *, scale: float = 1.0) -> float:
+def host_request_seconds(engine: ServingEngine, emitted: float, *, scale: float = 1.0) -> float:
     """Exposed host seconds a drafting request adds to a step in which it emits `emitted` ≥ 1 tokens
     (`scale`: a sensitivity factor on the measured loop costs)."""
     return scale * (engine.host_request_s + engine.host_token_s * max(float(emitted) - 1.0, 0.0))
 
 
-def draft_pass_seconds(engine: Engine, m, gpu_seconds, *, op_s: float = EAGER_OP_S) -> np.ndarray:
+def draft_pass_seconds(engine: ServingEngine, m, gpu_seconds, *, op_s: float = EAGER_OP_S) -> np.ndarray:
     """float64 seconds of a later draft pass over `m` requests from its GPU seconds: graph-replayed up to
     the engine's graph_max_bs, above it eager (the slower of the GPU and `decode_ops` host ops)."""
     gpu_seconds = np.asarray(gpu_seconds, dtype=np.float64)
