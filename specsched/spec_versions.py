@@ -36,7 +36,9 @@ LM head and argmax (2), plus `build_for_drafting`'s metadata (≈ 2 op-equivalen
 pass adds the input shift (2), position / hidden copies (2), last-position gathers (3) around the same
 forward; per step the rejection sampler (greedy / random kernels, bonus-token append, ≈ 10 launches) and
 `prepare_inputs` (cumulative drafts, index select, ≈ 6): 16. EAGLE-3 adds `combine_hidden_states` (one
-matmul) to the first pass and, per pass, the scatter of its 32k logits into a -inf tensor of the target's
+matmul) and the runner's aux-state gather (three `h[token_indices]` and a `torch.cat` where EAGLE-1 gathers
+one state: 3 more launches; vLLM 0.9's `execute_model`, as reproduced in Snowflake's arctic-inference runner
+patch) to the first pass and, per pass, the scatter of its 32k logits into a -inf tensor of the target's
 vocabulary before the argmax (`compute_logits`: arange, add, new_full, index_put: 4 launches). Per step
 the host's scheduling and output processing stay exposed in both arms: 1.207 ms, SpecDecode-Bench's own
 per-step overhead on vLLM v0.10.1, Llama-3.1-8B, H100 (github.com/SpecDecode-Bench/simulator predictor.py
@@ -70,8 +72,11 @@ VLLM_V0_PASS_OPS = 22
 VLLM_V0_FIRST_EXTRA_OPS = 7
 #: per-step rejection sampler + prepare_inputs launches
 VLLM_V0_PREP_OPS = 16
-#: EAGLE-3: the draft-to-target scatter a pass (arange, add, new_full, index_put); fusion fc in the first pass
-EAGLE3_MAP_OPS, EAGLE3_FUSION_OPS = 4, 1
+#: EAGLE-3: the draft-to-target scatter a pass (arange, add, new_full, index_put); in the first pass the
+#: fusion fc (1) and the runner's gather of three aux hidden states instead of one
+#: (`torch.cat([h[token_indices] for h in aux_hidden_states], dim=-1)` vs `hidden_states[token_indices]`:
+#: 2 more gathers and the cat, 3)
+EAGLE3_MAP_OPS, EAGLE3_FUSION_OPS = 4, 4
 #: vLLM 0.8 (before torch.compile / CUDA graphs for the EAGLE head, vllm#17211, #17504): a pass runs its
 #: layer eagerly — embedding, cat, fc (3), input norm, qkv, rotary, KV write, attention, o_proj, fused
 #: add + norm, gate_up, SiLU·mul, down, final norm (11) — instead of two graph pieces and the attention (3)
@@ -126,11 +131,12 @@ def engine_versions(vllm, sglang) -> dict:
 
 
 def engine_name(engine: str, version: str) -> str:
-    """The `specsched.spec_versions` row of an engine and its published version ("0.4.4" → sglang-0.4)."""
+    """The `specsched.spec_versions` row of an engine and its published version ("0.4.4" → sglang-0.4; a
+    leading "~" marks a version inferred from the measurement's date, read the same)."""
     if engine == "trtllm":
         return "trtllm"
     try:
-        major, minor = (int(p) for p in version.strip().lstrip("v").split(".")[:2])
+        major, minor = (int(p) for p in version.strip().lstrip("~v").split(".")[:2])
     except ValueError:
         return "vllm-0.15" if engine == "vllm" else "sglang-0.5"
     if engine == "vllm":

@@ -91,10 +91,17 @@ def predict(case: SpecCase, knobs: SpecKnobs) -> float:
 
 def unmodelled(case: SpecCase) -> str:
     """Why `case` cannot be replayed ("" when it can)."""
-    if find_model(case.model) is None:
+    model = find_model(case.model)
+    if model is None:
         return f"model {case.model!r} is not in the catalogue"
+    if model.heads is None:  # MLA (DeepSeek-V3): the vLLM step prices GQA attention from config.json heads
+        return f"model {model.name!r} has no GQA attention shape (MLA is not priced by the vLLM step)"
     if case.gpu not in GPUS:
         return f"gpu {case.gpu!r} is not in the catalogue"
+    try:
+        shipped_knobs(case.gpu)
+    except InputError as err:  # a catalogue GPU the knobs cannot be carried to (no kernel figures)
+        return f"gpu {case.gpu!r} has no knobs: {err.message}"
     if case.batch is None:
         return "given by request rate (a steady batch is replayed)"
     if case.drafter == "medusa":

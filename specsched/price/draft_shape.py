@@ -78,6 +78,19 @@ class DrafterShape:
     attn_in: int = 1
     markov: bool = False
     source: str = ""
+    fc_replicated: bool = False
+
+    @property
+    def fuses_once(self) -> bool:
+        """The fusion fc runs in the first pass only: EAGLE-3's fc maps the target's three concatenated
+        layers (3h) to h once (vLLM `eagle.py` propose: `combine_hidden_states` before the pass loop; SGLang
+        `llama_eagle3.py`: fc applied when the input is wider than h); later passes feed the draft's own
+        h-wide state. EAGLE-1 / MTP fuse embedding ‖ feature (2h) in every pass."""
+        return self.kind == "autoregressive" and self.fc_in >= 3
+
+    @property
+    def fc_params(self) -> float:
+        return float(self.fc_in * self.hidden**2)
 
     def __post_init__(self) -> None:
         if self.kind not in ("autoregressive", "parallel"):
@@ -132,6 +145,12 @@ PRESETS: dict[str, tuple] = {
 }  # fmt: skip
 
 
+#: presets whose fusion fc is one replicated linear under TP (every rank reads and computes it whole): vLLM
+#: `llama_eagle.py` / `llama_eagle3.py` (`self.fc`: torch.nn.Linear in 2025, `ReplicatedLinear` later),
+#: `deepseek_mtp.py` (`eh_proj`: nn.Linear); SGLang's `llama_eagle3.py` fc (torch.nn.Linear)
+REPLICATED_FC = frozenset({"eagle1", "eagle3", "mtp"})
+
+
 def drafter_shape(preset: str, target: CatalogModel, *, field: str = "drafter.model") -> DrafterShape:
     """`preset` resolved against the target's shape (hidden, MLP width, heads, head size and, for a
     shared head, vocabulary are the target's). InputError naming `field` for an unknown preset."""
@@ -143,6 +162,7 @@ def drafter_shape(preset: str, target: CatalogModel, *, field: str = "drafter.mo
     return DrafterShape(
         key, kind, layers, target.hidden, target.intermediate, target.heads, target.kv_heads,
         target.head_dim, vocab if own else target.vocab, own, fc_in, attn_in, markov, source,
+        fc_replicated=key in REPLICATED_FC,
     )  # fmt: skip
 
 
@@ -150,19 +170,24 @@ def pass_seconds(
     shape: DrafterShape, gpu: CatalogGPU, knobs, m, *, tp: int = 1, bpp: float = 2.0, head_m=None,
     head_gather: int = 0,
     logit_vocab: int | None = None,
+    fusion: bool = True,
 ) -> np.ndarray:
     """float64 seconds of one draft pass over `m` tokens (array ≥ 0) on one GPU of a `tp` replica
     (module docstring), its LM head and sampling over `head_m` of them (None: all m; EAGLE's first pass
     runs its layers over every verified position, its head over the positions it samples from); `knobs`
     has step_s, c0, eta_bw, eta_f, link_latency (None: the GPU's); head_gather: collectives of a
     vocab-parallel LM head under TP (the engine's; 0 without an engine); logit_vocab: the vocabulary the
-    sampling reads (None: the drafter's; a reduced head scattered into the target's: the target's)."""
+    sampling reads (None: the drafter's; a reduced head scattered into the target's: the target's); fusion:
+    whether this pass runs the fusion fc (False: a later pass of a drafter that fuses once, `fuses_once`).
+    A replicated fc (`fc_replicated`) is read and computed whole on every rank."""
     m = np.asarray(m, dtype=np.float64)
     hm = m if head_m is None else np.asarray(head_m, dtype=np.float64)
     bw, flops = knobs.eta_bw * gpu.gpu.hbm_bw, knobs.eta_f * gpu.gpu.flops
-    weights = shape.params * bpp / tp / bw
-    body = shape.params - shape.head_params
-    compute = 2.0 * (body * m + shape.head_params * hm) / tp / flops
+    fc = shape.fc_params if fusion or not shape.fuses_once else 0.0
+    fc_rank = fc if shape.fc_replicated else fc / tp  # parameters of the fc one rank holds
+    sharded = shape.params - shape.fc_params - shape.head_params  # the decoder layers
+    weights = ((sharded + shape.head_params) / tp + fc_rank) * bpp / bw
+    compute = 2.0 * ((sharded / tp + fc_rank) * m + shape.head_params * hm / tp) / flops
     logits = 2.0 * hm * (logit_vocab or shape.vocab) * LOGIT_BYTES / tp / bw
     fixed = knobs.step_s + (shape.layers + 1) * knobs.c0
     if tp > 1:
@@ -246,7 +271,8 @@ def own_draft_cost(
 def _pass_seconds(shape, gpu, knobs, eng, m, chain: bool, *, tp, bpp, gather, lv, op_s) -> np.ndarray:
     """One later pass over m tokens as `eng` runs it (None: the roofline alone): eager above the captured
     batches (chains), and no faster than its host launches when the phase starts on an empty queue."""
-    one = pass_seconds(shape, gpu, knobs, m, tp=tp, bpp=bpp, head_gather=gather, logit_vocab=lv)
+    one = pass_seconds(shape, gpu, knobs, m, tp=tp, bpp=bpp, head_gather=gather, logit_vocab=lv,
+                       fusion=not chain)  # a later pass of a chain: EAGLE-3's fc ran in the first
     if eng is None:
         return one
     if chain:

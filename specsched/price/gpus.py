@@ -146,6 +146,10 @@ GPUS: dict[str, GPU] = {
              "NVIDIA A100 datasheet (2021): 2,039 GB/s HBM2e, 312 TFLOP/s dense BF16, NVLink 600 GB/s; "
              "nvidia-smi total 81,920 MiB; max boost 1,410 MHz; 108 SMs",
              ("a100-80gb", "a100-sxm", "a100_80gb", "a100-80g")),
+        _gpu("a100-40gb", "A100 SXM 40GB", 1.555e12, 312e12, 40e9, None, "nvlink-a100", 1.41e9, 108,
+             "NVIDIA A100 datasheet (2021), 40GB column: 1,555 GB/s HBM2, 312 TFLOP/s dense BF16, NVLink "
+             "600 GB/s, the 80 GB part's GA100 die (1,410 MHz boost, 108 SMs); datasheet memory as visible "
+             "memory (no nvidia-smi figure at hand)", ("a100-sxm-40gb", "a100_40gb", "a100-40g")),
         _gpu("h100", "H100 SXM", 3.35e12, 989e12, 80e9, 81559, "nvlink-h100", 1.98e9, 132,
              "NVIDIA H100 datasheet: 3.35 TB/s HBM3, 989 TFLOP/s dense BF16 (1,979 FP8), NVLink 900 GB/s; "
              "nvidia-smi total 81,559 MiB; max boost 1,980 MHz; 132 SMs",

@@ -260,6 +260,16 @@ _PUBLIC = (
                  _HF + "mistralai/Mixtral-8x22B-v0.1 (8 experts, top-2, every layer)",
                  experts=8, top_k=2, moe_layers=56,
                  stream_fraction=SP_BYTE_FALLBACK),
+    # Qwen3-30B-A3B: 128 routed experts (top-8, no shared expert) of width 768 in all 48 layers; 30.5B total
+    # / 3.3B active (model card), which the shapes reproduce: expert 3·2048·768, attention 18.9M a layer,
+    # untied embeddings 2 × 151936·2048. `intermediate` is config.json's intermediate_size (6144; no dense
+    # layer uses it), the MLP width of its EAGLE-3 heads (SpecForge configs/qwen3-30B-eagle3.json).
+    _hf("qwen3-30b-a3b",
+                 ("Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B-Base", "Qwen/Qwen3-30B-A3B-Instruct-2507"),
+                 48, 2048, 32, 4, 128, 6144, 151936, 30.5e9, 3.3e9,
+                 _HF + "Qwen/Qwen3-30B-A3B (qwen3_moe: 128 experts top-8, moe_intermediate_size 768, every "
+                 "layer)",
+                 experts=128, top_k=8, moe_layers=48, filtered_sampling=True),
     # Llama 4 Scout: 16 routed experts (top-1) plus one shared expert in all 48 layers; the FP8-dynamic
     # checkpoint stores the linear weights in FP8 (embeddings, LM head, router in bf16: ~2 GB, folded
     # into the 1-byte figure). 108.6B total / 17.2B active from the shapes: expert 3·5120·8192.
@@ -293,7 +303,7 @@ _SHAPES = (
     ModelShape("qwen3-4b", 36, 2560, 4.0e9, 4.0e9, 2 * 36 * 8 * 128 * 2,
                note="Qwen/Qwen3-4B config.json: 36 layers, hidden 2560, 8 KV heads × 128; bf16"),
     ModelShape("deepseek-v3", 61, 7168, 671e9, 37e9, 61 * 576 * 2, bytes_per_param=1.0, experts=256,
-               top_k=8, moe_layers=58,
+               top_k=8, moe_layers=58, hf_ids=("deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-V3-0324"),
                note="deepseek-ai/DeepSeek-V3 config.json and report: 671B total / 37B active, 256 routed "
                "experts top-8 in 58 of 61 layers, FP8 weights, MLA KV of 512 + 64 bf16 values per "
                "layer-token",

@@ -104,11 +104,13 @@ def test_sglang_exposes_host_work_per_request_and_per_emitted_token():
 def test_sglang_draft_passes_run_eagerly_above_its_captured_batches():
     sglang, vllm = _cost("sglang", op_s=20e-6), _cost("vllm", op_s=20e-6)
     inside = np.arange(1, SGLANG_GRAPH_MAX_BS + 1)
-    assert np.allclose(sglang.own.latency(inside), pass_seconds(SHAPE, GPU, KNOBS, inside), rtol=1e-12)
+    later = pass_seconds(SHAPE, GPU, KNOBS, inside, fusion=False)  # a later pass: no fusion fc (EAGLE-3)
+    assert np.allclose(sglang.own.latency(inside), later, rtol=1e-12)
     above = np.array([SGLANG_GRAPH_MAX_BS + 1, 48, 64])
     assert np.all(sglang.own.latency(above) >= SGLANG_DECODE_OPS * 20e-6)
     assert np.all(sglang.own.latency(above) > vllm.own.latency(above))  # 25 ops × 20 µs > the GPU's pass
-    assert np.all(_cost("sglang").own.latency(above) >= pass_seconds(SHAPE, GPU, KNOBS, above) - 1e-15)
+    gpu_later = pass_seconds(SHAPE, GPU, KNOBS, above, fusion=False)
+    assert np.all(_cost("sglang").own.latency(above) >= gpu_later - 1e-15)
 
 
 def test_engine_names_are_validated_in_one_line():
@@ -139,7 +141,10 @@ def test_bench_orders_the_pricings_and_keeps_the_published_table():
     sgl, vllm = speedups("eagle3", "sglang", FLAT), speedups("eagle3", "vllm", FLAT)
     bare, old = speedups("eagle3", None, FLAT), old_speedups(FLAT)
     for b in PUBLISHED:
-        assert 1.0 < sgl[b] < vllm[b] <= bare[b] < old[b]  # the first pass over 4R: weight-bound, ~free
+        # the first pass over 4R: weight-bound, ~free; the engines run EAGLE-3's fusion fc in the first pass
+        # only, the bare pricing (no engine) in every pass, so vLLM's step may undercut it by that fc
+        assert 1.0 < sgl[b] < vllm[b] < old[b] and bare[b] < old[b]
+        assert vllm[b] <= bare[b] * 1.02
     # per-request host work: the speedup now falls with the batch, below the per-step-only pricing from 16
     now, before = speedups("eagle3", "sglang"), speedups("eagle3", SGLANG_STEP_ONLY)
     assert all(now[a] > now[b] for a, b in zip(list(PUBLISHED), list(PUBLISHED)[1:]))
