@@ -66,6 +66,13 @@ def itl_readings(actual: dict[str, float], token_ms: float, output_mean: float) 
     }
 
 
+def output_mean(run: MeasuredRun, profiles) -> float:
+    """A run's mean output tokens as its traffic asks them (ignore_eos): its profile's, or its requests'."""
+    if run.workload is not None:
+        return float(run.workload.output_tokens.mean())
+    return float(profiles[run.profile].output_tokens)
+
+
 REQUIRED = ("exp_id", "model", "hardware", "tp", "workload", "max_num_batched_tokens")
 #: the measurement campaign's constants (workloads.json: campaign_values.constants)
 DEFAULT_MAX_NUM_SEQS = 128
