@@ -19,19 +19,19 @@ The step price has no prefill-attention FLOP term (item 5's context-attention pa
 from __future__ import annotations
 
 import argparse
-import json
 
 import numpy as np
 
 from specsched.kernels import prefill_parts
 from specsched.price.knobs import Knobs, shipped_knobs
 from specsched.price.vllm import VllmSpec, step_parts
+from validate.cli import load_knobs_file
 
 MODEL, GPU, TOKENS = "llama3.1-70b", "h100", 8192
 
 
 def _knobs(path: str | None) -> Knobs:
-    return shipped_knobs(GPU) if path is None else Knobs.from_dict(json.loads(open(path).read())["knobs"])
+    return shipped_knobs(GPU) if path is None else load_knobs_file(path)[1]
 
 
 def compute(spec: VllmSpec, knobs: Knobs) -> float:
