@@ -111,6 +111,13 @@ def _finite_or_none(x) -> float | None:
     return None if x is None or not math.isfinite(float(x)) else float(x)
 
 
+def run_load(run_dir: str | Path) -> dict:
+    """The load-factor keys of the run's summary.json (`sim.metrics.load_factor`; {} for older runs)."""
+    summary = _read_summary(Path(run_dir))
+    keys = ("load_factor", "offered_req_s", "sustainable_req_s", "batch_max")
+    return {k: summary[k] for k in keys if k in summary}
+
+
 def export_vllm_bench(run_dir: str | Path) -> dict:
     """The `vllm bench serve` result dict of the run in `run_dir` (see the module docstring)."""
     run_dir = Path(run_dir)

@@ -51,7 +51,8 @@ def _export(argv: list[str]) -> int:
 
 
 def _compare(argv: list[str]) -> int:
-    from bridge.bench import compare_rows, export_vllm_bench, format_compare, load_vllm_result
+    from bridge.bench import compare_rows, export_vllm_bench, format_compare, load_vllm_result, run_load
+    from specsched.load import saturation_note
 
     p = ArgParser(
         prog="specbed vllm compare", description="A simulator run beside a vllm bench serve result."
@@ -65,6 +66,9 @@ def _compare(argv: list[str]) -> int:
     sim = export_vllm_bench(args.sim_run)
     rows = compare_rows(sim, real)
     print(format_compare(rows, Path(args.sim_run).name, Path(args.vllm_result).name))
+    note = saturation_note(Path(args.sim_run).name, run_load(args.sim_run))
+    if note:
+        print(note)
     return 0
 
 

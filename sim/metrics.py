@@ -37,13 +37,16 @@ Summary (flat dict, JSON-ready; the public contract keys are marked *):
   whole run (not only the window; `vllm bench serve`'s ITL: with speculation a step's accepted tokens
   arrive together, so ITL ≈ step time ≥ TPOT): itl_s_{mean,p50,p90,p99,std} (quantiles from a log
   histogram, within ~0.6 %; mean and std exact). End-to-end latency is e2e_s_* above.
+- load factor (`load_factor`, added by `sim.run`): offered_req_s, sustainable_req_s (from the step cost
+  at batch_max, the batch a saturated replica holds), load_factor = offered / sustainable (1 for a
+  closed loop), near_saturation (> 0.9); docs/validation.md "Saturation".
 - speculation counters over the whole run, as vLLM counts them: spec_drafts (request-steps verifying at
   least one draft), spec_draft_tokens (Σ ℓ), spec_accepted_tokens, spec_accepted_per_pos (list, γ
   entries: request-steps with at least i + 1 drafts accepted), spec_acceptance_length
   (1 + accepted / drafts; NaN without drafts).
 
 May import: numpy, the standard library, `sim.recorder`, `sim.curves`, `sim.workload`, `sim.config`,
-`specsched.stepcost` (PARTS).
+`specsched.stepcost` (PARTS), `specsched.load`.
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ from sim.recorder import (
     Recorder,
 )
 from sim.workload import Workload
+from specsched.load import NEAR_SATURATION
 from specsched.stepcost import PARTS
 
 
@@ -247,3 +251,52 @@ def time_series(rec: Recorder, max_points: int) -> dict[str, np.ndarray]:
             "in_system": data[:, BIN_SYSTEM_AREA] / width,
             "busy": data[:, BIN_BUSY] / width,
         }
+
+
+def load_factor(
+    cost,
+    wl: Workload,
+    *,
+    max_num_seqs: int,
+    kv_tokens: int,
+    replicas: int = 1,
+    offered_req_s: float | None = None,
+    hit_rate: float = 0.0,
+    tau: float = 1.0,
+    verify: float = 1.0,
+) -> dict:
+    """How close the offered traffic is to what the server can sustain (module-level definition, one place).
+
+    The server saturates at `batch_max` = min(max_num_seqs, kv_tokens / (P + O/2)) running requests per
+    replica (P, O: mean prompt and output tokens; a request holds P + O/2 KV tokens on average over its
+    life). A running request takes O/τ steps (τ: tokens it emits a step, 1 without speculation), so at a
+    batch of R a replica completes R·τ / (O·t(R)) requests a second, where t(R) = `cost.step_seconds` of
+    one steady-state step: R·(verify + u·τ/O) tokens (u = P·(1 − hit_rate), the prompt tokens each
+    request prefills, spread over its steps), R requests, R·(P + O/2) KV tokens. R/t(R) grows with R
+    (steps are sub-linear in their tokens), so the sustainable rate is at batch_max:
+        sustainable_req_s = replicas · batch_max · τ / (O · t(batch_max)),
+        load_factor = offered_req_s / sustainable_req_s.
+    offered_req_s: the open-loop arrival rate (None: N over the arrivals' span). A closed loop (no
+    arrivals) offers what it is served: its load factor is 1 by construction and it has no cliff (its
+    latency grows in proportion to the step cost), so it is never flagged.
+    {"offered_req_s", "sustainable_req_s", "load_factor", "batch_max", "near_saturation"} (NaN undefined).
+    """
+    p_mean = float(np.mean(wl.input_tokens)) if len(wl.input_tokens) else math.nan
+    o_mean = float(np.mean(wl.output_tokens)) if len(wl.output_tokens) else math.nan
+    held = p_mean + o_mean / 2.0
+    r_max = float(min(max_num_seqs, max(kv_tokens / held, 1.0))) if held > 0 else math.nan
+    out = {"batch_max": r_max, "offered_req_s": math.nan, "sustainable_req_s": math.nan}
+    if not (o_mean > 0 and r_max > 0):
+        return {**out, "load_factor": math.nan, "near_saturation": False}
+    u = p_mean * (1.0 - hit_rate)
+    tokens = r_max * (verify + u * tau / o_mean)
+    t = float(cost.step_seconds(max(int(math.ceil(tokens)), 1), int(r_max), r_max * held))
+    out["sustainable_req_s"] = replicas * r_max * tau / (o_mean * t)
+    if wl.arrival_s is None:
+        return {**out, "load_factor": 1.0, "near_saturation": False}
+    if offered_req_s is None:
+        span = float(wl.arrival_s[-1] - wl.arrival_s[0]) if len(wl.arrival_s) > 1 else 0.0
+        offered_req_s = (len(wl.arrival_s) - 1) / span if span > 0 else math.inf
+    out["offered_req_s"] = float(offered_req_s)
+    rho = out["offered_req_s"] / out["sustainable_req_s"]
+    return {**out, "load_factor": rho, "near_saturation": bool(rho > NEAR_SATURATION)}

@@ -20,6 +20,7 @@ May import: numpy, simpy, the standard library, specsched, traces, and the other
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ from sim.deploy.cost import deployment, load_table
 from sim.deploy.draft import accuracy
 from sim.drafter import load_draft_cost
 from sim.empirical import EmpiricalModel
-from sim.metrics import request_table, summarize, time_series
+from sim.metrics import load_factor, request_table, summarize, time_series
 from sim.recorder import Recorder
 from sim.streams import stream_rngs
 from sim.wiring import Prepared, run_pool
@@ -225,6 +226,23 @@ def simulate(
     return results(prep, rec, t_start, t_loop)
 
 
+def run_load(prep: Prepared, summary: dict) -> dict:
+    """`sim.metrics.load_factor` of a finished run (τ, verify tokens and hit rate from its summary)."""
+    tau = summary.get("tau_mean", math.nan)
+    verify = summary.get("mean_verify_tokens_per_request_step", math.nan)
+    srv = prep.config.server
+    return load_factor(
+        prep.cost,
+        prep.workload,
+        max_num_seqs=srv.max_num_seqs,
+        kv_tokens=srv.kv_tokens,
+        replicas=srv.replicas,
+        hit_rate=summary.get("prefix_cache_hit_rate", 0.0),
+        tau=tau if math.isfinite(tau) else 1.0,
+        verify=verify if math.isfinite(verify) else 1.0,
+    )
+
+
 def results(prep: Prepared, rec: Recorder, t_start: float, t_loop: float) -> SimResult:
     """The SimResult of a finished run: per-request table, summary, series; timing from the wall-clock
     marks t_start (before `prepare`) and t_loop (before the event loop)."""
@@ -253,6 +271,7 @@ def results(prep: Prepared, rec: Recorder, t_start: float, t_loop: float) -> Sim
     if stats is not None:
         summary["prefix_cache_hit_rate"] = stats["hit_rate"]
         summary["prefix_cache_hit_tokens"] = stats["tokens_hit"]
+    summary.update(run_load(prep, summary))  # issue 33: offered vs sustainable rate
     series = time_series(rec, cfg.metrics.series_bins)
     t_end = time.perf_counter()
     timing = {

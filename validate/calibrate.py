@@ -8,11 +8,12 @@ steps k (r_k requests decoding, each step's t_k one gap for each of them), and t
 once the steps' contents are known:
 
     t_k = step_s + c0·layers + (1/eta_bw)·w_k + (1/eta_kv)·a_k + link_latency·2·layers·[tp > 1]
-          + c_moe·moe_layers + c_token·layers·B_k + c_vocab·vocab·⌈R_k / SMs⌉·[filtered sampling] + φ_k
+          + c_moe·moe_layers + c_token·u(B_k) + c_vocab·vocab·⌈R_k / SMs⌉·[filtered sampling] + φ_k
 
 (w_k: the step's weight bytes over the GPU's bandwidth, 0 where compute binds; a_k: its KV bytes read
-over it; B_k its tokens, R_k its requests; φ_k: what the knobs do not scale — a compute-bound step's
-FLOPs, all-reduce bytes, offload). So: simulate every run with the current knobs, collect the r-weighted
+over it; B_k its tokens, R_k its requests; u: `specsched.price.vllm.token_units`, each token's
+sharded GEMM work; φ_k: what the knobs do not scale — a compute-bound step's FLOPs, all-reduce bytes,
+offload). So: simulate every run with the current knobs, collect the r-weighted
 means of those features per run, and fit (step_s, c0, 1/eta_bw − 1, 1/eta_kv − 1, link_latency, c_moe,
 c_token, c_vocab) in relative error against the measured seconds per token, (e2e − TTFT) / (output − 1)
 (`token_seconds`: not the reported ITL, whose gaps are between streamed chunks) — a MAP estimate with
@@ -37,7 +38,7 @@ import numpy as np
 
 from specsched.graphs import vllm_capture_sizes
 from specsched.price.knobs import Knobs
-from specsched.price.vllm import HOST_BW, HOST_BW_DEFAULT, VllmSpec, step_parts
+from specsched.price.vllm import HOST_BW, HOST_BW_DEFAULT, VllmSpec, step_parts, token_units
 from validate import predict as v
 from validate.runs import MeasuredRun
 
@@ -101,12 +102,13 @@ class StepFeatures:
         core = step_parts(spec, knobs, b)["weights_or_compute"]
         # core = max(weights / eta_bw + layers·c_token·b, compute) + all-reduce bytes (tp > 1): the bytes
         # part is scaled by no knob; the memory side binds when it alone reaches core − bytes
-        mem = w / knobs.eta_bw + m.layers * knobs.c_token * b
+        units = token_units(spec, b)  # what c_token multiplies (specsched.price.vllm)
+        mem = w / knobs.eta_bw + knobs.c_token * units
         comm = core - np.maximum(mem, _compute_s(spec, knobs, b))
         mem_bound = mem >= core - comm - 1e-15
         self.phi = np.where(mem_bound, comm, core)
         self.w = np.where(mem_bound, w, 0.0)
-        self.tok = np.where(mem_bound, m.layers * b, 0.0)
+        self.tok = np.where(mem_bound, units, 0.0)
         self.kv_byte_s = m.kv_bytes_per_gpu(spec.tp) / bw
         self.kv_s = self.kv_byte_s / knobs.eta_kv
         offload = spec.cpu_offload_gb * 1e9 / HOST_BW.get(g.key, HOST_BW_DEFAULT)

@@ -27,7 +27,7 @@ from specsched.price import get_gpu
 from specsched.price.knobs import Knobs
 from validate import calibrate as cal
 from validate import predict as v
-from validate.runs import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_NUM_SEQS, read_runs
+from validate.runs import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_NUM_SEQS, itl_readings, output_mean, read_runs
 
 
 def add_parser(sub) -> None:
@@ -42,7 +42,7 @@ def add_parser(sub) -> None:
     q.add_argument("--max-model-len", type=int, default=DEFAULT_MAX_MODEL_LEN)
 
 
-def _results(runs, preds) -> list[dict]:
+def _results(runs, preds, profiles) -> list[dict]:
     out = []
     for run, pred in zip(runs, preds):
         entry = {
@@ -54,7 +54,9 @@ def _results(runs, preds) -> list[dict]:
         }
         if pred is None:
             out.append({**entry, "error": "no other model to fit on"})
-        else:
+        else:  # ITL per chunk at the chunk fraction the run implies (validate.runs.itl_readings)
+            itl = itl_readings(run.actual, pred["itl_mean"], output_mean(run, profiles))
+            pred = {**pred, "itl_mean": itl["predicted_per_chunk_ms"]}
             out.append(
                 {
                     **entry,
@@ -90,7 +92,7 @@ def run(args) -> int:
         runs, profiles, base=Knobs(), seed=args.seed, scale=args.scale, progress=lambda: bar.advance(1)
     )
     bar.close()
-    ins, lomo = _results(runs, got["in_sample"]), _results(runs, got["lomo"])
+    ins, lomo = _results(runs, got["in_sample"], profiles), _results(runs, got["lomo"], profiles)
     med_in, med_lomo = v.medians(ins), v.medians(lomo)
     doc = {
         "gpu": gpu,

@@ -28,6 +28,7 @@ from specsched.io import inputs, safeio
 from specsched.io.errors import InputError
 from specsched.io.progress import Progress
 from specsched.io.results import STDOUT, dumps_json, write_json, write_results
+from specsched.load import saturation_note
 from specsched.price import find_model, get_gpu
 from specsched.price.knobs import Knobs, shipped_knobs
 from specsched.price.vllm import VllmSpec
@@ -116,12 +117,47 @@ def read_inputs(args) -> tuple[list, dict]:
     return runs, profiles
 
 
+def saturation_notes(results: list[dict]) -> list[str]:
+    """One line per run whose load factor is above 0.9 (`specsched.load.saturation_note`): the offered
+    rate beside the rate the predicted step cost sustains (`sim.metrics.load_factor`)."""
+    notes = (saturation_note(r["folder"] or r["exp_id"], r.get("load") or {}) for r in results)
+    return [n for n in notes if n]
+
+
+def itl_lines(results: list[dict]) -> list[str]:
+    """Both ITL readings per modelled run (`validate.runs.itl_readings`): the chunk fraction the
+    measurement implies, per token and per chunk, measured → predicted (ms)."""
+
+    def pair(a: float | None, b: float) -> str:
+        return ("—" if a is None else f"{a:.2f}") + f"→{b:.2f}"
+
+    lines = [
+        f"{'ITL readings':<34} {'chunks/token':>12} {'per token meas→pred':>22} {'per chunk meas→pred':>22}"
+    ]
+    for r in results:
+        itl = r.get("itl")
+        if itl:
+            frac = "—" if itl["chunk_fraction"] is None else f"{itl['chunk_fraction']:.3f}"
+            tok = pair(itl["measured_per_token_ms"], itl["predicted_per_token_ms"])
+            chunk = pair(itl["measured_per_chunk_ms"], itl["predicted_per_chunk_ms"])
+            lines.append(f"{(r['folder'] or r['exp_id'])[:34]:<34} {frac:>12} {tok:>22} {chunk:>22}")
+    return lines if len(lines) > 1 else []
+
+
 def _model_id(path: str) -> str:
     try:
         raw = inputs.load_json(path, what="vllm bench result", nonfinite=True)
     except InputError:
         return ""  # read_bench reports the file's problem
     return str(raw.get("model_id") or "") if isinstance(raw, dict) else ""
+
+
+def _report(results: list[dict], note: str, cmd: str) -> str:
+    """validate.predict's markdown report, the ITL readings and the near-saturation runs under it."""
+    notes = saturation_notes(results)
+    itl = itl_lines(results)
+    block = ["", "```", *itl, "```", ""] if itl else []
+    return v.markdown(results, note, cmd) + "\n".join(block) + "".join(f"- {line}\n" for line in notes)
 
 
 def main(argv: list[str]) -> int:
@@ -145,6 +181,7 @@ def main(argv: list[str]) -> int:
     if args.json_out != STDOUT:  # `--json -`: standard output holds the JSON only
         print(v.table(results))
         print(f"({sum('error_pct' in r for r in results)} of {len(results)} runs modelled in {wall:.1f} s)")
+        print(*itl_lines(results), *saturation_notes(results), sep="\n")
     doc = v.as_json(results)
     text = dumps_json(doc, indent=1, sort_keys=False)
     if args.json_out:
@@ -152,7 +189,7 @@ def main(argv: list[str]) -> int:
     if args.out:
         note = f"--knobs {args.knobs}" if args.knobs else "the catalogue's shipped knobs per GPU"
         cmd = "specbed validate " + " ".join(shlex.quote(a) for a in argv)
-        files: dict[str, str | bytes] = {"validate.json": text, "report.md": v.markdown(results, note, cmd)}
+        files: dict[str, str | bytes] = {"validate.json": text, "report.md": _report(results, note, cmd)}
         png = v.plot(results, Path(args.out) / "validate.png")
         if png is not None:
             files["validate.png"] = png

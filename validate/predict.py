@@ -4,9 +4,9 @@ Role: for each `validate.runs.MeasuredRun`, regenerate its traffic (the inferenc
 `sim.inference_perf`, or the bench file's own requests), build the deployment from the run's knobs
 (`specsched.price.vllm`: catalogue step cost, vLLM's KV sizing, prefix caching, CUDA-graph padding, async
 scheduling), simulate it with plain autoregressive serving and compute what inference-perf reports over
-the whole run: end-to-end latency and TTFT (mean, p90, p99) and the inter-token latency (every gap between
-streamed chunks pooled: per-token time / the model's catalogue `stream_fraction`), in milliseconds, the
-API server's `frontend_s` added to each request's TTFT and end-to-end.
+the whole run: end-to-end latency and TTFT (mean, p90, p99) and the inter-token latency (the per-token
+time; beside a measured run, per streamed chunk at the chunk fraction it implies: `itl_readings`), in
+ms, the API server's `frontend_s` added to each request's TTFT and end-to-end.
 `report` turns the runs into the JSON the issue fixes, a text table and a markdown report.
 
 May import: numpy, the standard library, `sim`, `specsched`, `validate.runs`.
@@ -21,11 +21,11 @@ import numpy as np
 
 from sim.deploy.prepare import prepare
 from sim.inference_perf import Profile, generate
-from sim.metrics import request_table
+from sim.metrics import load_factor, request_table
 from sim.wiring import run_pool
 from specsched.io.errors import InputError
 from specsched.price.knobs import Knobs
-from validate.runs import METRICS, MeasuredRun, latency_metrics
+from validate.runs import METRICS, MeasuredRun, itl_readings, latency_metrics
 
 #: a run is "saturated" when requests queue this long on average: the queue grows through the run
 SATURATED_QUEUE_S = 5.0
@@ -51,18 +51,24 @@ def simulate_run(
     req = request_table(rec, wl)
     ttft = req["ttft_s"] * 1e3 + knobs.frontend_s * 1e3
     e2e = req["e2e_s"] * 1e3 + knobs.frontend_s * 1e3
-    # the client's inter-token latency is the gap between streamed chunks: a token completing no text
-    # (a byte-fallback piece) streams none, so there are (output − 1)·stream_fraction gaps a request
-    gaps = np.maximum(wl.output_tokens - 1, 0) * run.spec.resolve()[0].stream_fraction
+    # the per-token time, pooled over tokens; chunks per token is measured, not assumed (itl_readings)
+    gaps = np.maximum(wl.output_tokens - 1, 0)
     itl = float((req["e2e_s"] - req["ttft_s"]).sum() * 1e3 / max(float(gaps.sum()), 1.0))
     pred = latency_metrics(e2e, ttft, itl)
     stats = rec.prefix_cache_stats
+    srv = prep.config.server
+    peak = max(r for r, _ in profiles[run.profile].stages) if run.workload is None else None
+    load = load_factor(prep.cost, wl, max_num_seqs=srv.max_num_seqs, kv_tokens=srv.kv_tokens,
+                       replicas=srv.replicas, offered_req_s=peak,
+                       hit_rate=0.0 if stats is None else stats["hit_rate"])  # fmt: skip
     return {
         "predicted": pred,
         "hit_rate": None if stats is None else stats["hit_rate"],
         "saturated": bool(np.mean(req["queue_s"]) > SATURATED_QUEUE_S),
         "kv_tokens": prep.config.server.kv_tokens,
         "requests": len(wl),
+        "load": load,
+        "output_mean": float(np.mean(wl.output_tokens)),
     }
 
 
@@ -87,17 +93,21 @@ def validate(
             except (InputError, RuntimeError) as err:
                 out.append({**entry, "actual": run.actual, "error": " ".join(str(err).split())})
             else:
-                errs = error_pct(sim["predicted"], run.actual)
+                itl = itl_readings(run.actual, sim["predicted"]["itl_mean"], sim["output_mean"])
+                pred = {**sim["predicted"], "itl_mean": itl["predicted_per_chunk_ms"]}
+                errs = error_pct(pred, run.actual)
                 out.append(
                     {
                         **entry,
-                        "predicted": sim["predicted"],
+                        "predicted": pred,
+                        "itl": itl,
                         "actual": run.actual,
                         "error_pct": errs,
                         "hit_rate": sim["hit_rate"],
                         "saturated": sim["saturated"],
                         "kv_tokens": sim["kv_tokens"],
                         "profile": run.profile,
+                        "load": sim["load"],
                     }
                 )
         if progress is not None:
@@ -114,6 +124,7 @@ def medians(results: list[dict]) -> dict:
 def as_json(results: list[dict]) -> dict:
     """Exactly the issue's JSON: runs (predicted/actual/error_pct, or error) and median_error_pct."""
     keep = ("exp_id", "folder", "model", "hardware", "predicted", "actual", "error_pct", "error")
+    keep += ("load", "itl")  # issue 33: the load factor, both ITL readings
     return {
         "runs": [{k: r[k] for k in keep if k in r} for r in results],
         "median_error_pct": medians(results),

@@ -41,6 +41,38 @@ def latency_metrics(e2e_ms: np.ndarray, ttft_ms: np.ndarray, itl_ms: float) -> d
         "ttft_p99": float(np.percentile(ttft_ms, 99)),
         "itl_mean": float(itl_ms),
     }
+
+
+def itl_readings(actual: dict[str, float], token_ms: float, output_mean: float) -> dict:
+    """Both inter-token readings of a measured run beside the prediction (ms), and the chunk fraction.
+
+    A client's ITL is the gap between streamed chunks, and a token that completes no text streams none,
+    so chunks per token is a property of the text, measured here, not a catalogue constant: a run's
+    per-token time is (e2e − TTFT)/(output − 1) from its means (exact pooled over tokens: Σ(e2e − TTFT)
+    / Σ(output − 1)), and chunk_fraction = that / its ITL. The predicted per-chunk ITL is the predicted
+    per-token time over the measured fraction, so its error is the per-token time's error.
+    token_ms: predicted per-token time; output_mean: the run's mean output tokens (ignore_eos: as asked).
+    chunk_fraction is None where undefined (one-token outputs, no ITL): per chunk = per token then."""
+    gaps = output_mean - 1.0
+    per_token = (actual["e2e_mean"] - actual["ttft_mean"]) / gaps if gaps > 0 else math.nan
+    frac = per_token / actual["itl_mean"] if actual["itl_mean"] > 0 else math.nan
+    ok = math.isfinite(frac) and frac > 0
+    return {
+        "chunk_fraction": frac if ok else None,
+        "measured_per_token_ms": per_token if math.isfinite(per_token) else None,
+        "measured_per_chunk_ms": actual["itl_mean"],
+        "predicted_per_token_ms": token_ms,
+        "predicted_per_chunk_ms": token_ms / frac if ok else token_ms,
+    }
+
+
+def output_mean(run: MeasuredRun, profiles) -> float:
+    """A run's mean output tokens as its traffic asks them (ignore_eos): its profile's, or its requests'."""
+    if run.workload is not None:
+        return float(run.workload.output_tokens.mean())
+    return float(profiles[run.profile].output_tokens)
+
+
 REQUIRED = ("exp_id", "model", "hardware", "tp", "workload", "max_num_batched_tokens")
 #: the measurement campaign's constants (workloads.json: campaign_values.constants)
 DEFAULT_MAX_NUM_SEQS = 128

@@ -13,9 +13,10 @@ The step price, one term each (seconds; B = tokens in the step, C = KV tokens th
                   + layers · c0                              per-layer fixed work on the GPU
                   + moe_layers · c_moe                       per-MoE-layer routing work (top-k, permute,
                                                              grouped-GEMM set-up)
-                  + max(W(B) / (eta_bw · BW) + layers · c_token · B,  weights (MoE: the experts that B
+                  + max(W(B) / (eta_bw · BW) + c_token · u(B), weights (MoE: the experts that B
                         2·P·B / (eta_f · F))                 tokens touch) plus each token's share of the
-                                                             memory-bound kernels, or compute, whichever
+                                                             memory-bound kernels (u: `token_units`,
+                                                             layers·B as shipped), or compute, whichever
                                                              binds
                   + 2 · layers · link_latency  (tp > 1)      two all-reduces per layer (+ their bytes)
                   + C · kv_bytes / (eta_kv · BW)             attention reading every running request's KV
@@ -50,6 +51,15 @@ from specsched.price.roofline import kv_token_seconds, step_seconds
 
 HOST_BW = {"h100": 50e9, "h200": 50e9, "b200": 50e9}  # PCIe Gen5 x16, effective; others Gen4
 HOST_BW_DEFAULT = 25e9
+#: the layer shard the "shard" form quotes `c_token` for: parameters of one decoder layer on one GPU (a
+#: 7B-class layer at TP 1, 2·10⁸ BF16 parameters)
+TOKEN_SHARD_PARAMS = 2e8
+#: the per-token form the price uses and `validate.calibrate` fits (`token_units`). "layer" is shipped:
+#: "shard" (physical across TP and precision) costs e2e median 1.8 → 2.3 % in sample and 2.6 → 5.8 %
+#: leave-one-model-out on the 13 H100 runs (docs/validation.md "The per-token term"); to switch, set it
+#: here and recalibrate (`specbed vllm calibrate` → specsched/data/vllm_knobs.json).
+TOKEN_FORM = "layer"
+TOKEN_FORMS = ("layer", "shard")
 
 
 @dataclass(frozen=True)
@@ -103,10 +113,12 @@ class VllmSpec:
         return vllm_max_capture(self.max_num_seqs)
 
 
-def step_parts(spec: VllmSpec, knobs: Knobs, b: np.ndarray) -> dict[str, np.ndarray]:
+def step_parts(
+    spec: VllmSpec, knobs: Knobs, b: np.ndarray, *, token_form: str = TOKEN_FORM
+) -> dict[str, np.ndarray]:
     """float64 seconds of each named part of the step price at `b` tokens (module docstring; no KV reads,
     no CUDA-graph padding): "fixed" (step_s + layers·c0 + moe_layers·c_moe + offload),
-    "weights_or_compute", "comm", "sampling" (`sampling_seconds`)."""
+    "weights_or_compute", "comm", "sampling" (`sampling_seconds`). token_form: `token_units`'s."""
     m, g, bpp = spec.resolve()
     shape = m.shape(bpp)
     b = np.asarray(b, dtype=np.float64)
@@ -114,12 +126,13 @@ def step_parts(spec: VllmSpec, knobs: Knobs, b: np.ndarray) -> dict[str, np.ndar
     common = dict(tp=spec.tp, eta_bw=knobs.eta_bw, eta_f=knobs.eta_f, link_bw=g.link_bw, context_tokens=None)
     core = step_seconds(shape, g, b, c0=0.0, link_latency=0.0, **common)
     if knobs.c_token:
-        # the memory-bound side grows by layers·c_token per token; compute binds where it is larger
+        # the memory-bound side grows by c_token per token unit (`token_units`); compute binds where it
+        # is larger, so the term gives way to compute
         t_mem = shape.weight_params_read(b) * shape.bytes_per_param / spec.tp / (knobs.eta_bw * g.hbm_bw)
         peak = g.flops * (2.0 if shape.bytes_per_param <= 1.0 else 1.0)
         t_cmp = 2.0 * shape.active_params * b / spec.tp / (knobs.eta_f * peak)
         t_bw = core - np.maximum(t_mem, t_cmp)
-        core = np.maximum(t_mem + m.layers * knobs.c_token * b, t_cmp) + t_bw
+        core = np.maximum(t_mem + knobs.c_token * token_units(spec, b, token_form), t_cmp) + t_bw
     comm_lat = 2 * m.layers * link_lat if spec.tp > 1 else 0.0
     offload = spec.cpu_offload_gb * 1e9 / HOST_BW.get(g.key, HOST_BW_DEFAULT)
     fixed = knobs.step_s + m.layers * knobs.c0 + m.moe_layers * knobs.c_moe + offload
@@ -129,6 +142,27 @@ def step_parts(spec: VllmSpec, knobs: Knobs, b: np.ndarray) -> dict[str, np.ndar
         "comm": np.full_like(b, comm_lat),
         "sampling": sampling_seconds(spec, knobs, b),
     }
+
+
+def token_units(spec: VllmSpec, b: np.ndarray, form: str = TOKEN_FORM) -> np.ndarray:
+    """What `c_token` multiplies at `b` tokens, float64 [n], in one of two forms (issue 33 item 5):
+
+    - "layer": layers · b — seconds a token a layer, whatever the TP or the layer's width (the form the
+      shipped knobs were fitted in; an 8,192-token prefill of a 70B pays 0.37 s of it at any TP where
+      compute does not bind);
+    - "shard": b · active_params / tp / TOKEN_SHARD_PARAMS / rate (rate 2 with FP8 weights) — each
+      token's GEMM work on this GPU's shard that the weight stream does not hide below the roofline knee:
+      it shards with tensor parallelism and halves at the FP8 rate.
+    Both sit on the memory side of max(memory, compute) in `step_parts`: a compute-bound step does not
+    pay them."""
+    m, _, bpp = spec.resolve()
+    b = np.asarray(b, dtype=np.float64)
+    if form == "layer":
+        return m.layers * b
+    if form != "shard":
+        raise ValueError(f"token form must be one of {TOKEN_FORMS}, got {form!r}")
+    rate = 2.0 if bpp <= 1.0 else 1.0  # FP8 weights: the MMA work at twice the rate (as the compute side)
+    return b * (m.active_params / spec.tp / TOKEN_SHARD_PARAMS / rate)
 
 
 def sampling_seconds(spec: VllmSpec, knobs: Knobs, b: np.ndarray) -> np.ndarray:

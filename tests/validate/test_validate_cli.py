@@ -79,7 +79,9 @@ def test_validate_writes_the_issues_json(tmp_path, capsys):
     assert set(doc) == {"runs", "median_error_pct"} and set(doc["median_error_pct"]) == KEYS
     ok, bad = doc["runs"][:2], doc["runs"][2]
     for r in ok:
-        assert set(r) == {"exp_id", "folder", "model", "hardware", "predicted", "actual", "error_pct"}
+        keys = {"exp_id", "folder", "model", "hardware", "predicted", "actual", "error_pct", "load", "itl"}
+        assert set(r) == keys
+        assert r["load"]["sustainable_req_s"] > 0 and r["itl"]["predicted_per_token_ms"] > 0
         assert set(r["predicted"]) == KEYS and all(v > 0 for v in r["predicted"].values())
     assert "error" in bad and "predicted" not in bad
     assert {p.name for p in out.iterdir()} >= {"report.md", "validate.json", "validate.png"}

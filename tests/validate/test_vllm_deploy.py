@@ -132,3 +132,26 @@ def test_stream_fraction_is_a_tokenizer_property_with_llama2_below_one():
         assert 0.5 <= m.stream_fraction <= 1.0
     assert get_model("meta-llama/Llama-2-7b-hf").stream_fraction < 0.8
     assert get_model("qwen2.5-7b").stream_fraction == 1.0
+
+
+def test_the_per_token_forms_shard_or_not_and_both_give_way_to_compute():
+    """Issue 33 item 5: `token_units` "shard" prices each token's GEMM work on this GPU's shard (/tp, /2
+    with FP8 weights); "layer" (shipped) is TP-blind; both sit on the memory side of max(memory,
+    compute): a memory-bound decode step pays them, an 8,192-token prefill at TP 1 does not."""
+    from specsched.price.vllm import TOKEN_FORM, VllmSpec, step_parts, token_units
+
+    assert TOKEN_FORM == "layer"
+    b = np.array([64.0, 8192.0])
+    one, eight = (VllmSpec(model="llama3.1-70b", tp=tp) for tp in (1, 8))
+    assert token_units(eight, b, "shard") == pytest.approx(token_units(one, b, "shard") / 8)
+    assert token_units(eight, b, "layer") == pytest.approx(token_units(one, b, "layer"))
+    fp8 = VllmSpec(model="llama3.1-70b", tp=8, precision="fp8")
+    assert token_units(fp8, b, "shard") == pytest.approx(token_units(eight, b, "shard") / 2)
+    with pytest.raises(ValueError):
+        token_units(one, b, "tokens")
+    with_c, without = Knobs(c_token=0.5e-6), Knobs(c_token=0.0)
+    for spec, form in ((one, "layer"), (one, "shard"), (eight, "shard"), (fp8, "shard")):
+        on = step_parts(spec, with_c, b, token_form=form)["weights_or_compute"]
+        off = step_parts(spec, without, b, token_form=form)["weights_or_compute"]
+        assert on[0] > off[0]
+        assert on[1] == pytest.approx(off[1])
