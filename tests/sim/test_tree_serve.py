@@ -53,6 +53,12 @@ def test_tree_run_is_deterministic_and_bills_the_tree():
     assert max(s["spec_accepted_per_pos"]) > 0 and len(s["spec_accepted_per_pos"]) == 4
 
 
+def test_stale_tree_budget_runs_and_differs_from_the_current_one():
+    a, b = run(*TREE, "policy.name=dspark_tree_global"), run(*TREE, "policy.name=dspark_tree_global")
+    _same(a, b)
+    assert a.summary["throughput_tok_s"] != run(*TREE).summary["throughput_tok_s"]
+
+
 def test_fixed_tree_verifies_the_cap():
     s = run(*TREE, "policy.name=fixed_tree").summary
     assert s["mean_verify_tokens_per_request_step"] == pytest.approx(13.0)
@@ -62,7 +68,7 @@ def test_fixed_tree_verifies_the_cap():
     "sets, key",
     [
         (("drafter.topk=3",), "policy.name"),  # a chain policy cannot plan nodes
-        (("drafter.topk=3", "policy.name=dspark_tree_global"), "policy.name"),  # not in run yet
+        (("drafter.topk=3", "policy.name=dspark_tree_global", "policy.delay=0"), "policy.delay"),
         (("drafter.topk=0",), "drafter.topk"),
         (("drafter.topk=65",), "drafter.topk"),
         (("drafter.rank_hit=1.5",), "drafter.rank_hit"),
