@@ -42,6 +42,10 @@ UPPER_BOUNDS: dict[str, float] = {
     "drafter.padded_context_seconds": 3600.0,
     "drafter.intake_seconds": 3600.0,
     "drafter.intake_tokens": 1e6,  # drafts verified per drafting request since it last drafted
+    "drafter.topk": 64,  # children per tree node (candidates topk + (γ − 1)·topk² per request)
+    "drafter.tree_nodes": 1 << 16,
+    "drafter.rank_hit": 1.0,
+    "drafter.tree_penalty": 100.0,
     "policy.k": 64,
     "policy.threshold": 1.0,
     "policy.delay": 64,  # steps of confidence history kept per running request

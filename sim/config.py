@@ -30,7 +30,7 @@ from sim.bounds import check_bounds, check_not_empty
 from sim.bounds import check_choice as _check_choice
 from sim.bounds import check_range as _check_range
 from sim.bounds import fail as _fail
-from sim.config_policy import PolicyConfig
+from sim.config_policy import PolicyConfig, check_tree_policy
 from sim.curves import DOMAINS, DRAFTERS
 from sim.deploy.keys import COST_NAME, CostKeys, check_preset
 
@@ -155,6 +155,12 @@ class DrafterConfig:
         context padded to the longest (`specbed engine profile --context 0` measures it, with draft
         seconds at no context); 0 (default) = the draft cost holds the context (or its kv column does).
     model: a `specsched.price.draft_shape` preset priced from its own shape (needs cost.model, validation.md).
+    topk: children per expanded node of a draft TREE (`sim.tree`, docs/trees.md; SGLang's
+        speculative_eagle_topk): 1 (default) = today's chain; > 1 drafts EAGLE-2/3 trees γ deep (γ = depth)
+        and needs a tree policy ([policy] name fixed_tree or dspark_tree). tree_nodes: node cap per request
+        (0 = every candidate: topk + (γ − 1)·topk²). rank_hit: the tree acceptance model's h (the chance the
+        next-ranked child holds the target's token when the better ones missed it). tree_penalty: the tree
+        kernel's extra attention seconds per KV token, × cost's KV-read seconds (0.12: vLLM#20401's table).
     """
 
     _section: ClassVar[str] = "drafter"
@@ -171,6 +177,10 @@ class DrafterConfig:
     padded_context_seconds: float = 0.0
     model: str | None = None
     engine: str = "vllm"
+    topk: int = 1
+    tree_nodes: int = 0
+    rank_hit: float = 0.3
+    tree_penalty: float = 0.12
 
     def __post_init__(self) -> None:
         s = self._section
@@ -195,6 +205,12 @@ class DrafterConfig:
         for key in ("intake_seconds", "intake_tokens", "padded_context_seconds"):
             _check_range(s, key, getattr(self, key), 0.0)
         check_not_empty(s, "curves", self.curves)
+        _check_range(s, "topk", self.topk, 1)
+        _check_range(s, "tree_nodes", self.tree_nodes, 0)
+        _check_range(s, "rank_hit", self.rank_hit, 0.0, 1.0)
+        _check_range(s, "tree_penalty", self.tree_penalty, 0.0)
+        if self.topk > 1 and (self.effective_gamma < 1 or self.model is not None):
+            raise _fail(s, "topk", "> 1 (a draft tree) needs a drafter with gamma ≥ 1 and no drafter.model")
 
     @property
     def effective_gamma(self) -> int:
@@ -304,3 +320,5 @@ class SimConfig:
             raise _fail("drafter", "gamma", "must be ≤ server.max_num_batched_tokens")
         if self.policy.k is not None and 0 < self.drafter.effective_gamma < self.policy.k:  # never clamped
             raise _fail("policy", "k", f"must be ≤ drafter.gamma ({self.drafter.effective_gamma})")
+        if self.drafter.topk > 1:
+            check_tree_policy(self.policy)

@@ -95,3 +95,17 @@ def _build() -> type:
 
 
 PolicyConfig = _build()
+
+#: the tree policies `specbed run` plans a draft tree with (drafter.topk > 1, `sim.tree_step`)
+RUN_TREE_POLICIES = ("fixed_tree", "dspark_tree", "dspark_tree_global")
+
+
+def check_tree_policy(cfg) -> None:
+    """drafter.topk > 1: the [policy] must plan tree nodes (RUN_TREE_POLICIES) with full drafting."""
+    if cfg.name not in RUN_TREE_POLICIES:
+        msg = f"drafter.topk > 1 drafts a tree: choose a tree policy ({', '.join(RUN_TREE_POLICIES)})"
+        raise _fail("policy", "name", msg + f"; got {cfg.name!r}")
+    if cfg.draft != "full":
+        raise _fail("policy", "draft", "a draft tree (drafter.topk > 1) is drafted in full: draft = 'full'")
+    if cfg.name == "dspark_tree_global" and cfg.delay == 0:
+        raise _fail("policy", "delay", "must be ≥ 1 for a draft tree (delay 0 reads the current rows)")

@@ -75,6 +75,9 @@ class Deployment:
     #: `num_external_computed_tokens`), used at its first admission and zeroed then (a preempted request
     #: recomputes); None = none (a colocated pool). The run owns this copy.
     external: np.ndarray | None = None
+    #: draft trees (`sim.tree_step.TreeStep`, drafter.topk > 1): each step drafts and verifies a tree;
+    #: None (a chain) = today's code
+    tree: object | None = None
 
     def __post_init__(self) -> None:
         self.views: list[CostTable | None] = [None] * (self.max_num_seqs + 1)
@@ -88,7 +91,8 @@ class Deployment:
         self.replicas = 0  # replicas built on this deployment (each `sim.server.Replica` counts itself)
         if self.horizon is None:
             self.horizon = self.env.peek
-        self.vector_draws = bool(self.model.vector_draws)  # a `sim.model.VectorModel`
+        # a `sim.model.VectorModel`; a tree step draws its rows one step at a time (`sim.tree_step`)
+        self.vector_draws = bool(self.model.vector_draws) and self.tree is None
         # The multi-step path needs K steps' draws at once, no per-request history, and one step cost for
         # the whole run: a per-KV-token term moves the cost (and the policy's fixed term) every step.
         self.multi_step = (

@@ -49,7 +49,7 @@ State is numpy arrays indexed by slot (0..n−1 = running requests in admission 
 objects; per-request results go to `sim.recorder.Recorder`.
 
 May import: numpy, simpy, the standard library, `sim.deployment`, `sim.steps`, `sim.drafting`,
-`specsched` (Planner, StepDecision, StepShape).
+`sim.tree_step` (drafter.topk > 1), `specsched` (Planner, StepDecision, StepShape).
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ import simpy
 from sim.deployment import Deployment
 from sim.drafting import decide, draft_part, longest_context
 from sim.steps import DecodeRun, NormalStream, StepPlan, plan_decode_run, run_length
+from sim.tree_step import decide_tree
 from specsched.planner import Planner, StepDecision
 from specsched.stepcost import StepShape
 
@@ -234,6 +235,7 @@ class Replica:
             self.kv_used,
             longest_context(self) if step.context_pad_s else 0,  # longest running context
             depths=decision.depths if decision is not None else None,  # the bill's named draft parts
+            tree_kv=self.kv_used if eng.tree is not None and r else 0,  # the tree kernel's KV (trees)
         )  # fmt: skip
         bill = step.bill(shape, draft_s)
         self.last_start = now
@@ -247,6 +249,8 @@ class Replica:
         A model with `draw_steps` (the parametric one) is drawn exactly as the run path draws one step,
         whatever the policy, draft mode or cost table, so those never change the random draws."""
         eng, model = self.eng, self.eng.model
+        if eng.tree is not None:  # drafter.topk > 1: a draft tree (sim.tree_step); a chain never comes here
+            return decide_tree(self, di, r)
         dom, lat = self.dom[di], self.lat[di]
         if eng.vector_draws:
             w, conf = model.draw_steps(dom, lat, 1, self.rng_truth, self.rng_conf, self.offsets[di])
@@ -346,18 +350,8 @@ class Replica:
                 self.n_decoding += int(ready.size)
                 rec.prefilled(self.rid[ready], now, self.index)
         self.kv_used += emitted + prefill
-        rec.step(
-            self.index,
-            plan.start,
-            plan.seconds,
-            plan.draft_s,
-            r,
-            plan.verify,
-            emitted,
-            lengths,
-            accepted,
-            plan.bill,
-        )
+        step = (plan.start, plan.seconds, plan.draft_s, r, plan.verify, emitted, lengths, accepted, plan.bill)
+        rec.step(self.index, *step)
         if eng.observer is not None:  # off by default (the timeline): one None check per step
             args = (plan.start, plan.seconds, r, plan.verify, prefill, lengths, accepted, emitted, plan.bill)
             eng.observer(self, *args)

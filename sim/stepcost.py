@@ -56,5 +56,6 @@ def step_cost(cfg: SimConfig, cost: CostTable) -> StepCost:
         latency=np.asarray(cost.latency(np.arange(budget + 1)), dtype=np.float64),
         drafter=drafter,
         draft_kv_s=own[1] if own is not None else draft_kv_seconds(cfg.drafter, tp=tp),
+        tree_kv_s=cfg.drafter.tree_penalty * cost.kv_token_seconds if cfg.drafter.topk > 1 else 0.0,
         **term_values(cfg),
     )

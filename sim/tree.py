@@ -71,10 +71,11 @@ class TreeShape:
         return 1 if d == 1 else self.topk
 
     @classmethod
-    def from_drafter(cls, cfg, rank_hit: float = 0.3) -> TreeShape:
-        """The shape a `sim.config.DrafterConfig` names: topk, gamma (depth), tree_nodes (topk 1 and no cap
-        where the config has no such keys yet: sim/config.py is at its size limit, docs/trees.md)."""
-        return cls(getattr(cfg, "topk", 1), cfg.gamma, getattr(cfg, "tree_nodes", 0), rank_hit)
+    def from_drafter(cls, cfg, rank_hit: float | None = None) -> TreeShape:
+        """The shape a `sim.config.DrafterConfig` names: topk, gamma (depth), tree_nodes, rank_hit (the
+        config's unless given)."""
+        h = getattr(cfg, "rank_hit", 0.3) if rank_hit is None else rank_hit
+        return cls(cfg.topk, cfg.gamma, cfg.tree_nodes, h)
 
     @property
     def candidates(self) -> int:

@@ -35,6 +35,7 @@ from sim.recorder import Recorder
 from sim.routing import STATE_FREE, ClosedLoop, OpenLoop, Router, route_up_front
 from sim.server import Replica
 from sim.stepcost import step_cost
+from sim.tree_step import tree_step
 from sim.workload import Workload
 
 
@@ -218,6 +219,7 @@ def _deployment(prep: Prepared, env: simpy.Environment, rec: Recorder, observer,
         block_keys=prep.block_keys if feed.block_keys is None else feed.block_keys,
         async_scheduling=prep.async_scheduling,
         external=None if feed.external is None else feed.external.astype(np.int64),  # a copy: used up
+        tree=tree_step(cfg),
     )
 
 

@@ -28,7 +28,7 @@ the same in every path and every release):
                  tokens held, on a step that verifies drafts
     tree         tree_kv_s · KV tokens of the requests verifying a draft tree (tree-masked attention runs
                  in a slower kernel than the chain's: vLLM's tree backend, vllm-project/vllm#20401;
-                 `sim.tree_run` sets it, the server leaves it 0)
+                 `sim.tree_run` and, with drafter.topk > 1, `sim.stepcost.step_cost` set it)
 
 To add a term (one room: this file, plus its config key; the rest follows from `PARTS` and `TERMS`):
 1. here: a `StepCost` field with default 0.0 (one name, seconds per unit); its part at the END of `PARTS`

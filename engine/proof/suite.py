@@ -186,6 +186,7 @@ def run_suite(
     """Every property; `quick` shrinks the case counts (for the test of the CLI itself). `progress`: one
     line per section on stderr with the elapsed time and an ETA."""
     from engine.proof.suite_engine import engine_rows, error_rows, parity_rows
+    from engine.proof.tree_suite import tree_rows  # it imports this module's case helpers
 
     rng = np.random.default_rng(np.random.SeedSequence(seed))
     device, chi_backend = _device_backend(backend)
@@ -200,6 +201,8 @@ def run_suite(
         ("χ² sampling", lambda: _chi2_rows(chi_backend, trials, seeds)),
         ("decode loop", lambda: engine_rows(backend, quick=quick)),
         ("bad rows", lambda: error_rows(backend)),
+        # own stream (a child of the seed): adding the tree rows leaves every earlier row's draws as they were
+        ("trees", lambda: tree_rows(np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0]), quick)),
     ]
     rows: list[Row] = []
     started = time.perf_counter()

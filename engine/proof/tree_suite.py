@@ -1,7 +1,7 @@
 """The tree rows of `specbed verify`: exact tree laws, walk controls, the node firewall, χ² of the verifier.
 
-Role: `tree_rows(rng, quick)` yields engine.proof.table Rows, in seconds, for engine.proof.suite.run_suite
-to append (one line there: `sections.append(("trees", lambda: tree_rows(rng, quick)))`).
+Role: `tree_rows(rng, quick)` yields engine.proof.table Rows, in seconds: `engine.proof.suite.run_suite`'s
+last section ("trees", on its own child stream of the suite's seed), so `specbed verify` prints them.
 
 May import: numpy, stdlib, engine.proof.*.
 """

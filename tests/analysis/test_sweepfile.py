@@ -35,6 +35,8 @@ def test_expansion_order_roles_and_stable_keys(sweep_file):
         "threshold": None,
         "delay": None,
         "budget": None,  # declared by specsched/contrib/topk_budget.py (the policy registry)
+        "nodes": None,  # specsched/contrib/dspark_tree.py
+        "first_stop": None,
         "draft": "full",
         "slack": None,
     }

@@ -83,6 +83,11 @@ def config_cases() -> list[Case]:
         cases.append(Case("config-set", name, (*_RUN, *argv), expect=("drafter.model",)))
     engine = (*vllm, "--set", "drafter.model=eagle3", "--set", "drafter.engine=tgi-1.0")
     cases.append(Case("config-set", "drafter.engine unknown", (*_RUN, *engine), expect=("drafter.engine",)))
+    # a draft tree (drafter.topk > 1) needs a tree policy, and a stale one a delay ≥ 1 (docs/trees.md)
+    tree = ("--set", "drafter.topk=3")
+    cases.append(Case("config-set", "tree with a chain policy", (*_RUN, *tree), expect=("policy.name",)))
+    stale0 = (*tree, "--set", "policy.name=dspark_tree_global", "--set", "policy.delay=0")
+    cases.append(Case("config-set", "tree stale delay 0", (*_RUN, *stale0), expect=("policy.delay",)))
     # a trace's hash_ids block must be whole 16-token prefix-cache blocks
     for value in ("500", "8", "0"):
         argv = (*_RUN, "--set", f"workload.hash_block_tokens={value}")
