@@ -75,7 +75,8 @@ def load_sweep(args) -> dict:
                       progress=bar.advance)  # fmt: skip
         rows = verdict(table, loads)
         out[dep.name] = {"loads": loads, "tok_s": table, "verdict": rows}
-        print(f"\n{dep.name}: scheduled tree budgets / best of (DSpark chain, best fixed tree)")
+        head = "scheduled tree budgets (stale, lossless) / best of (DSpark chain, best fixed tree)"
+        print(f"\n{dep.name}: {head}")
         for r in rows:
             fixed = f"best fixed tree {r['best_fixed_tree']:.0f} = {r['best_fixed_name']}"
             print(f"  load {r['load']:>4}: {r['ratio']:.3f}  (scheduled {r['scheduled']:.0f}, DSpark chain "
