@@ -214,8 +214,8 @@ def summary_text(doc: dict) -> str:
     for key, label in doc["options"].items():
         pts = [g for g in doc["gains"] if g["option"] == key]
         if pts:
-            cells = ", ".join(f"C={g['users']}: {g['gain_pct']:+.0f}%" for g in pts)
-            out.append(f"{label}: {cells} (band ±{pts[0]['band_median_pct'] or 0:.0f} %)")
+            cells = ", ".join(f"C={g['users']}: {report.cell(g)}" for g in pts)
+            out.append(f"{label} gain: {cells}")
     for key, stop in doc["stops_paying"].items():
         out.append(
             f"{doc['options'][key]} stops paying: "

@@ -18,6 +18,13 @@ def _pct(x) -> str:
     return "—" if x is None else f"{x:.1f} %"
 
 
+def cell(g: dict) -> str:
+    """A gain with its band: "+83 % (+69…+97)"."""
+    if g.get("gain_lo_pct") is None:
+        return f"{g['gain_pct']:+.0f} %"
+    return f"{g['gain_pct']:+.0f} % ({g['gain_lo_pct']:+.0f}…{g['gain_hi_pct']:+.0f})"
+
+
 def fit_lines(fit: dict | None) -> list[str]:
     if not fit:
         return ["No measured run given: the baseline's band is the GPU's validated one (below)."]
@@ -61,7 +68,7 @@ def markdown(doc: dict) -> str:
         f"{_pct(doc['baseline_band'].get('accuracy_baseline_e2e_mean_median_pct'))}, leave-one-model-out "
         f"{_pct(doc['baseline_band'].get('accuracy_baseline_e2e_mean_lomo_median_pct'))}.",
         "",
-        "## 2. Predicted gain at each load (throughput vs no speculation; ± the validated band)",
+        "## 2. Predicted gain at each load (throughput vs no speculation; in brackets the validated band)",
         "",
         "| option | " + " | ".join(f"C={c}" for c in doc["loads"]) + " |",
         "|---|" + "---|" * len(doc["loads"]),
@@ -70,17 +77,15 @@ def markdown(doc: dict) -> str:
         if key == "none":
             continue
         cells = {g["users"]: g for g in doc["gains"] if g["option"] == key}
-        row = [
-            f"{cells[c]['gain_pct']:+.0f} % ± {cells[c]['band_median_pct'] or 0:.0f}" if c in cells else "—"
-            for c in doc["loads"]
-        ]
+        row = [cell(cells[c]) if c in cells else "—" for c in doc["loads"]]
         lines.append(f"| {label} | " + " | ".join(row) + " |")
     band = next((g for g in doc["gains"]), {})
     lines += [
         "",
         f"Band: the speculative arm's leave-one-source-out median |error| of the speed-up "
-        f"({_pct(band.get('band_median_pct'))}; worst {_pct(band.get('band_worst_pct'))}); engine version "
-        f"validated: {band.get('engine_validated')}.",
+        f"({_pct(band.get('band_median_pct'))}; worst {_pct(band.get('band_worst_pct'))}), "
+        "applied to the speed-up; "
+        f"the band's cases ran this engine version: {band.get('engine_validated')}.",
         "",
         "## 3. Where speculation stops paying",
         "",
@@ -151,9 +156,9 @@ def plots(doc: dict) -> dict[str, bytes]:
         if not pts:
             continue
         x, y = [g["users"] for g in pts], [g["gain_pct"] for g in pts]
-        b = [g["band_median_pct"] or 0.0 for g in pts]
         ax.plot(x, y, marker="o", label=label)
-        ax.fill_between(x, [v - e for v, e in zip(y, b)], [v + e for v, e in zip(y, b)], alpha=0.15)
+        if all(g["gain_lo_pct"] is not None for g in pts):
+            ax.fill_between(x, [g["gain_lo_pct"] for g in pts], [g["gain_hi_pct"] for g in pts], alpha=0.15)
         for xi, yi in zip(x, y):
             ax.annotate(f"C={xi}", (xi, yi), fontsize=6, textcoords="offset points", xytext=(2, 3))
     ax.axhline(0.0, color="k", lw=0.8)

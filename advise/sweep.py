@@ -141,19 +141,24 @@ def run_all(dep, tr, opts, users_list, *, requests_per_user=4.0, extra=(), progr
 def gains(rows: list[dict]) -> list[dict]:
     """Each speculative row's gain over no speculation at the same load: throughput ratio − 1 (percent;
     closed loop, so also the per-user speed-up) and its error band (the speculative arm's leave-one-source-out
-    median / worst |error| of the speed-up, percent; None where the option is not covered)."""
+    median / worst |error| of the speed-up, percent; None where the option is not covered) as the gain's
+    range, gain_lo_pct … gain_hi_pct (the speed-up ± its median |error|)."""
     base = {r["users"]: r for r in rows if r["option"] == "none"}
     out = []
     for r in rows:
         if r["option"] == "none" or r["users"] not in base:
             continue
         b, acc = base[r["users"]], r["accuracy"]
+        speedup = r["throughput_tok_s"] / b["throughput_tok_s"]
+        band = acc.get("accuracy_spec_speedup_loso_median_pct")
         out.append(
             {
                 "option": r["option"],
                 "label": r["label"],
                 "users": r["users"],
-                "gain_pct": (r["throughput_tok_s"] / b["throughput_tok_s"] - 1.0) * 100.0,
+                "gain_pct": (speedup - 1.0) * 100.0,
+                "gain_lo_pct": None if band is None else (speedup * (1 - band / 100) - 1.0) * 100.0,
+                "gain_hi_pct": None if band is None else (speedup * (1 + band / 100) - 1.0) * 100.0,
                 "latency_ratio": r["e2e_s_mean"] / b["e2e_s_mean"],
                 "band_median_pct": acc.get("accuracy_spec_speedup_loso_median_pct"),
                 "band_worst_pct": acc.get("accuracy_spec_speedup_loso_worst_pct"),
@@ -165,7 +170,7 @@ def gains(rows: list[dict]) -> list[dict]:
 
 def stops_paying(g: list[dict], option: str) -> dict:
     """{"users": the lowest load from which the option's gain stays ≤ 0 (None: it pays everywhere swept),
-    "within_band": the lowest load from which the gain stays inside its median error band}."""
+    "within_band": the lowest load from which the band's low end stays ≤ 0: no gain can be claimed}."""
     pts = sorted((r for r in g if r["option"] == option), key=lambda r: r["users"])
 
     def first_from(bad) -> int | None:
@@ -176,8 +181,13 @@ def stops_paying(g: list[dict], option: str) -> dict:
 
     return {
         "users": first_from(lambda r: r["gain_pct"] <= 0.0),
-        "within_band": first_from(lambda r: r["gain_pct"] <= (r["band_median_pct"] or 0.0)),
+        "within_band": first_from(lambda r: _low(r) <= 0.0),
     }
+
+
+def _low(r: dict) -> float:
+    """The low end of a gain's band (the gain itself without a band)."""
+    return r["gain_pct"] if r.get("gain_lo_pct") is None else r["gain_lo_pct"]
 
 
 def best_option(g: list[dict], users: int) -> str | None:

@@ -71,7 +71,7 @@ def test_mtp_only_where_the_model_has_it():
 
 def test_stops_paying_is_the_first_load_from_which_it_never_pays():
     g = [
-        {"option": "x", "users": u, "gain_pct": v, "band_median_pct": 5.0}
+        {"option": "x", "users": u, "gain_pct": v, "gain_lo_pct": v - 5.0}
         for u, v in ((1, 40.0), (4, -1.0), (16, 3.0), (64, -2.0), (256, -9.0))
     ]
     assert sweep.stops_paying(g, "x") == {"users": 64, "within_band": 4}
