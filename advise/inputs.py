@@ -215,4 +215,16 @@ def measured_run(args, dep: Deployment):
     chosen = [r for r in runs if args.row is None or str(r.exp_id) == str(args.row)]
     if not chosen:
         raise InputError(f"no run with exp_id {args.row}", file=args.runs, field="--row")
+    _same_model(chosen[0], dep, args.runs)
     return chosen[0], profiles
+
+
+def _same_model(run, dep: Deployment, file: str) -> None:
+    """InputError when the measured run served another model or GPU than the deployment's flags name."""
+    want, got = find_model(dep.model).name, find_model(run.spec.model).name
+    if want != got or run.spec.gpu != dep.gpu:
+        raise InputError(
+            f"the measured run served {got} on {run.spec.gpu}, the flags name {want} on {dep.gpu}",
+            file=file,
+            field="--row",
+        )
