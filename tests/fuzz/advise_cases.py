@@ -4,6 +4,7 @@ one stderr line naming the flag or file, exit 2."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from tests.fuzz.base import Case
 
@@ -49,4 +50,14 @@ def advise_cases() -> list[Case]:
             ("p.json",),
         ),
     }
+    ex = Path(__file__).resolve().parents[2] / "examples" / "vllm"
+    run = {"r.csv": (ex / "runs.csv").read_bytes(), "p.json": (ex / "workloads.json").read_bytes()}
+    pick = ("--runs", "{W}/r.csv", "--workloads", "{W}/p.json")
+    flags["run of another model"] = (
+        ("advise", "--model", "llama3.1-70b", "--quiet", *pick, "--row", "1"),
+        run,
+        ("r.csv", "--row"),
+    )
+    flags["runs without a row"] = ((*_M, *pick), run, ("r.csv", "--row"))
+    flags["row not there"] = ((*_M, *pick, "--row", "99"), run, ("r.csv", "--row"))
     return [Case("advise", name, argv, files, expect) for name, (argv, files, expect) in flags.items()]
