@@ -1,16 +1,17 @@
 """Regenerate the example inputs under examples/ — every file made by specbed itself, nothing measured.
 
-    python -m examples.make_examples            # rewrites examples/vllm/*, examples/*.csv, examples/*.toml
+    python -m examples.make_examples            # rewrites examples/vllm/* and examples/burstgpt-sample.csv
 
 Role: give every README command a small input to run on from a fresh clone. Two small simulator runs
-(Llama-3.1-8B on one H100, 80 requests; without speculation and with EAGLE-3 K=3) are exported in the shapes vLLM
-writes: the first as a `vllm bench serve --save-result --save-detailed` file (`bench_result.json`: `specbed vllm export` plus the
-per-request `input_lens`, `output_lens`, `ttfts`, `itls`), the second as a `/metrics` scrape pair of its spec-decode counters
-(`before.prom`, `after.prom`) and a vLLM v1 log of them (`v1_eagle3.log`). `runs.csv` + `workloads.json` are
-two runs of two small inference-perf profiles in `specbed vllm validate`'s columns whose "measured" figures are
-the simulator's own prediction (so they test the plumbing, not the model: real runs are in
-../shared/real-vllm). `burstgpt-sample.csv` is a synthetic trace in BurstGPT's columns; `ray-small.toml` a
-small config for `--backend ray`. Same seed, same files.
+(Llama-3.1-8B on one H100, 80 requests; without speculation and with EAGLE-3 K=3) are exported in the shapes
+vLLM writes: the first as a `vllm bench serve --save-result --save-detailed` file (`bench_result.json`:
+`specbed vllm export` plus the per-request `input_lens`, `output_lens`, `ttfts`, `itls`), the second as a
+`/metrics` scrape pair of its spec-decode counters (`before.prom`, `after.prom`) and a vLLM v1 log of them
+(`v1_eagle3.log`). `runs.csv` + `workloads.json` are eight runs (two models, two small inference-perf
+profiles, two token budgets) in `specbed vllm validate`'s columns whose "measured" figures are the
+simulator's own prediction times a seeded ±3 % factor (so they test the plumbing, not the model: real runs
+are in ../shared/real-vllm). `burstgpt-sample.csv` is a synthetic trace in BurstGPT's columns;
+`ray-small.toml` (by hand) a small config for `--backend ray`. Same seed, same files.
 
 May import: numpy, the standard library, `sim`, `specsched`, `bridge`, `validate`, `traces`.
 """
@@ -25,20 +26,50 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 VLLM = HERE / "vllm"
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
-RUN_SETS = ["cost.model=llama3.1-8b", "cost.gpu=h100", "drafter.name=eagle3", "drafter.model=eagle3",
-            "drafter.gamma=3", "policy.name=fixed", "policy.k=3", "workload.rate=4", "workload.num_requests=80",
-            "workload.input_tokens=512", "workload.output_tokens=64", "workload.input_dist=lognormal",
-            "workload.output_dist=lognormal", "workload.domain=chat"]  # fmt: skip
+RUN_SETS = [
+    "cost.model=llama3.1-8b",
+    "cost.gpu=h100",
+    "drafter.name=eagle3",
+    "drafter.model=eagle3",
+    "drafter.gamma=3",
+    "policy.name=fixed",
+    "policy.k=3",
+    "workload.rate=4",
+    "workload.num_requests=80",
+    "workload.input_tokens=512",
+    "workload.output_tokens=64",
+    "workload.input_dist=lognormal",
+    "workload.output_dist=lognormal",
+    "workload.domain=chat",
+]
 PROFILES = {
-    "chat-small": {"stages": [{"rate": 2, "duration": 30}, {"rate": 6, "duration": 30}],
-                   "data": {"type": "shared_prefix", "shared_prefix": {
-                       "num_unique_system_prompts": 4, "num_users_per_system_prompt": 4, "system_prompt_len": 256,
-                       "question_len": 256, "output_len": 128}}},
-    "code-small": {"stages": [{"rate": 3, "duration": 40}],
-                   "data": {"type": "shared_prefix", "shared_prefix": {
-                       "num_unique_system_prompts": 2, "num_users_per_system_prompt": 8, "system_prompt_len": 512,
-                       "question_len": 512, "output_len": 256}}},
-}  # fmt: skip
+    "chat-small": {
+        "stages": [{"rate": 2, "duration": 30}, {"rate": 6, "duration": 30}],
+        "data": {
+            "type": "shared_prefix",
+            "shared_prefix": {
+                "num_unique_system_prompts": 4,
+                "num_users_per_system_prompt": 4,
+                "system_prompt_len": 256,
+                "question_len": 256,
+                "output_len": 128,
+            },
+        },
+    },
+    "code-small": {
+        "stages": [{"rate": 3, "duration": 40}],
+        "data": {
+            "type": "shared_prefix",
+            "shared_prefix": {
+                "num_unique_system_prompts": 2,
+                "num_users_per_system_prompt": 8,
+                "system_prompt_len": 512,
+                "question_len": 512,
+                "output_len": 256,
+            },
+        },
+    },
+}
 
 
 def bench_result(out: Path, run_dir: Path, summary: dict, req: dict) -> None:
@@ -49,9 +80,14 @@ def bench_result(out: Path, run_dir: Path, summary: dict, req: dict) -> None:
     done = ~np.isnan(req["finish_s"])
     outs = req["output_tokens"][done].astype(int)
     tpot = np.nan_to_num(req["tpot_s"][done])
-    doc.update(model_id=MODEL, request_rate=4.0, input_lens=req["input_tokens"][done].astype(int).tolist(),
-               output_lens=outs.tolist(), ttfts=req["ttft_s"][done].tolist(),
-               itls=[[round(float(t), 6)] * max(int(n) - 1, 0) for t, n in zip(tpot, outs)])  # fmt: skip
+    doc.update(
+        model_id=MODEL,
+        request_rate=4.0,
+        input_lens=req["input_tokens"][done].astype(int).tolist(),
+        output_lens=outs.tolist(),
+        ttfts=req["ttft_s"][done].tolist(),
+        itls=[[round(float(t), 6)] * max(int(n) - 1, 0) for t, n in zip(tpot, outs)],
+    )
     (out / "bench_result.json").write_text(json.dumps(doc) + "\n")
 
 
@@ -67,16 +103,20 @@ def prom_pair(out: Path, summary: dict) -> None:
         ("after.prom", (warm[0] + drafts, warm[1] + drafted, [a + b for a, b in zip(warm[2], per_pos)])),
     ):
         label = f'engine="0",model_name="{MODEL}"'
-        lines = ["# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.",
-                 "# TYPE vllm:spec_decode_num_drafts_total counter",
-                 f"vllm:spec_decode_num_drafts_total{{{label}}} {float(d)}",
-                 "# TYPE vllm:spec_decode_num_draft_tokens_total counter",
-                 f"vllm:spec_decode_num_draft_tokens_total{{{label}}} {float(t)}",
-                 "# TYPE vllm:spec_decode_num_accepted_tokens_total counter",
-                 f"vllm:spec_decode_num_accepted_tokens_total{{{label}}} {float(sum(pos))}",
-                 "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total counter",
-                 *(f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{label},position="{i}"}} {float(a)}'
-                   for i, a in enumerate(pos))]  # fmt: skip
+        lines = [
+            "# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.",
+            "# TYPE vllm:spec_decode_num_drafts_total counter",
+            f"vllm:spec_decode_num_drafts_total{{{label}}} {float(d)}",
+            "# TYPE vllm:spec_decode_num_draft_tokens_total counter",
+            f"vllm:spec_decode_num_draft_tokens_total{{{label}}} {float(t)}",
+            "# TYPE vllm:spec_decode_num_accepted_tokens_total counter",
+            f"vllm:spec_decode_num_accepted_tokens_total{{{label}}} {float(sum(pos))}",
+            "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total counter",
+            *(
+                f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{label},position="{i}"}} {float(a)}'
+                for i, a in enumerate(pos)
+            ),
+        ]
         (out / name).write_text("\n".join(lines) + "\n")
     del accepted
 
@@ -87,15 +127,20 @@ def v1_log(out: Path, summary: dict) -> None:
     d, t, a = (int(summary[k]) for k in ("spec_drafts", "spec_draft_tokens", "spec_accepted_tokens"))
     secs = 10.0
     rates = ", ".join(f"{p / d:.3f}" for p in per_pos)
-    line = (f"(APIServer pid=1) INFO 12-02 06:00:10 [metrics.py:98] SpecDecoding metrics: Mean acceptance length: "
-            f"{1 + a / d:.2f}, Accepted throughput: {a / secs:.2f} tokens/s, Drafted throughput: {t / secs:.2f} "
-            f"tokens/s, Accepted: {a} tokens, Drafted: {t} tokens, Per-position acceptance rate: {rates}, "
-            f"Avg Draft acceptance rate: {100 * a / t:.1f}%")  # fmt: skip
+    line = (
+        "(APIServer pid=1) INFO 12-02 06:00:10 [metrics.py:98] SpecDecoding metrics: "
+        f"Mean acceptance length: "
+        f"{1 + a / d:.2f}, Accepted throughput: {a / secs:.2f} tokens/s, Drafted throughput: {t / secs:.2f} "
+        f"tokens/s, Accepted: {a} tokens, Drafted: {t} tokens, Per-position acceptance rate: {rates}, "
+        f"Avg Draft acceptance rate: {100 * a / t:.1f}%"
+    )
     (out / "v1_eagle3.log").write_text(line + "\n")
 
 
 def runs_table(out: Path) -> None:
-    """runs.csv + workloads.json: the two profiles on Llama-3.1-8B/H100, 'measured' = the simulator's prediction."""
+    """runs.csv + workloads.json: two models × two profiles × two token budgets on one H100 (8 runs, what
+    `specbed vllm calibrate` needs at least); 'measured' = the simulator's prediction × a seeded ±3 %
+    factor."""
     from sim.inference_perf import load_profiles
     from specsched.price.knobs import shipped_knobs
     from specsched.price.vllm import VllmSpec
@@ -105,19 +150,33 @@ def runs_table(out: Path) -> None:
     doc = {"about": "project-made profiles for the examples (not measured)", "workloads": PROFILES}
     (out / "workloads.json").write_text(json.dumps(doc, indent=1) + "\n")
     profiles = load_profiles(out / "workloads.json")
-    head = ("exp_id,folder,model,hardware,tp,dp,workload,max_num_batched_tokens,cpu_offload,gpu_mem_util,"
-            "precision," + ",".join(f"actual_{m}" for m in METRICS))  # fmt: skip
-    rows = [head]
-    for i, name in enumerate(PROFILES, start=1):
-        spec = VllmSpec(model="llama3.1-8b", gpu="h100", tp=1, max_num_seqs=128, max_num_batched_tokens=2048,
-                        max_model_len=4096)  # fmt: skip
-        run = MeasuredRun(exp_id=str(i), folder=f"{i}-llama-3-1-8b-tp1-{name}", model=MODEL, hardware="H100",
-                          spec=spec, profile=name, actual={}, where="", workload=None)  # fmt: skip
-        pred = simulate_run(run, shipped_knobs("h100"), profiles)["predicted"]
-        rows.append(
-            f"{i},{run.folder},{MODEL},H100,1,,{name},2048,,,FP16,"
-            + ",".join(f"{pred[m]:.3f}" for m in METRICS)
+    head = (
+        "exp_id,folder,model,hardware,tp,dp,workload,max_num_batched_tokens,cpu_offload,gpu_mem_util,"
+        "precision," + ",".join(f"actual_{m}" for m in METRICS)
+    )
+    rows, rng = [head], np.random.default_rng(np.random.SeedSequence(35))
+    models = {"llama3.1-8b": MODEL, "qwen3-8b": "Qwen/Qwen3-8B"}
+    cells = [(m, p, t) for m in models for p in PROFILES for t in (2048, 8192)]
+    for i, (key, name, tokens) in enumerate(cells, start=1):
+        spec = VllmSpec(
+            model=key, gpu="h100", tp=1, max_num_seqs=128, max_num_batched_tokens=tokens, max_model_len=4096
         )
+        folder = f"{i}-{key.replace('.', '-')}-tp1-{name}-{tokens}"
+        run = MeasuredRun(
+            exp_id=str(i),
+            folder=folder,
+            model=models[key],
+            hardware="H100",
+            spec=spec,
+            profile=name,
+            actual={},
+            where="",
+            workload=None,
+        )
+        pred = simulate_run(run, shipped_knobs("h100"), profiles)["predicted"]
+        factor = float(np.exp(rng.normal(0.0, 0.03)))
+        cols = ",".join(f"{pred[m] * factor:.3f}" for m in METRICS)
+        rows.append(f"{i},{folder},{models[key]},H100,1,,{name},{tokens},,,FP16,{cols}")
     (out / "runs.csv").write_text("\n".join(rows) + "\n")
 
 
@@ -153,8 +212,10 @@ def main() -> None:
     v1_log(VLLM, res.summary)
     runs_table(VLLM)
     burstgpt(HERE)
-    print(f"wrote {VLLM}/ bench_result.json before.prom after.prom v1_eagle3.log runs.csv workloads.json, "
-          f"{HERE}/burstgpt-sample.csv")  # fmt: skip
+    print(
+        f"wrote {VLLM}/ bench_result.json before.prom after.prom v1_eagle3.log runs.csv workloads.json, "
+        f"{HERE}/burstgpt-sample.csv"
+    )
 
 
 if __name__ == "__main__":
