@@ -19,6 +19,7 @@ import runpy
 import shlex
 import sys
 import time
+import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -99,7 +100,11 @@ def run_line(argv: list[str]) -> int:
     old = sys.argv
     sys.argv = [argv[2], *argv[3:]]
     try:
-        runpy.run_module(argv[2], run_name="__main__", alter_sys=True)
+        with warnings.catch_warnings():  # the module may be imported already (by an earlier line): harmless
+            warnings.filterwarnings(
+                "ignore", message=".*found in sys.modules after import", category=RuntimeWarning
+            )
+            runpy.run_module(argv[2], run_name="__main__", alter_sys=True)
     except SystemExit as done:
         return int(done.code or 0) if not isinstance(done.code, str) else 1
     finally:
