@@ -107,6 +107,18 @@ def operating_points(rows: list[dict], x: str, y: str) -> dict[tuple[str, str], 
     return dict(out)
 
 
+#: a sweep point's load keys -> the short label drawn beside its Pareto point
+LOAD_LABELS = {"concurrency": "C={}", "rate": "{} req/s", "speedup": "×{}", "max_num_seqs": "seqs={}"}
+
+
+def load_label(point: str) -> str:
+    """The load of a sweep point ("concurrency=8, num_requests=320" -> "C=8"; "rate=4.0" -> "4.0 req/s"):
+    the LOAD_LABELS keys it names, else the point as written ("" for none)."""
+    parts = dict(p.split("=", 1) for p in point.split(", ") if "=" in p)
+    got = [fmt.format(parts[k]) for k, fmt in LOAD_LABELS.items() if k in parts]
+    return ", ".join(got) if got else point
+
+
 def _any(values: list[float]) -> bool:
     return any(math.isfinite(v) for v in values)
 

@@ -2,7 +2,8 @@
 
 Role: draw what `analysis.pareto` computed. matplotlib with the Agg backend (files only, no display).
 Layout follows the DSpark paper's Fig. 7: x = per-user tok/s, y = output tok/s per GPU; every measured
-point faint, each series' frontier solid, the baseline dashed black, SLOs as dotted verticals.
+point faint and labelled with its load (`analysis.pareto.load_label`: C=concurrency, or the
+rate), each series' frontier solid, the baseline dashed black, SLOs as dotted verticals.
 
 May import: numpy, matplotlib, the standard library, `analysis.pareto`, `specsched.io.safeio`.
 """
@@ -18,7 +19,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from analysis.pareto import Frontier
+from analysis.pareto import Frontier, load_label
 from specsched.io import safeio
 
 
@@ -51,6 +52,11 @@ def plot_pareto(
                 "label": s + (" (baseline)" if is_base else ""),
             }
             ax.scatter([p["y"] for p in pts], [p["x"] for p in pts], s=12, alpha=0.3, color=style["color"])
+            for p in pts:  # every point names its load (concurrency or rate), so a reader can find it
+                label = load_label(p.get("point", ""))
+                if label and math.isfinite(p["x"]) and math.isfinite(p["y"]):
+                    ax.annotate(label, (p["y"], p["x"]), fontsize=5, alpha=0.7, color=style["color"],
+                                textcoords="offset points", xytext=(2, 2))  # fmt: skip
             front = fronts[(facet, s)]
             ax.plot(
                 front.y,

@@ -33,6 +33,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "sweep": ("analysis.cli", "run a policy sweep"),
     "pareto": ("analysis.cli", "plot Pareto frontiers of a sweep"),
     "report": ("analysis.cli", "markdown report of a sweep"),
+    "advise": ("advise.cli", "vLLM flags + traffic -> speculative config, gain by load, K schedule"),
     "search": ("analysis.search.cli", "cheapest deployment meeting an SLO, and its vllm serve line"),
     "verify": ("engine.cli", "run the losslessness suite of the real engine"),
     "engine": ("engine.measure.cli", "engine train / eval / profile / curves"),

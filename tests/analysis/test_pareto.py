@@ -113,3 +113,12 @@ def test_pareto_and_report_commands(sweep_file, tmp_path):
     assert "## Gains against `MTP-1`" in md and "## Operating points" in md and (out / "pareto.png").exists()
     res = specbed("pareto", str(out), "--baseline", "nobody")
     assert res.returncode == 2 and "no series 'nobody'" in res.stderr
+
+
+def test_pareto_points_are_labelled_with_their_load():
+    from analysis.pareto import load_label
+
+    assert load_label("concurrency=8, num_requests=320") == "C=8"
+    assert load_label("rate=4.0") == "4.0 req/s"
+    assert load_label("speedup=2, rate=1") == "1 req/s, ×2"
+    assert load_label("k=3") == "k=3" and load_label("") == ""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 from tests.fuzz import generated, newcmds, outputs_flags
+from tests.fuzz.advise_cases import advise_cases
 from tests.fuzz.base import GOOD_CSV, GOOD_TOML, GOOD_TRACE, OUT, SWEEP, Case
 from tests.fuzz.flags import flag_cases
 from tests.fuzz.spec_cases import spec_dataset_cases
@@ -719,6 +720,7 @@ def all_cases() -> list[Case]:
     cases = [
         *validate_cases(),
         *spec_dataset_cases(),
+        *advise_cases(),
         *disagg_cases(),
         *config_cases(),
         *config_file_cases(),
