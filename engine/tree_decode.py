@@ -1,5 +1,6 @@
-"""Tree speculative decoding in the small engine: a TinyLM drafter expands top-k children per node, the
-target verifies every request's tree in one tree-masked pass, `engine.tree_verify` accepts losslessly.
+"""Tree speculative decoding in the small engine: a TinyLM drafter (or the EAGLE head, engine.tree_eagle)
+expands top-k children per node, the target verifies every request's tree in one tree-masked pass,
+`engine.tree_verify` accepts losslessly.
 
 Role: τ for trees beside chains on the small models (`tree_tau`, used by `engine eval --trees`), and an
 end-to-end check of the tree path (mask, verifier, KV commit): at temperature 0 it emits exactly the
@@ -56,11 +57,18 @@ def draft_tree(drafter: TinyLM, ctx: Sequence[int], spec: TreeSpec) -> tuple[lis
                 nodes.append((score * v, d, idx, path + (t,)))
                 children.append((score * v, len(nodes) - 1, path + (t,)))
         frontier = sorted(children, key=lambda c: (-c[0], c[1]))[: spec.topk]
+    return select_tree([n[:3] for n in nodes], [n[3][-1] for n in nodes], spec.nodes)
+
+
+def select_tree(nodes: Sequence[tuple[float, int, int]], tokens: Sequence[int], cap: int):
+    """(parents, tokens) of the `cap` best drafted nodes by path score (0 = all), in BFS order.
+    nodes[i] = (path score, depth, parent index or −1) in drafting order; a child never scores above its
+    parent and ties go to the shallower, earlier node, so the kept set is parent-closed."""
     order = sorted(range(len(nodes)), key=lambda i: (-nodes[i][0], nodes[i][1], i))
-    keep = sorted(order[: spec.nodes] if spec.nodes else order, key=lambda i: (nodes[i][1], i))
+    keep = sorted(order[:cap] if cap else order, key=lambda i: (nodes[i][1], i))
     where = {old: new for new, old in enumerate(keep)}
     parents = [-1 if nodes[i][2] < 0 else where[nodes[i][2]] for i in keep]
-    return parents, [nodes[i][3][-1] for i in keep]
+    return parents, [tokens[i] for i in keep]
 
 
 def _step_inputs(trees, roots, vocab, device):
@@ -81,7 +89,7 @@ def _step_inputs(trees, roots, vocab, device):
 
 def tree_generate(
     target: TinyLM,
-    drafter: TinyLM,
+    drafter,
     prompts: Sequence[Sequence[int]],
     max_new: int,
     spec: TreeSpec,
@@ -89,9 +97,11 @@ def tree_generate(
     *,
     seed: int = 0,
 ) -> tuple[list[list[int]], int, int]:
-    """Decode `prompts` (each ≥ 1 token) for max_new tokens; returns (outputs, verify steps summed over
-    requests, tokens emitted). Noise from one torch.Generator seeded with `seed`."""
+    """Decode `prompts` (each ≥ 1 token) for max_new tokens with `drafter` (a TinyLM, or a tree drafter
+    with `draft_tree(ctx, spec)` such as engine.tree_eagle.EagleTree); returns (outputs, verify steps
+    summed over requests, tokens emitted). Noise from one torch.Generator seeded with `seed`."""
     device = target.w["tok"].device
+    draft = getattr(drafter, "draft_tree", None) or (lambda ctx, sp: draft_tree(drafter, ctx, sp))
     r, vocab = len(prompts), target.config.vocab_size
     width = 2 + spec.depth * spec.topk**2
     longest = max(len(p) for p in prompts) + max_new + width
@@ -108,7 +118,7 @@ def tree_generate(
     steps = emitted = 0
     live = list(range(r))
     while live:
-        trees = [draft_tree(drafter, seqs[i], spec) for i in live]
+        trees = [draft(seqs[i], spec) for i in live]
         tokens, parents, active, q = _step_inputs(trees, [seqs[i][-1] for i in live], vocab, device)
         sl = slots[live]
         logits = target.run(tokens, active.sum(1), sl, cache, parents=parents).logits
