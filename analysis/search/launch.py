@@ -105,10 +105,20 @@ def _vllm_knobs(server: dict) -> list[str]:
     return out
 
 
+def _hf_id(name: str | None) -> str | None:
+    """The Hugging Face id vLLM loads for a catalogue model name (`llama3.1-8b`: its first checkpoint)."""
+    if name is None:
+        return None
+    from specsched.price.models import find_model
+
+    shape = find_model(name)
+    return shape.hf_ids[0] if shape is not None and shape.hf_ids else name
+
+
 def vllm_command(config: dict, model: str | None, draft_models: dict[str, str], schedule=None) -> str:
     """A ready `vllm serve …` line for the config (module docstring)."""
     server = {**config["server"], **config.get("cost", {})}  # [cost]: model, gpu, graphs, vLLM knobs
-    args = ["vllm", "serve", model or server.get("model") or "<MODEL>"]
+    args = ["vllm", "serve", model or _hf_id(server.get("model")) or "<MODEL>"]
     args += ["--tensor-parallel-size", str(gpus_per_replica(config))]
     args += _vllm_knobs(server)
     if int(server.get("replicas", 1)) > 1:
