@@ -146,10 +146,11 @@ def recommend(dep, tr, opts, gains, sched, users: int, why: str, draft_model: st
 
 def notes(dep, opts) -> list[str]:
     """What was not swept, and why."""
-    out = [
-        "Draft-model speculation (a small LM, specsched.draft_lm) is priced by the speculative replay "
-        "(validate/spec_*), not yet by the simulator: not swept here."
-    ]
+    lm = next((o for o in opts if o.key == "draft_model"), None)
+    if lm is not None:
+        out = [f"{lm.name}: {sweep.DRAFT_LM_ACCEPTANCE}."]
+    else:
+        out = [f"Draft model: {dep.model}'s family has no small sibling in specsched.draft_lm; not swept."]
     if not dep.has_mtp:
         out.append(f"MTP: {dep.model} ships no MTP heads; not swept.")
     if "ngram" not in {o.key for o in opts}:

@@ -10,9 +10,11 @@ paying, the batch-size → K schedule of the same deployment (`analysis.draft_sc
 and vLLM's `--speculative-config` (`analysis.search.launch.speculative_config`).
 
 Options (`options`): none (autoregressive), EAGLE-3 at fixed K, MTP at fixed K (models with MTP heads),
-n-gram at fixed K (only with measured n-gram acceptance curves: its acceptance is the traffic's own), and
-DSpark-style adaptive verification (EAGLE-3 drafter, γ = 7, `policy.draft = "adaptive"`). The draft-model
-drafter (`specsched.draft_lm`) is priced by the speculative replay only, not yet by `sim` (reported so).
+n-gram at fixed K (only with measured n-gram acceptance curves: its acceptance is the traffic's own), a
+draft model at fixed K where the target's family has a small sibling (`specsched.draft_lm.sibling`:
+Llama-3.2-1B for Llama 3.x, Qwen3-0.6B for Qwen3; priced from its own shape by `sim.deploy.draft`; its
+acceptance is EAGLE-3's built-in curve, a stand-in: `DRAFT_LM_ACCEPTANCE`), and DSpark-style adaptive
+verification (EAGLE-3 drafter, γ = 7, `policy.draft = "adaptive"`).
 
 May import: numpy, the standard library, `sim`, `specsched`, `analysis`, `advise.inputs`.
 """
@@ -25,6 +27,11 @@ from advise.inputs import Deployment, Traffic
 
 #: closed-loop users tried (capped at max_num_seqs)
 LOADS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+#: where the draft-model option's acceptance comes from (said in the report's notes)
+DRAFT_LM_ACCEPTANCE = (
+    "its acceptance is EAGLE-3's built-in curve (specsched.contracts.builtin_curves, DSpark paper Fig. 2, "
+    "Qwen3-4B): a stand-in, no draft-model acceptance is measured here; its cost is its own shape's"
+)
 #: γ the adaptive option drafts up to (its plan picks the depth per batch size)
 ADAPTIVE_GAMMA = 7
 
@@ -58,6 +65,10 @@ def options(dep: Deployment, engine: str, curves: str | None, curve_names: tuple
     ]
     if dep.has_mtp:
         out.append(Option(f"MTP, K={k}", "mtp", ("drafter.name=mtp", "drafter.model=mtp", eng, *fixed)))
+    draft = _sibling(dep.model)
+    if draft is not None:  # acceptance: EAGLE-3's built-in curve (DRAFT_LM_ACCEPTANCE)
+        lm = ("drafter.name=eagle3", f"drafter.model={draft}", eng, *fixed)
+        out.append(Option(f"draft model {draft}, K={k}", "draft_model", lm))
     if curves is not None and "ngram" in curve_names:
         out.append(
             Option(
@@ -81,6 +92,14 @@ def options(dep: Deployment, engine: str, curves: str | None, curve_names: tuple
         )
     )
     return out
+
+
+def _sibling(model: str) -> str | None:
+    from specsched.draft_lm import sibling
+    from specsched.price import find_model
+
+    target = find_model(model)
+    return None if target is None else sibling(target)
 
 
 def loads(dep: Deployment, wanted: tuple[int, ...] | None) -> list[int]:

@@ -41,7 +41,9 @@ def test_advise_writes_the_four_answers(tmp_path, capsys):
     out, doc = _run(tmp_path, "--speculative-config", '{"method":"eagle3","num_speculative_tokens":2}')
     text = capsys.readouterr().out
     assert "batch size -> K" in text and "stops paying" in text
-    assert set(doc["options"]) == {"none", "eagle3", "adaptive"}  # llama: no MTP; no n-gram curves given
+    # llama: no MTP, no n-gram curves given; its small sibling as a draft model
+    assert set(doc["options"]) == {"none", "eagle3", "draft_model", "adaptive"}
+    assert any("draft model llama3.2-1b" in n and "EAGLE-3's built-in curve" in n for n in doc["notes"])
     assert doc["options"]["eagle3"] == "EAGLE-3, K=2"  # the deployment's own K is the one tried
     assert {g["users"] for g in doc["gains"]} == {1, 8}
     assert all(g["band_median_pct"] is not None for g in doc["gains"])  # every gain carries its band

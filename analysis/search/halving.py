@@ -190,6 +190,20 @@ class _Run:
         self.start, self.budget_s, self.progress = start, budget_s, progress
         self.model = SearchModel()
         self.budget_hit = False
+        self.bar: Progress | None = None
+        self.cands: list[Candidate] = []
+
+    def _left(self, cands: list[Candidate], stats) -> int:
+        """Requests the live candidates may still simulate (each one's rungs after its last): the one
+        bar's total, which shrinks as the screen, the bound and halving drop candidates."""
+        sizes = [stats.requests if k == len(self.space.options.rungs) - 1
+                 else max(MIN_REQUESTS, math.ceil(f * stats.requests))
+                 for k, f in enumerate(self.space.options.rungs)]  # fmt: skip
+        return sum(sum(sizes[c.rung + 1 :]) for c in cands if c.alive)
+
+    def _retotal(self, cands: list[Candidate], stats, note: str = "") -> None:
+        self.bar.total = self.bar.done + self._left(cands, stats)
+        self.bar.update(self.bar.done, note)
 
     def run(self, cands: list[Candidate], stats) -> list[dict]:
         screen = Screen(stats, self.slo, self.space.options.grace)
@@ -207,17 +221,25 @@ class _Run:
         opts = self.space.options
         rows = {}
         last, tiers, pruned = len(opts.rungs) - 1, 0, 0
+        self.cands = cands
+        # one bar over the whole search, in simulated requests (a full-length run weighs its length)
+        self.bar = Progress(max(1, self._left(cands, stats)), label="search", unit="req",
+                            enabled=self.progress)  # fmt: skip
         with Workers(self.model, self.jobs, self.backend) as self.workers:
-            while not self.budget_hit:
-                pruned += bound.prune(cands, self.slo, opts, last)
-                pending = [c for c in cands if c.alive and c.rung < last]
-                if not pending:
-                    break
-                members = pending
-                if opts.top:
-                    members = bound.tier(pending, opts.objective, opts.throughput_slack, opts.top)
-                tiers += 1
-                self._tier(members, stats, rows)
+            try:
+                while not self.budget_hit:
+                    pruned += bound.prune(cands, self.slo, opts, last)
+                    pending = [c for c in cands if c.alive and c.rung < last]
+                    if not pending:
+                        break
+                    members = pending
+                    if opts.top:
+                        members = bound.tier(pending, opts.objective, opts.throughput_slack, opts.top)
+                    tiers += 1
+                    self._retotal(cands, stats, f"price tier {tiers}")
+                    self._tier(members, stats, rows, tiers)
+            finally:
+                self.bar.close()
         report += [rows[k] for k in sorted(rows)]
         if opts.top:
             note = f"{tiers} price tiers; cannot rank in the top {opts.top}"
@@ -225,7 +247,7 @@ class _Run:
                            "cached": 0, "note": note})  # fmt: skip
         return report
 
-    def _tier(self, members: list[Candidate], stats, rows: dict) -> None:
+    def _tier(self, members: list[Candidate], stats, rows: dict, tier: int = 1) -> None:
         """Every rung over the candidates of one price tier (all of them when the bound is off)."""
         opts = self.space.options
         for k, frac in enumerate(opts.rungs):
@@ -236,8 +258,11 @@ class _Run:
             requests = stats.requests if full else max(MIN_REQUESTS, math.ceil(frac * stats.requests))
             if not full and requests >= stats.requests:
                 continue  # the traffic is too short for this fidelity: go on to the next
+            note = f"price tier {tier}, rung {k + 1}/{len(opts.rungs)} ({requests} requests)"
+            self.bar.note = note
             ran, cached, shared = self._rung(alive, k, requests, full)
             dropped = self._judge(alive, k, full)
+            self._retotal(self.cands, stats, note)
             row = rows.setdefault(k, {"rung": k + 1, "requests": requests, "candidates": 0, "dropped": 0,
                                       "ran": 0, "cached": 0, "shared": 0})  # fmt: skip
             counts = {"candidates": len(alive), "dropped": dropped, "ran": ran, "cached": cached,
@@ -256,33 +281,29 @@ class _Run:
                 c.cell.index, config_key(job["sim"]), c.cell.axes, c.cell.series, "", "", job
             )
             families.setdefault(siblings.family(job), []).append(c)
-        label = f"search rung {k + 1}/{len(self.space.options.rungs)} ({requests} requests)"
-        bar = Progress(len(jobs), label=label, enabled=self.progress)
+        bar = _Scaled(self.bar, requests)
         ran = cached = shared = 0
-        try:
-            while families and not self.budget_hit:
-                heads = [members[0] for members in families.values()]
-                todo = [jobs[c.cell.index] for c in heads]
-                todo = [c for c in todo if not _reusable(store.read_cell(self.out, c.key), c.config)]
-                ran, cached = ran + len(todo), cached + len(heads) - len(todo)
-                bar.advance(len(heads) - len(todo))
-                self._execute(todo, bar)
-                for name, members in list(families.items()):
-                    head, rest = members[0], members[1:]
-                    row = store.read_cell(self.out, jobs[head.cell.index].key)
-                    self._take(head, row, k, jobs[head.cell.index].key)
-                    if row is not None and siblings.covers(row["summary"], siblings.cap(head.cell.config)):
-                        for c in rest:
-                            c.summary, c.rung = {**row["summary"], "same_run_as": head.cell.key}, k
-                        shared += len(rest)
-                        bar.advance(len(rest))
-                        rest = []
-                    if rest:
-                        families[name] = rest
-                    else:
-                        del families[name]
-        finally:
-            bar.close()
+        while families and not self.budget_hit:
+            heads = [members[0] for members in families.values()]
+            todo = [jobs[c.cell.index] for c in heads]
+            todo = [c for c in todo if not _reusable(store.read_cell(self.out, c.key), c.config)]
+            ran, cached = ran + len(todo), cached + len(heads) - len(todo)
+            bar.advance(len(heads) - len(todo))
+            self._execute(todo, bar)
+            for name, members in list(families.items()):
+                head, rest = members[0], members[1:]
+                row = store.read_cell(self.out, jobs[head.cell.index].key)
+                self._take(head, row, k, jobs[head.cell.index].key)
+                if row is not None and siblings.covers(row["summary"], siblings.cap(head.cell.config)):
+                    for c in rest:
+                        c.summary, c.rung = {**row["summary"], "same_run_as": head.cell.key}, k
+                    shared += len(rest)
+                    bar.advance(len(rest))
+                    rest = []
+                if rest:
+                    families[name] = rest
+                else:
+                    del families[name]
         return ran, cached, shared
 
     def _take(self, c: Candidate, row: dict | None, k: int, key: str) -> None:
@@ -338,6 +359,17 @@ class _Run:
                 )
                 dropped += 1
         return dropped
+
+
+class _Scaled:
+    """The search's one bar as seen by a rung: each run advances it by the rung's request count."""
+
+    def __init__(self, bar: Progress, requests: int) -> None:
+        self.bar, self.requests = bar, requests
+
+    def advance(self, n: int = 1) -> None:
+        if n:
+            self.bar.advance(n * self.requests, self.bar.note)
 
 
 def _work(cell: Cell) -> tuple:

@@ -5,7 +5,8 @@ data parallelism (replicas), vLLM's own knobs when the config names them (`cost.
 `gpu_memory_utilization`, `max_model_len`, `cpu_offload_gb`, prefix caching),
 `--max-num-seqs`, `--max-num-batched-tokens`, CUDA-graph capture sizes
 (`--compilation-config`), and `--speculative-config` JSON with vLLM's keys: `method`, `model` (the draft
-model, where the method needs one) and `num_speculative_tokens`. Confidence-scheduled policies (marked
+model, where the method needs one) and `num_speculative_tokens` (a draft LM in `drafter.model`,
+`specsched.draft_lm`: method "draft_model" and its Hugging Face id). Confidence-scheduled policies (marked
 `adaptive_verification` in `specsched.registry`: dspark, dspark_global, goodput, …) set
 `enable_adaptive_verification` (vLLM's DSpark scheduling, PR #47808); a fixed-k policy verifies k;
 `policy.draft = "adaptive"` adds the per-batch-size draft schedule of `specbed plan --draft-schedule`
@@ -62,6 +63,9 @@ def speculative_config(
     spec: dict = {"method": METHODS.get(name, name)}
     if name in NEEDS_MODEL or name not in METHODS:
         spec["model"] = draft_models.get(name, f"<{name.upper()}_DRAFT_MODEL>")
+    lm = _draft_lm(drafter.get("model"))
+    if lm is not None:  # a separate small LM (specsched.draft_lm): vLLM's draft-model proposer
+        spec = {"method": "draft_model", "model": lm}
     k = gamma
     if policy["name"] == "fixed" and policy.get("k") is not None:
         k = int(policy["k"])
@@ -105,10 +109,27 @@ def _vllm_knobs(server: dict) -> list[str]:
     return out
 
 
+def _draft_lm(name: str | None) -> str | None:
+    """The Hugging Face id of `drafter.model` when it names a draft LM (None: a preset or unset)."""
+    from specsched.draft_lm import hf_id, is_draft_lm
+
+    return hf_id(name) if is_draft_lm(name) else None
+
+
+def _hf_id(name: str | None) -> str | None:
+    """The Hugging Face id vLLM loads for a catalogue model name (`llama3.1-8b`: its first checkpoint)."""
+    if name is None:
+        return None
+    from specsched.price.models import find_model
+
+    shape = find_model(name)
+    return shape.hf_ids[0] if shape is not None and shape.hf_ids else name
+
+
 def vllm_command(config: dict, model: str | None, draft_models: dict[str, str], schedule=None) -> str:
     """A ready `vllm serve …` line for the config (module docstring)."""
     server = {**config["server"], **config.get("cost", {})}  # [cost]: model, gpu, graphs, vLLM knobs
-    args = ["vllm", "serve", model or server.get("model") or "<MODEL>"]
+    args = ["vllm", "serve", model or _hf_id(server.get("model")) or "<MODEL>"]
     args += ["--tensor-parallel-size", str(gpus_per_replica(config))]
     args += _vllm_knobs(server)
     if int(server.get("replicas", 1)) > 1:

@@ -44,6 +44,9 @@ HEAD = [
 ]
 
 
+LAUNCH_TOP = 3  # `vllm serve` lines written for this many top candidates (+ each series' best)
+
+
 def _name(c) -> str:
     axes = ", ".join(
         f"{_short(k)}={v}" for k, v in c.cell.axes.items() if not k.startswith(("drafter.", "policy."))
@@ -197,7 +200,27 @@ def launch_files(outcome, options) -> dict[str, str]:
     )
     if schedule:
         files["draft_schedule.json"] = dumps_json({"schedule": schedule}, indent=1, sort_keys=False)
+    files["vllm_serve_all.sh"] = launch_lines(outcome, options, w, cmd)
     return files
+
+
+def launch_lines(outcome, options, winner, winner_cmd: str, top: int = LAUNCH_TOP) -> str:
+    """The `vllm serve` lines of the top `top` candidates and of the cheapest of every series (each
+    speculative arm) not among them, one commented block each, so one search answers both questions."""
+    picks = list(outcome.ranked[:top])
+    for c in outcome.ranked:  # best first: the first of each series is its cheapest
+        if c.cell.series not in {p.cell.series for p in picks}:
+            picks.append(c)
+    blocks = ["#!/bin/sh", "# specbed search: the top candidates and the best of each series (pick one)"]
+    for c in picks:
+        rank = outcome.ranked.index(c) + 1
+        if c is winner:
+            cmd = winner_cmd
+        else:
+            schedule = launch.draft_schedule(c.cell.config)
+            cmd = launch.vllm_command(c.cell.config, options.model, options.draft_models, schedule)
+        blocks += ["", f"# rank {rank}: {_name(c)}  ({c.cost:.3f} $/Mtok)", f"# {cmd}"]
+    return "\n".join(blocks) + "\n"
 
 
 def rungs_table(outcome) -> str:
@@ -234,7 +257,36 @@ def summary_md(outcome, slo, space, files: dict[str, str], front: list) -> str:
                   f"{c.summary['per_user_tok_s_mean']:.1f}"] for c in front]), ""]  # fmt: skip
     if "vllm_serve.sh" in files:
         lines += ["## Launch the winner", "", "```sh", files["vllm_serve.sh"].splitlines()[-1], "```", ""]
+    if "vllm_serve_all.sh" in files:
+        lines += ["## Launch lines: the top candidates and the best of each series", "", "```sh",
+                  files["vllm_serve_all.sh"].split("\n", 2)[2].rstrip(), "```", ""]  # fmt: skip
+    lines += accuracy_lines(outcome)
     return "\n".join(lines)
+
+
+def accuracy_lines(outcome) -> list[str]:
+    """The validated error bands the ranked figures carry (`sim.deploy.draft.accuracy`, the summary's
+    `accuracy_*` keys): the winner's and each series' best; a built-in cost table has none."""
+    best: dict[tuple[str, str], object] = {}
+    for c in outcome.ranked:  # the band is the GPU's (its calibrated knobs) and the arm's
+        best.setdefault((c.gpu, c.cell.series), c)
+    rows = []
+    for (gpu, series), c in best.items():
+        acc = {k: v for k, v in c.summary.items() if k.startswith("accuracy_")}
+        if not acc:
+            rows.append([gpu, series, "none: priced by a built-in cost table (not validated; use cost.model "
+                         "+ cost.gpu for the calibrated deployment path)"])  # fmt: skip
+            continue
+        text = "; ".join(f"{k.removeprefix('accuracy_')} = {_num(v)}" for k, v in acc.items())
+        rows.append([gpu, series, text])
+    if not rows:
+        return []
+    head = ["gpu", "series", "validated error band (abs. error %; the runs' accuracy_* keys)"]
+    return ["## Accuracy of these figures", "", md_table(head, rows), ""]
+
+
+def _num(v) -> str:
+    return f"{v:.1f}" if isinstance(v, float) else str(v)
 
 
 def write_all(out: Path, outcome, slo, space, flags: dict | None = None) -> dict[str, str]:

@@ -1,6 +1,7 @@
 """The draft pass of a vLLM deployment with `drafter.model`: a drafter priced from its own shape.
 
-Role: map a config with `cost.model` and `drafter.model` (a `specsched.price.draft_shape` preset) to the
+Role: map a config with `cost.model` and `drafter.model` (a `specsched.price.draft_shape` preset, or a draft
+LM such as llama3.2-1b: `specsched.draft_lm`) to the
 `specsched.DraftCost` and drafter KV seconds its steps are priced with, on the target GPU's shipped
 (no-speculation, calibrated) knobs — the same `step_s`, `c0`, `eta_bw`, `eta_f`, `eta_kv` as the target's
 steps; the verify step is the target's own catalogue step at R·(1 + γ) tokens (`specsched.price.vllm`).
@@ -18,8 +19,9 @@ from __future__ import annotations
 from sim.config import SimConfig
 from sim.deploy.cost import config_spec
 from specsched import DraftCost, InputError
+from specsched.draft_lm import drafter_of
 from specsched.io import inputs
-from specsched.price.draft_shape import drafter_shape, own_draft_cost
+from specsched.price.draft_shape import own_draft_cost
 from specsched.price.knobs import KNOBS_FILE, shipped_knobs
 from specsched.price.spec_engine import get_engine
 from specsched.spec_knobs import shipped_band
@@ -43,7 +45,7 @@ def own_drafter(cfg: SimConfig) -> tuple[DraftCost, float] | None:
     check_drafter_model(cfg)
     spec = config_spec(cfg.server)
     target, gpu, bpp = spec.resolve()
-    shape = drafter_shape(cfg.drafter.model, target)
+    shape = drafter_of(cfg.drafter.model, target)  # a preset, or a draft LM (specsched.draft_lm)
     top = max(cfg.server.max_num_seqs * gamma, cfg.server.max_num_seqs)
     knobs = shipped_knobs(spec.gpu)
     engine = cfg.drafter.engine

@@ -22,7 +22,7 @@ use for them (`COST_KEYS`: the `[cost]` name of each field; `sim.config_io` read
 A key of the other kind is a one-line error naming it (it would be ignored). The old spelling — these keys
 in `[server]` (`server.cost`, `server.model`, ...) — still reads, with a `warning:` line naming the new key.
 
-May import: the standard library, `sim.bounds`, `specsched` (errors, graphs, price, draft_shape).
+May import: the standard library, `sim.bounds`, `specsched` (errors, graphs, price, draft_shape, draft_lm).
 """
 
 from __future__ import annotations
@@ -64,11 +64,18 @@ DEFAULT_KV_TOKENS = 2_000_000
 def check_preset(section: str, preset: str | None, engine: str = "vllm") -> None:
     """`drafter.model`: None or a `specsched.price.draft_shape` preset; `drafter.engine`: one of
     SPEC_ENGINES (one-line InputError naming the key)."""
+    from specsched.draft_lm import find_draft_lm  # a draft LM (llama3.2-1b, ...) is a drafter too
     from specsched.price.draft_shape import PRESETS
 
-    if preset is not None and (not isinstance(preset, str) or preset.lower() not in PRESETS):
+    if preset is not None and (
+        not isinstance(preset, str) or (preset.lower() not in PRESETS and find_draft_lm(preset) is None)
+    ):
         choices = ", ".join(PRESETS)
-        raise InputError(f"must be a drafter preset ({choices}); got {preset!r}", field=f"{section}.model")
+        raise InputError(
+            f"must be a drafter preset ({choices}) or a draft model (llama3.2-1b, qwen3-0.6b, a catalogue "
+            f"model); got {preset!r}",
+            field=f"{section}.model",
+        )
     if engine not in SPEC_ENGINES:
         msg = f"must be one of {', '.join(SPEC_ENGINES)}; got {engine!r}"
         raise InputError(msg, field=f"{section}.engine")

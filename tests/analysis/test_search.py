@@ -205,7 +205,7 @@ def test_a_vllm_knob_deployment_is_priced_by_its_gpu_and_launched_with_its_knobs
     config = SimModel().resolve(None, tomllib.loads(TRAFFIC), sets)
     assert gpu_kind(config) == "h200"
     cmd = vllm_command(config, None, {})
-    assert "vllm serve llama3.1-8b" in cmd and "--gpu-memory-utilization 0.8" in cmd
+    assert "vllm serve meta-llama/Llama-3.1-8B-Instruct" in cmd and "--gpu-memory-utilization 0.8" in cmd
     assert "--no-enable-prefix-caching" in cmd
 
 
