@@ -116,7 +116,7 @@ def write_folder(
 ) -> None:  # fmt: skip
     """Write results folder `out` whole: `files` (name -> content, see `safeio.write_files`; JOB_FILE among
     them, the job's manifest naming `command`) and the `adopt`ed entries of the old folder, at once."""
-    folder = Path(out)
+    folder = Path(os.path.realpath(out)) if os.path.islink(out) else Path(out)  # swap the folder, not a link
     refuse_other_job(folder, command, field=field)
     parent = folder.parent if str(folder.parent) else Path(".")
     tmp = parent / f".tmp-{folder.name}.{os.getpid()}"

@@ -117,6 +117,10 @@ def refuse_clobber(
     """InputError if output file `out` is one of `inputs` or a file of a run / sweep folder's own (a
     report onto sweep.json, an export onto summary.json would destroy the results they read)."""
     out = Path(out)
+    with contextlib.suppress(OSError, RuntimeError):
+        real = out.resolve()  # through links: a link onto a run's summary.json is that file
+        if real != out.absolute():
+            refuse_clobber(real, inputs=inputs, field=field)
     for given in inputs:
         if _same(out, Path(given)):
             raise InputError(

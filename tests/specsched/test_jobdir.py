@@ -53,3 +53,21 @@ def test_a_killed_jobs_temporary_folder_is_removed_by_the_next(tmp_path):
     os.utime(tmp, (1, 1))  # older than safeio.STALE_S
     write_results(tmp_path / "r", {"summary.json": {}}, config="seed = 1\n", command="run")
     assert not tmp.exists()
+
+
+def test_an_output_through_a_link_onto_a_run_file_is_refused(tmp_path):
+    from specsched.io import safeio
+
+    run = tmp_path / "r"
+    write_results(run, {"summary.json": {}, "requests.csv": "x\n"}, config="seed = 1\n", command="run")
+    (tmp_path / "link.json").symlink_to(run / "summary.json")
+    with pytest.raises(InputError, match="run results"):
+        safeio.check_file(tmp_path / "link.json")
+
+
+def test_a_linked_results_folder_is_swapped_at_its_target(tmp_path):
+    real = tmp_path / "real"
+    write_results(real, {"summary.json": {}}, config="seed = 1\n", command="run")
+    (tmp_path / "l").symlink_to(real)
+    write_results(tmp_path / "l", {"summary.json": {"a": 1}}, config="seed = 2\n", command="run")
+    assert (tmp_path / "l").is_symlink() and (real / "summary.json").read_text().count('"a"') == 1
