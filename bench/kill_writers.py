@@ -137,7 +137,9 @@ def trials(cmd: str, n: int, work: Path, rng: random.Random) -> dict:
         s = state(cmd, out)
         tally["killed"][s] = tally["killed"].get(s, 0) + 1
         rc, _, err = timed(argv_for(cmd, work, out, i, True))
-        s = state(cmd, out) if rc in (0, 1) else f"rerun exit {rc}: {err}"
+        s = state(cmd, out)
+        if rc not in (0, 1):  # e.g. a kill before `sweep --force` cleared the last trial's sweep: the
+            s = f"{s}, rerun refused (exit {rc}: {err[-90:]})"  # folder still holds that one whole
         tally["after"][s] = tally["after"].get(s, 0) + 1
     return tally
 
