@@ -244,6 +244,6 @@ def main(argv: list[str]) -> int:
     print(summary_text(doc))
     if args.out is not None:
         files = {"report.md": report.markdown(doc), "advise.json": doc, **report.plots(doc)}
-        write_results(args.out, files, config=vars(args))
+        write_results(args.out, files, config=vars(args), command="advise")
         print(f"wrote {args.out}/report.md, advise.json, gain.png, pareto.png, config.json")
     return 0

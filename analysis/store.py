@@ -117,10 +117,11 @@ def prepare(out: Path, manifest: dict, *, resume: bool, force: bool) -> None:
                 field=str(out),
             )
     out.mkdir(parents=True, exist_ok=True)
-    (out / "cells").mkdir(exist_ok=True)
     for stale in [*out.glob(".tmp-*"), *(out / "cells").glob(".tmp-*")]:
         stale.unlink(missing_ok=True)
+    # the manifest first: a kill before cells/ exists leaves a folder `--resume` takes (kill_writers bench)
     atomic_write(out / MANIFEST, dumps_json(manifest, indent=1, sort_keys=False))
+    (out / "cells").mkdir(exist_ok=True)
 
 
 def clear(out: Path) -> None:

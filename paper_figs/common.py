@@ -45,7 +45,7 @@ def write_summary(args: argparse.Namespace, summary: dict, files: dict | None = 
     """OUT/summary.json (floats to 6 digits, strict JSON), `files` (name -> text) and OUT/config.json (the
     figure's resolved flags), all or none (`specsched.io.results.write_results`)."""
     body = {"summary.json": dumps_json(rounded(summary), indent=1), **(files or {})}
-    write_results(args.out, body, config={"figure": args.figure, **vars(args)})
+    write_results(args.out, body, config={"figure": args.figure, **vars(args)}, command="paper-figure")
     return Path(args.out) / "summary.json"
 
 

@@ -37,7 +37,7 @@ import numpy as np
 from sim.config import SimConfig
 from sim.config_io import config_to_toml, load_config, locate
 from sim.curves import DOMAINS
-from specsched.io import inputs, safeio
+from specsched.io import inputs, jobdir, safeio
 from specsched.io.errors import ArgParser, InputError
 from specsched.io.results import STDOUT, dumps_json, write_csv, write_json, write_results
 
@@ -191,6 +191,7 @@ def main(argv: list[str]) -> int:
         run = _run if isinstance(cfg, SimConfig) else _run_fleet
         if out is None:
             return run(args, cfg, None, fresh, notes, print_json)
+        jobdir.refuse_other_job(out, "run")  # a folder of another command's results is not mixed
         safeio.check_run_dir(out)  # before simulating: a bad --out (or a sweep's folder) is refused
         with safeio.held(out):  # one run or one sweep per folder: a sweep cannot start here meanwhile
             return run(args, cfg, out, fresh, notes, print_json)
@@ -223,9 +224,9 @@ def _run_fleet(args, cfg, out: Path | None, fresh: bool, notes: list[str], print
     if notes:
         doc["warnings"] = list(notes)
     if out is not None:
-        files = {"summary.json": dumps_json(doc), "requests.csv": lambda h: write_csv(h, result.requests),
-                 "config.toml": fleet_to_toml(cfg)}  # fmt: skip
-        safeio.write_files(out, files)
+        files = {"summary.json": dumps_json(doc), "requests.csv": lambda h: write_csv(h, result.requests)}
+        # one job's folder, swapped in whole: no earlier run's file (series.csv, timeline.json) stays
+        write_results(out, files, config=fleet_to_toml(cfg), command="run", adopt=())
     _write_json(args, doc)
     if print_json:
         print(dumps_json(doc), end="")
@@ -289,6 +290,8 @@ def _run(
         print(f"  {'wall time (s)':<30} {wall:>14.2f}")
     if out is not None:
         try:
+            if timeline is not None:
+                timeline.close()  # in place before the swap, which keeps it (adopt)
             write_results(
                 out,
                 {
@@ -298,12 +301,8 @@ def _run(
                     "series.csv": lambda h: write_csv(h, result.series),
                 },
                 config=config_to_toml(cfg),
+                adopt=("timeline.json",) if timeline is not None else (),  # nothing else of an old run
             )
-            if timeline is not None:
-                timeline.close()
-            else:  # a re-run without --timeline: the previous run's timeline is not this run's
-                with contextlib.suppress(FileNotFoundError):
-                    (out / "timeline.json").unlink()
         except OSError as err:  # timeline.close(): its last flush or rename
             raise _timeline_error(err, out) from None
         finally:

@@ -65,7 +65,8 @@ def test_dumps_json_is_strict():
 
 def test_write_results_writes_the_config_beside(tmp_path):
     write_results(tmp_path / "r", {"summary.json": {"x": math.nan}, "t.txt": "hi\n"}, config={"seed": 1})
-    assert sorted(p.name for p in (tmp_path / "r").iterdir()) == ["config.json", "summary.json", "t.txt"]
+    names = sorted(p.name for p in (tmp_path / "r").iterdir())
+    assert names == [".job.json", "config.json", "summary.json", "t.txt"]
     assert _strict((tmp_path / "r" / "summary.json").read_text()) == {"x": None}
     write_results(tmp_path / "s", {"summary.json": {}}, config="seed = 1\n")
     assert (tmp_path / "s" / "config.toml").read_text() == "seed = 1\n"

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from sim.inference_perf import load_profiles
-from specsched.io import inputs, safeio
+from specsched.io import inputs, jobdir, safeio
 from specsched.io.errors import InputError
 from specsched.io.progress import Progress
 from specsched.io.results import STDOUT, dumps_json, write_json, write_results
@@ -166,8 +166,16 @@ def main(argv: list[str]) -> int:
 
         return validate_main([a for a in argv if a != "--spec"])
     args = _parser().parse_args(argv)
-    if args.out:
-        safeio.check_run_dir(args.out)  # never among a sweep's files
+    if not args.out:
+        return _validate(args, argv)
+    jobdir.refuse_other_job(args.out, "validate")  # never mixed with another command's results
+    safeio.check_run_dir(args.out)  # never among a sweep's files
+    with safeio.held(args.out):  # from the first check to the folder's swap: a second writer is refused
+        return _validate(args, argv)
+
+
+def _validate(args: argparse.Namespace, argv: list[str]) -> int:
+    """`main` once --out is checked (and locked)."""
     if args.json_out not in (None, STDOUT):
         given = [*args.runs, *(f for f in (args.workloads, args.knobs) if f)]
         safeio.check_file(args.json_out, field="--json", inputs=given)

@@ -55,6 +55,8 @@ def main(argv: list[str]) -> int:
     prices = load_prices(args.prices)
     space = load_space(args.space)
     traffic = traffic_overrides(args.traffic, args.speedup)
+    if args.resume:  # a finished search of another space or SLO is refused, never rewritten
+        output.check_resume(args.out, space, slo)
     outcome = run_search(
         space, traffic, slo, prices, args.out, jobs=args.jobs, backend=args.backend, address=args.address,
         budget_s=args.budget_s, resume=args.resume, force=args.force, progress=not args.quiet,

@@ -26,8 +26,8 @@ import numpy as np
 from analysis.pareto import pareto_indices
 from analysis.report import md_table, text_table
 from analysis.search import launch
-from specsched.io import safeio
-from specsched.io.results import csv_text, dumps_json, write_results
+from specsched.io import jobdir, safeio
+from specsched.io.results import csv_text, dumps_json, job_hash, write_results
 
 HEAD = [
     "#",
@@ -156,7 +156,8 @@ def dropped_csv(outcome) -> str:
     return _csv(rows)
 
 
-def plot(outcome, front: list, path: Path) -> None:
+def plot(outcome, front: list, path: Path | None = None) -> bytes:
+    """The Pareto plot as PNG bytes (also written to `path` when given)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -180,7 +181,9 @@ def plot(outcome, front: list, path: Path) -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=120)
     plt.close(fig)
-    safeio.write_bytes(path, buf.getvalue())
+    if path is not None:
+        safeio.write_bytes(path, buf.getvalue())
+    return buf.getvalue()
 
 
 def launch_files(outcome, options) -> dict[str, str]:
@@ -296,7 +299,20 @@ def write_all(out: Path, outcome, slo, space, flags: dict | None = None) -> dict
     files["ranked.csv"] = ranked_csv(outcome, slo)
     files["dropped.csv"] = dropped_csv(outcome)
     files["summary.md"] = summary_md(outcome, slo, space, files, front)
-    write_results(out, files, config={"command": "search", "space": space.text, **(flags or {})})
+    body: dict = dict(files)
     if outcome.ranked:
-        plot(outcome, front, out / "pareto.png")
+        body["pareto.png"] = plot(outcome, front)
+    with safeio.held(out):  # a search that took the folder since ours finished refuses this one whole
+        write_results(out, body, config={"command": "search", "space": space.text, **(flags or {})},
+                      inputs_hash=search_key(space, slo))  # fmt: skip
     return files
+
+
+def search_key(space, slo) -> str:
+    """A search's space file: `--resume` needs the same one (another SLO may reuse the runs)."""
+    return job_hash({"space": space.text})
+
+
+def check_resume(out, space, slo) -> None:
+    """`--resume` into a folder whose finished search had another space: refused, not rewritten."""
+    jobdir.check_inputs(out, "search", search_key(space, slo), field="--resume")

@@ -275,5 +275,5 @@ def write_outputs(res: dict, out_dir: Path) -> list[Path]:
     }
     report = format_report(res) + "\n"
     files = {"results.json": dumps_json(clean, indent=1, sort_keys=False), "report.txt": report}
-    write_results(out_dir, files, config=res["config"])  # atomic, strict JSON (NaN as null)
+    write_results(out_dir, files, config=res["config"], command="engine eval")  # whole folder, strict JSON
     return [out_dir / "results.json", out_dir / "report.txt", out_dir / "config.json", *written]

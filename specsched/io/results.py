@@ -32,7 +32,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from specsched.io import inputs, safeio
+from specsched.io import inputs, jobdir, safeio
 
 #: `--json -` writes to standard output
 STDOUT = "-"
@@ -104,19 +104,34 @@ def csv_text(header: Iterable[str] | None, rows: Iterable[Iterable[Any]]) -> str
 
 
 def write_results(
-    out: str | os.PathLike[str], files: dict[str, Any], *, config: str | dict, field: str = "--out"
-) -> None:
+    out: str | os.PathLike[str], files: dict[str, Any], *, config: str | dict, field: str = "--out",
+    command: str | None = None, adopt: Iterable[str] | None = None, inputs_hash: str | None = None,
+) -> None:  # fmt: skip
     """Write a results folder: `files` (name -> text, bytes, a callable of a handle, or a dict/list written
     as strict JSON) and the resolved config beside them, all or none (`safeio.write_files`).
 
     config: TOML text (written as config.toml, which `specbed run` replays) or a dict of the command's
-    resolved settings (written as config.json)."""
+    resolved settings (written as config.json). The folder is one job's, swapped in whole
+    (`specsched.io.jobdir.write_folder`): `command` (default: config["command"], else "run") is recorded in
+    its `.job.json` and a folder of another command's results is refused; `adopt` names the old folder's
+    entries the new one keeps (None: every entry not rewritten)."""
     body = {name: dumps_json(v) if isinstance(v, (dict, list)) else v for name, v in files.items()}
     if isinstance(config, str):
         body["config.toml"] = config
     else:
         body["config.json"] = dumps_json(config)
-    safeio.write_files(out, body, field=field)
+    if command is None:
+        command = str(config.get("command", "results")) if isinstance(config, dict) else "run"
+    job = {"command": command, "config_hash": job_hash(config)}
+    if inputs_hash is not None:  # what `--resume` must find unchanged (jobdir.check_inputs)
+        job["inputs_hash"] = inputs_hash
+    body[jobdir.JOB_FILE] = dumps_json(job)
+    jobdir.write_folder(out, body, command=command, adopt=adopt, field=field)
+
+
+def job_hash(config: str | dict | list) -> str:
+    """A short stable hash of a job's resolved config (TOML text) or settings (hashed as strict JSON)."""
+    return jobdir.text_hash(config if isinstance(config, str) else dumps_json(plain(config, None)))
 
 
 class _Retired(argparse.Action):

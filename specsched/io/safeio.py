@@ -23,6 +23,8 @@ import contextlib
 import fcntl
 import os
 import re
+import shutil
+import stat
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -115,6 +117,10 @@ def refuse_clobber(
     """InputError if output file `out` is one of `inputs` or a file of a run / sweep folder's own (a
     report onto sweep.json, an export onto summary.json would destroy the results they read)."""
     out = Path(out)
+    with contextlib.suppress(OSError, RuntimeError):
+        real = out.resolve()  # through links: a link onto a run's summary.json is that file
+        if real != out.absolute():
+            refuse_clobber(real, inputs=inputs, field=field)
     for given in inputs:
         if _same(out, Path(given)):
             raise InputError(
@@ -208,8 +214,12 @@ def clean_stale(folder: str | os.PathLike[str]) -> None:
             continue
         path = os.path.join(folder, name)
         with contextlib.suppress(OSError):
-            if time.time() - os.lstat(path).st_mtime > STALE_S:  # a writer elsewhere (another host) is slow
-                os.unlink(path)
+            st = os.lstat(path)
+            if time.time() - st.st_mtime > STALE_S:  # a writer elsewhere (another host) is slow
+                if stat.S_ISDIR(st.st_mode):  # a results folder a killed job was filling (write_folder)
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.unlink(path)
 
 
 def _alive(pid: int) -> bool:

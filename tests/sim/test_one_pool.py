@@ -155,7 +155,7 @@ def test_specbed_disagg_is_an_alias_of_specbed_run(tmp_path, capsys):
     assert run_cli([small, *sets, "--out", str(tmp_path / "run"), "--quiet"]) == 0
     assert disagg_cli([small, *sets, "--out", str(tmp_path / "alias"), "--json", "-"]) == 0
     printed = capsys.readouterr().out
-    files = sorted(p.name for p in (tmp_path / "run").iterdir())
+    files = sorted(p.name for p in (tmp_path / "run").iterdir() if p.name != ".job.json")
     assert files == ["config.toml", "requests.csv", "summary.json"]
     for name in files:
         assert (tmp_path / "alias" / name).read_bytes() == (tmp_path / "run" / name).read_bytes(), name

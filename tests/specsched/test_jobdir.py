@@ -1,0 +1,73 @@
+"""A results folder is one job's, written whole (specsched.io.jobdir via results.write_results)."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from specsched.io import jobdir
+from specsched.io.errors import InputError
+from specsched.io.results import write_results
+
+
+def test_a_rewrite_drops_the_old_jobs_files_unless_adopted(tmp_path):
+    out = tmp_path / "r"
+    write_results(out, {"summary.json": {"a": 1}, "series.csv": "x\n"}, config="seed = 1\n", command="run")
+    write_results(out, {"summary.json": {"a": 2}}, config="seed = 2\n", command="run", adopt=())
+    assert sorted(os.listdir(out)) == [".job.json", "config.toml", "summary.json"]
+    (out / "timeline.json").write_text("{}")
+    keep = ["timeline.json"]
+    write_results(out, {"summary.json": {"a": 3}}, config="seed = 3\n", command="run", adopt=keep)
+    assert "timeline.json" in os.listdir(out)
+    assert [n for n in os.listdir(tmp_path) if n != "r"] == []  # no temporary folder left
+
+
+def test_another_commands_folder_is_refused(tmp_path):
+    out = tmp_path / "r"
+    write_results(out, {"summary.json": {}}, config="seed = 1\n", command="run")
+    with pytest.raises(InputError, match="another command"):
+        write_results(out, {"validate.json": {}}, config={"command": "validate"})
+    plain = tmp_path / "p"  # a run folder of before .job.json (summary.json + requests.csv)
+    plain.mkdir()
+    (plain / "summary.json").write_text("{}")
+    (plain / "requests.csv").write_text("x\n")
+    with pytest.raises(InputError, match=r"another command \(run\)"):
+        jobdir.refuse_other_job(plain, "advise")
+
+
+def test_resume_with_other_inputs_is_refused(tmp_path):
+    out = tmp_path / "s"
+    write_results(out, {"ranked.csv": "a\n"}, config={"command": "search"}, inputs_hash="aaa")
+    jobdir.check_inputs(out, "search", "aaa", field="--resume")
+    with pytest.raises(InputError, match="other inputs"):
+        jobdir.check_inputs(out, "search", "bbb", field="--resume")
+
+
+def test_a_killed_jobs_temporary_folder_is_removed_by_the_next(tmp_path):
+    code = "import os; print(os.getpid())"
+    dead = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    tmp = tmp_path / f".tmp-r.{int(dead.stdout)}"
+    tmp.mkdir()
+    (tmp / "timeline.json").write_bytes(b"x" * 1000)
+    os.utime(tmp, (1, 1))  # older than safeio.STALE_S
+    write_results(tmp_path / "r", {"summary.json": {}}, config="seed = 1\n", command="run")
+    assert not tmp.exists()
+
+
+def test_an_output_through_a_link_onto_a_run_file_is_refused(tmp_path):
+    from specsched.io import safeio
+
+    run = tmp_path / "r"
+    write_results(run, {"summary.json": {}, "requests.csv": "x\n"}, config="seed = 1\n", command="run")
+    (tmp_path / "link.json").symlink_to(run / "summary.json")
+    with pytest.raises(InputError, match="run results"):
+        safeio.check_file(tmp_path / "link.json")
+
+
+def test_a_linked_results_folder_is_swapped_at_its_target(tmp_path):
+    real = tmp_path / "real"
+    write_results(real, {"summary.json": {}}, config="seed = 1\n", command="run")
+    (tmp_path / "l").symlink_to(real)
+    write_results(tmp_path / "l", {"summary.json": {"a": 1}}, config="seed = 2\n", command="run")
+    assert (tmp_path / "l").is_symlink() and (real / "summary.json").read_text().count('"a"') == 1
