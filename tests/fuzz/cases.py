@@ -744,7 +744,18 @@ def meaning_cases() -> list[Case]:
         b"actual_ttft_p99,actual_itl_mean\n1,f,meta-llama/Llama-3.1-8B-Instruct,H100,1,,chat-small,2048,,,"
         b"FP16,899.9,923.4,946.6,25.5,28.5,34.1,6.99\n"
     )
-    return [
+    dep = b'[workload]\nnum_requests = 20\n[cost]\nmodel = "%s"\ngpu = "h200"\n%s\n[server]\ntp = %d\n'
+    deployments = {  # what vLLM refuses to start: heads not split evenly over the GPUs, no room for a request
+        "70B at tp 9": (dep % (b"llama3.1-70b", b"", 9), "server.tp"),
+        "8B at tp 3": (dep % (b"llama3.1-8b", b"", 3), "server.tp"),
+        "8B at tp 4096": (dep % (b"llama3.1-8b", b"", 4096), "server.tp"),
+        "max_model_len 1": (dep % (b"llama3.1-8b", b"max_model_len = 1", 1), "cost.max_model_len"),
+    }
+    cases = [
+        Case("meaning", f"deploy {name}", ("run", "--quiet", "{W}/c.toml"), {"c.toml": d}, ("c.toml", key))
+        for name, (d, key) in deployments.items()
+    ]
+    return cases + [
         Case("meaning", "sglang log, every interval idle (--tau-only)", (*curves, "--tau-only", "{W}/s.log"),
              {"s.log": sgl_idle}, ("s.log", "accept len")),
         Case("meaning", "v1 log with Accepted above Drafted", (*curves, "{W}/v.log"),
