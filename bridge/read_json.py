@@ -35,6 +35,8 @@ HIST = "acceptance_histogram"
 
 def is_json(text: str) -> bool:
     head = text.lstrip("\ufeff \t\r\n")
+    if re.match(r'\{\s*__name__\s*=', head):  # Grafana's `{__name__="vllm:..."} value`: a Prometheus paste
+        return False
     return head[:1] == "{" or re.match(r"\[\s*[\[{\]]", head) is not None or (
         head.startswith("data:") and "{" in head[:200]
     )

@@ -127,6 +127,9 @@ def read_sglang(paths: list[str], texts: list[str]) -> TauOnly:
                 continue
             running = SGL_RUNNING.search(line)
             w = number(running.group(1)) if running else 1.0
+            if not w:  # no request running: an idle interval carries no acceptance to weigh
+                skipped += 1
+                continue
             weighted, weight = weighted + w * tau, weight + w
             first = first or (file, lineno)
             rate = SGL_RATE.search(line)
@@ -134,7 +137,8 @@ def read_sglang(paths: list[str], texts: list[str]) -> TauOnly:
             if r and r > 0 and tau > 1.05:
                 ks.append((tau - 1) / r)
     if first is None:
-        raise InputError(f"no 'accept len' of at least 1 ({skipped} intervals below: speculation off?)",
+        raise InputError(f"no 'accept len' of at least 1 with a running request ({skipped} intervals "
+                         "without: speculation off?)",
                          file=paths[0], field="accept len")  # fmt: skip
     k = round(statistics.median(ks)) if ks else None
     notes = (

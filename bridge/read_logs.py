@@ -96,6 +96,15 @@ def _check_mal(fields: dict, rates: np.ndarray, h: float, file: str, line: int) 
         )  # fmt: skip
 
 
+def _at_most_drafted(fields: dict, drafted: float, file: str, line: int) -> float:
+    """The interval's Accepted count; refused above its Drafted (a draft token is accepted at most once)."""
+    acc = field_number(fields["Accepted"], file, line, "Accepted") if "Accepted" in fields else 0.0
+    if acc > drafted:
+        raise InputError(f"{acc:g} above Drafted ({drafted:g}): a draft token is accepted at most once",
+                         file=file, line=line, field="Accepted")  # fmt: skip
+    return acc
+
+
 class _Pool:
     """Running sums over the intervals of every log."""
 
@@ -110,7 +119,7 @@ class _Pool:
             return  # an idle interval: nothing drafted, rates are nan
         if LOG_RATES not in fields:
             if LOG_MAL in fields and "Accepted" in fields:
-                acc = field_number(fields["Accepted"], file, line, "Accepted")
+                acc = _at_most_drafted(fields, drafted, file, line)
                 self.tau_only.append((acc, field_number(fields[LOG_MAL], file, line, LOG_MAL), file, line))
                 return
             raise InputError("missing field (vLLM before 0.9 does not log it)", file=file, line=line,
@@ -119,6 +128,7 @@ class _Pool:
         self._same_k(rates.size, file, line)
         d, how = _drafts(fields, rates, h, drafted, file, line)
         _check_mal(fields, rates, h, file, line)
+        _at_most_drafted(fields, drafted, file, line)
         check_counts(d, rates * d, file, line, "Drafted", lambda i: f"{LOG_RATES}[{i}]")
         self.how[how] += 1
         self.drafts += d

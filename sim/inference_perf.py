@@ -89,6 +89,11 @@ def parse_profile(name: str, raw, path: str) -> Profile:
         (_num(s, "rate", path, f"{where}.stages[{i}]"), _num(s, "duration", path, f"{where}.stages[{i}]"))
         for i, s in enumerate(stages)
     )
+    for i, (r, d) in enumerate(parsed):
+        if int(r * d) < 1:  # a stage that sends no request: the run it describes cannot have happened
+            raise InputError(
+                f"sends no request (rate x duration = {r * d:g} < 1)", file=path, field=f"{where}.stages[{i}]"
+            )
     if sum(int(r * d) for r, d in parsed) > 5_000_000:
         raise InputError("more than 5,000,000 requests in all", file=path, field=f"{where}.stages")
     data = raw.get("data")

@@ -81,6 +81,19 @@ def check_preset(section: str, preset: str | None, engine: str = "vllm") -> None
         raise InputError(msg, field=f"{section}.engine")
 
 
+def check_tp_heads(shape, tp: int, field: str = "server.tp") -> None:
+    """vLLM's rule for `tp` (QKVParallelLinear): the attention heads split evenly over the GPUs, and the KV
+    heads too, or (fewer KV heads than GPUs) each KV head is replicated on tp / kv_heads GPUs, a whole
+    number. One-line InputError naming `field` otherwise; models without head counts are not checked."""
+    heads, kv = getattr(shape, "heads", None), getattr(shape, "kv_heads", None)
+    if heads and heads % tp:
+        raise InputError(f"{tp} does not divide {shape.name}'s {heads} attention heads (vLLM refuses it)",
+                         field=field)  # fmt: skip
+    if kv and (kv % tp if kv >= tp else tp % kv):
+        how = "divide" if kv >= tp else "be a multiple of"
+        raise InputError(f"{tp} must {how} {shape.name}'s {kv} KV heads (vLLM refuses it)", field=field)
+
+
 @dataclass(frozen=True)
 class CostKeys:
     """The `[cost]` section (module docstring; `sim.deploy.cost` prices it).
@@ -186,13 +199,15 @@ class CostKeys:
         check_utilization(self.gpu_memory_utilization, f"{s}.gpu_memory_utilization")
         check_range(s, "cpu_offload_gb", self.cpu_offload_gb, 0.0)
         if self.max_model_len is not None:
-            check_range(s, "max_model_len", self.max_model_len, 1)
+            check_range(s, "max_model_len", self.max_model_len, 2)  # a prompt token and an output token
         if self.gpu is not None:
             get_gpu(self.gpu, field=f"{s}.gpu")
         if self.precision is not None:
             check_choice(s, "precision", self.precision.lower(), tuple(PRECISIONS))
         if self.model is not None:
-            precision_bytes(self.precision, get_model(self.model, field=f"{s}.model"), field=f"{s}.precision")
+            shape = get_model(self.model, field=f"{s}.model")
+            precision_bytes(self.precision, shape, field=f"{s}.precision")
+            check_tp_heads(shape, getattr(self, "tp", None) or 1)
         kv = getattr(self, "kv_tokens", None)
         if kv is None and self.model is None:
             object.__setattr__(self, "kv_tokens", DEFAULT_KV_TOKENS)

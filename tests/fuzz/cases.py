@@ -716,6 +716,56 @@ def disagg_cases() -> list[Case]:
     return cases
 
 
+# -- issue 36 items 2 + 3: inputs whose meaning is wrong (each one a traceback or a silent run before) ------
+
+_V1_MEAN = (
+    "INFO [metrics.py:98] SpecDecoding metrics: Mean acceptance length: 2.06, Accepted: {acc} tokens, "
+    "Drafted: 7566 tokens, Per-position acceptance rate: 0.531, 0.322, 0.204, "
+    "Avg Draft acceptance rate: 35.2%\n"
+)
+_WL_IDLE = {
+    "workloads": {
+        "chat-small": {
+            "stages": [{"rate": 0.1, "duration": 5}],
+            "data": {"type": "shared_prefix", "shared_prefix": {
+                "num_unique_system_prompts": 4, "num_users_per_system_prompt": 4,
+                "system_prompt_len": 256, "question_len": 256, "output_len": 128}},
+        }
+    }
+}  # fmt: skip
+
+
+def meaning_cases() -> list[Case]:
+    curves = ("vllm", "curves", "--drafter", "d", "--domain", "chat", "--out", "{W}/c.json")
+    sgl_idle = b"Decode batch. #running-req: 0, #token: 0, accept len: 2.10\n" * 2
+    runs = (
+        b"exp_id,folder,model,hardware,tp,dp,workload,max_num_batched_tokens,cpu_offload,gpu_mem_util,"
+        b"precision,actual_e2e_mean,actual_e2e_p90,actual_e2e_p99,actual_ttft_mean,actual_ttft_p90,"
+        b"actual_ttft_p99,actual_itl_mean\n1,f,meta-llama/Llama-3.1-8B-Instruct,H100,1,,chat-small,2048,,,"
+        b"FP16,899.9,923.4,946.6,25.5,28.5,34.1,6.99\n"
+    )
+    dep = b'[workload]\nnum_requests = 20\n[cost]\nmodel = "%s"\ngpu = "h200"\n%s\n[server]\ntp = %d\n'
+    deployments = {  # what vLLM refuses to start: heads not split evenly over the GPUs, no room for a request
+        "70B at tp 9": (dep % (b"llama3.1-70b", b"", 9), "server.tp"),
+        "8B at tp 3": (dep % (b"llama3.1-8b", b"", 3), "server.tp"),
+        "8B at tp 4096": (dep % (b"llama3.1-8b", b"", 4096), "server.tp"),
+        "max_model_len 1": (dep % (b"llama3.1-8b", b"max_model_len = 1", 1), "cost.max_model_len"),
+    }
+    cases = [
+        Case("meaning", f"deploy {name}", ("run", "--quiet", "{W}/c.toml"), {"c.toml": d}, ("c.toml", key))
+        for name, (d, key) in deployments.items()
+    ]
+    return cases + [
+        Case("meaning", "sglang log, every interval idle (--tau-only)", (*curves, "--tau-only", "{W}/s.log"),
+             {"s.log": sgl_idle}, ("s.log", "accept len")),
+        Case("meaning", "v1 log with Accepted above Drafted", (*curves, "{W}/v.log"),
+             {"v.log": _V1_MEAN.format(acc=9000).encode()}, ("v.log", "Accepted")),
+        Case("meaning", "inference-perf stage sending no request",
+             ("vllm", "validate", "{W}/runs.csv", "--workloads", "{W}/wl.json"),
+             {"runs.csv": runs, "wl.json": json.dumps(_WL_IDLE).encode()}, ("wl.json", "stages[0]")),
+    ]  # fmt: skip
+
+
 def all_cases() -> list[Case]:
     cases = [
         *validate_cases(),
@@ -741,6 +791,7 @@ def all_cases() -> list[Case]:
         *newcmds.disagg_cases(),
         *newcmds.validate_gen_cases(),
         *newcmds.vllm_cases(),
+        *meaning_cases(),
     ]
     ids = [c.id for c in cases]
     assert len(ids) == len(set(ids)), "duplicate case ids"
