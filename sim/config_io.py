@@ -101,8 +101,11 @@ def coerce(key: str, value, tp, *, from_text: bool):
         if isinstance(value, int) and not isinstance(value, bool):
             return value
         number = _number(value, from_text)
+        if isinstance(number, int):  # "20" or "+20" in a --set (TOML reads +20 as an int too)
+            return number
         if number is not None and math.isfinite(number) and float(number).is_integer():
-            return int(number)
+            # 20.0 / 2e1 name a count as a float: refused alike from a file and a --set, not truncated
+            raise ValueError(f"expected {_type_name(tp)}, got {value!r}: write it as {int(number)}")
     elif inner is float:
         number = _number(value, from_text)
         if number is not None:

@@ -49,6 +49,8 @@ from specsched.io.errors import InputError
 from specsched.price import GPUS, MODELS
 from specsched.price.ep import ep_models
 
+#: the slowest hand-off link taken (bytes/s): 1 MB/s, a thousandth of 1 GbE; anything slower is a unit slip
+MIN_LINK_BYTES_PER_S = 1e6
 ROLES = ("prefill", "decode")  # the two pools of a disaggregated fleet
 BOTH = "both"  # the one pool of a colocated fleet: prefills and decodes its own requests
 DRAFT_KV = ("transfer", "rebuild")
@@ -89,7 +91,7 @@ class HandoffConfig:
         check_choice(s, "draft_kv", self.draft_kv, DRAFT_KV)
         check_choice(s, "model", self.model, tuple(MODELS))
         if self.bandwidth is not None:
-            check_range(s, "bandwidth", self.bandwidth, 0, lo_open=True)
+            check_range(s, "bandwidth", self.bandwidth, MIN_LINK_BYTES_PER_S)  # below: a typo, not a link
         if self.latency is not None:
             check_range(s, "latency", self.latency, 0)
         if self.kv_bytes_per_token is not None:
@@ -177,6 +179,8 @@ class PoolConfig:
         s = f"pool.{self.role}" if self.role in (*ROLES, BOTH) else "pool"
         check_bounds(s, self)
         check_choice("pool", "role", self.role, (*ROLES, BOTH))
+        if not isinstance(self.replicas, int) or isinstance(self.replicas, bool):  # 2.0 is not a count
+            raise InputError(f"must be a whole number (an int); got {self.replicas!r}", field=f"{s}.replicas")
         check_range(s, "replicas", self.replicas, 1)
         for key in ("tp", "max_num_seqs", "max_num_batched_tokens", "kv_tokens"):
             if getattr(self, key) is not None:
@@ -340,7 +344,10 @@ def _tables(path: str | Path, fname: str) -> tuple[dict[str, dict], dict]:
         raise InputError("must be a table [handoff]", file=fname, field="handoff")
     by_role: dict[str, dict] = {}
     for p in pools:
-        role = str(p.get("role", "decode"))
+        if "role" not in p:  # a pool without its role would silently be a decode pool
+            raise InputError('missing: each [[pool]] names its role ("prefill", "decode" or "both")',
+                             file=fname, field="pool.role")  # fmt: skip
+        role = str(p["role"])
         if role in by_role:
             raise InputError(f"two pools with role {role!r}: one prefill and one decode pool", file=fname,
                              field="pool.role")  # fmt: skip

@@ -751,10 +751,22 @@ def meaning_cases() -> list[Case]:
         "8B at tp 4096": (dep % (b"llama3.1-8b", b"", 4096), "server.tp"),
         "max_model_len 1": (dep % (b"llama3.1-8b", b"max_model_len = 1", 1), "cost.max_model_len"),
     }
+    two = b'[workload]\nnum_requests = 20\n[[pool]]\nrole = "prefill"\n%s\n[[pool]]\nrole = "decode"\n%s\n'
+    deployments |= {
+        "pool with no role": (b'[[pool]]\nreplicas = 1\n[[pool]]\nrole = "decode"\n', "pool.role"),
+        "pool replicas 2.0": (two % (b"replicas = 2.0", b""), "pool.prefill.replicas"),
+        "handoff at 1e-12 B/s": (two % (b"", b"[handoff]\nbandwidth = 1e-12"), "handoff.bandwidth"),
+        "num_requests 20.0": (b"[workload]\nnum_requests = 20.0\n", "workload.num_requests"),
+    }
     cases = [
         Case("meaning", f"deploy {name}", ("run", "--quiet", "{W}/c.toml"), {"c.toml": d}, ("c.toml", key))
         for name, (d, key) in deployments.items()
     ]
+    cases += [
+        Case("meaning", f"--set int as {v}", ("run", "--quiet", "--set", f"workload.num_requests={v}"),
+             expect=("workload.num_requests",))
+        for v in ("20.0", "2e1")
+    ]  # fmt: skip
     return cases + [
         Case("meaning", "sglang log, every interval idle (--tau-only)", (*curves, "--tau-only", "{W}/s.log"),
              {"s.log": sgl_idle}, ("s.log", "accept len")),

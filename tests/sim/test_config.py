@@ -17,7 +17,7 @@ PUBLIC = {
     "workload.rate": ("8", 8.0),
     "workload.cv": ("2.5", 2.5),
     "workload.concurrency": ("64", 64),
-    "workload.num_requests": ("1e3", 1000),
+    "workload.num_requests": ("+1000", 1000),
     "workload.input_tokens": ("512", 512),
     "workload.output_tokens": ("128", 128),
     "workload.domain": ("math", "math"),
@@ -120,6 +120,8 @@ def test_relative_paths_in_a_file_are_relative_to_the_file(tmp_path):
         ("workload.rate=fast", "workload.rate"),
         ("workload.rate=-1", "workload.rate"),
         ("workload.num_requests=2.5", "workload.num_requests"),
+        ("workload.num_requests=20.0", "workload.num_requests"),  # a count written as a float (issue 36)
+        ("workload.num_requests=2e1", "workload.num_requests"),
         ("workload.kind=bursty", "workload.kind"),
         ("drafter.gamma=-1", "drafter.gamma"),
         ("drafter.name=medusa", "drafter.name"),
