@@ -79,6 +79,9 @@ def check_preset(section: str, preset: str | None, engine: str = "vllm") -> None
     if engine not in SPEC_ENGINES:
         msg = f"must be one of {', '.join(SPEC_ENGINES)}; got {engine!r}"
         raise InputError(msg, field=f"{section}.engine")
+    if preset is None and engine != SPEC_ENGINES[0]:  # only a draft model's step is priced by engine
+        raise InputError(f"{engine!r} prices a draft model's step, but no {section}.model is set: "
+                         "it would be ignored", field=f"{section}.engine")  # fmt: skip
 
 
 def check_tp_heads(shape, tp: int, field: str = "server.tp") -> None:

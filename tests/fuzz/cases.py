@@ -757,6 +757,10 @@ def meaning_cases() -> list[Case]:
         "pool replicas 2.0": (two % (b"replicas = 2.0", b""), "pool.prefill.replicas"),
         "handoff at 1e-12 B/s": (two % (b"", b"[handoff]\nbandwidth = 1e-12"), "handoff.bandwidth"),
         "num_requests 20.0": (b"[workload]\nnum_requests = 20.0\n", "workload.num_requests"),
+        "drafter.engine without drafter.model": (
+            b'[workload]\nnum_requests = 20\n[drafter]\nname = "eagle3"\nengine = "sglang"\n',
+            "drafter.engine",
+        ),
     }
     cases = [
         Case("meaning", f"deploy {name}", ("run", "--quiet", "{W}/c.toml"), {"c.toml": d}, ("c.toml", key))
