@@ -85,6 +85,7 @@ def config_spec(srv: ServerConfig) -> VllmSpec:
         prefix_caching=srv.prefix_caching,
         async_scheduling=srv.async_scheduling,
         kv_tokens=srv.kv_tokens,
+        kv_cache_dtype=srv.kv_cache_dtype,
     )
 
 

@@ -40,13 +40,15 @@ from specsched.price import (
     get_model,
     precision_bytes,
 )
+from specsched.price.vllm import KV_CACHE_DTYPES
 
 #: `[cost]` name -> `ServerConfig` field, by kind (module docstring)
 TABLE_KEYS = {"table": "cost", "mode": "cost_mode",
               **{k: k for k in ("layers", "ep", "max_cudagraph_capture_size", "cudagraph_capture_sizes",
                                 "eager_factor")}}  # fmt: skip
 DEPLOYMENT_KEYS = {k: k for k in ("model", "precision", "gpu_memory_utilization", "max_model_len",
-                                  "cpu_offload_gb", "prefix_caching", "async_scheduling")}  # fmt: skip
+                                  "cpu_offload_gb", "prefix_caching", "async_scheduling",
+                                  "kv_cache_dtype")}  # fmt: skip
 SHARED_KEYS = {"policy_table": "policy_cost",
                **{k: k for k in ("gpu", "prefill_request_seconds", "pad_token_seconds",
                                  "padded_context_seconds")}}  # fmt: skip
@@ -118,7 +120,9 @@ class CostKeys:
         GPU (a deployment without one runs on H100s, a table's is the GPU kind a search prices). precision:
         fp16/bf16/fp8 (None: the checkpoint's). gpu_memory_utilization: vLLM's, in (0, 1].
         max_model_len: the longest request (None: unchecked). cpu_offload_gb: weights per GPU moved to
-        host memory. prefix_caching, async_scheduling: vLLM v1's defaults (on).
+        host memory. prefix_caching, async_scheduling: vLLM v1's defaults (on). kv_cache_dtype: vLLM's
+        --kv-cache-dtype, auto (the model's dtype) or fp8 / fp8_e4m3 / fp8_e5m2 (half the KV bytes: twice
+        the KV tokens, read in the GPU's measured FP8-cache attention time).
     policy_table: the table the POLICY plans with (a built-in name or CSV, read like `table`, with the same
         mode and layers); None = the step's own. A different table models a scheduler whose profiled costs
         are off from the hardware's: steps are still timed by the deployment's.
@@ -149,6 +153,7 @@ class CostKeys:
     cpu_offload_gb: float = 0.0
     prefix_caching: bool = True
     async_scheduling: bool = True
+    kv_cache_dtype: str = "auto"
     policy_cost: str | None = None
     prefill_request_seconds: float = 0.0
     pad_token_seconds: float = 0.0
@@ -207,6 +212,7 @@ class CostKeys:
             get_gpu(self.gpu, field=f"{s}.gpu")
         if self.precision is not None:
             check_choice(s, "precision", self.precision.lower(), tuple(PRECISIONS))
+        check_choice(s, "kv_cache_dtype", self.kv_cache_dtype, KV_CACHE_DTYPES)
         if self.model is not None:
             shape = get_model(self.model, field=f"{s}.model")
             precision_bytes(self.precision, shape, field=f"{s}.precision")

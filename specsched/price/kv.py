@@ -85,9 +85,11 @@ def size_kv(
     cpu_offload_gb: float = 0.0,
     cudagraphs: bool = True,
     field: str = "cost.gpu_memory_utilization",
+    kv_bytes_scale: float = 1.0,
 ) -> KVSizing:
     """The KV capacity of one replica (module docstring). InputError naming `field` when the weights and
-    activations leave no room for even one block, as vLLM refuses to start then."""
+    activations leave no room for even one block, as vLLM refuses to start then. kv_bytes_scale: KV bytes an
+    element over BF16's (0.5 for vLLM's --kv-cache-dtype fp8: twice the blocks in the same memory)."""
     check_utilization(gpu_memory_utilization, field)
     bpp = model.bytes_per_param if bytes_per_param is None else bytes_per_param
     budget = gpu_memory_utilization * gpu.visible_memory
@@ -95,7 +97,7 @@ def size_kv(
     act = peak_activation_bytes(model, tp, max_num_batched_tokens, max_num_seqs)
     other = NON_TORCH_BYTES + (NCCL_BYTES if tp > 1 else 0.0) + (CUDAGRAPH_BYTES if cudagraphs else 0.0)
     kv = budget - weights - act - other
-    per_token = model.kv_bytes_per_gpu(tp)
+    per_token = model.kv_bytes_per_gpu(tp) * kv_bytes_scale
     blocks = int(kv // (BLOCK_SIZE * per_token)) if kv > 0 else 0
     if blocks < 1:
         raise InputError(

@@ -85,10 +85,12 @@ def step_seconds(
     attn_flops=0.0,
     expert_locality: float = 0.0,
     locality_tokens: int = 8,
+    fp8_peak: float = 2.0,
 ) -> np.ndarray:
     """float64 seconds of the token-dependent part of one step at `b` query tokens (array) on one GPU of a
     `tp`-GPU replica (or one data-parallel rank with `ep`-way expert parallelism): everything but the
-    per-request KV reads (`request_seconds`)."""
+    per-request KV reads (`request_seconds`). fp8_peak: the tensor rate over BF16 that weights of ≤ 1 byte
+    run at (2 for the built-ins; a vLLM deployment passes the GPU's measured `kernels.fp8_rate`)."""
     knobs = {"eta_bw": eta_bw, "eta_f": eta_f, "c0": c0, "link_latency": link_latency, "request_s": request_s}
     for key, val in knobs.items():
         check_knob(key, val, where="roofline")
@@ -116,7 +118,7 @@ def step_seconds(
         params_read = model.dense_params + expert_part / ep
     weight_bytes = params_read * bpp / tp
     t_mem = weight_bytes / (eta_bw * gpu.hbm_bw)
-    peak = gpu.flops * (2.0 if bpp <= 1.0 else 1.0)
+    peak = gpu.flops * (fp8_peak if bpp <= 1.0 else 1.0)
     t_cmp = (2.0 * model.active_params * b + attn_flops) / tp / (eta_f * peak)
     # Collective time: a latency per collective (never hidden) and a bandwidth part.
     # A ring collective over n GPUs takes n − 1 hops: `hop_latency` per extra GPU (0 by default).

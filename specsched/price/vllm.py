@@ -30,8 +30,15 @@ The step price, one term each (seconds; B = tokens in the step, C = KV tokens th
 and per request `frontend_s` (the API server: HTTP, tokenizing, detokenizing, streaming) is added to its
 TTFT and end-to-end latency by the callers that report them (`validate.predict`).
 
+FP8 weights (bytes per parameter ≤ 1) are priced per GPU: one byte a weight read, the compute side at
+the GPU's FP8 tensor rate (`specsched.kernels.fp8_rate`; 1 on A100, which runs FP8 as W8A16). With
+`kv_cache_dtype` fp8* the step also takes the measured FP8 GEMMs' figures (eta_bw/eta_f × FP8 over BF16
+figures) and their activation-scaling pass (`kernels.fp8_terms`), and the KV cache holds half the bytes:
+twice the blocks (`size_kv`), read in the measured FP8/BF16 decode-attention time ratio
+(`kernels.kv_bytes_factor`). With `auto` (the default) the calibrated knobs stand as they are.
+
 May import: numpy, the standard library, `specsched.cost`, `specsched.graphs`, `specsched.io.errors`,
-`specsched.price`.
+`specsched.price`, `specsched.kernels` (lazily: it reads the model catalogue).
 """
 
 from __future__ import annotations
@@ -60,6 +67,8 @@ TOKEN_SHARD_PARAMS = 2e8
 #: here and recalibrate (`specbed vllm calibrate` → specsched/data/vllm_knobs.json).
 TOKEN_FORM = "layer"
 TOKEN_FORMS = ("layer", "shard")
+#: vLLM's --kv-cache-dtype choices (fp8* store one byte an element)
+KV_CACHE_DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_e5m2")
 
 
 @dataclass(frozen=True)
@@ -81,6 +90,11 @@ class VllmSpec:
     async_scheduling: bool = True
     kv_tokens: int | None = None  # override vLLM's sizing
     kv_offload_gib: float = 0.0  # CPU KV offload: host GiB per GPU that hold evicted prefix blocks
+    kv_cache_dtype: str = "auto"  # auto: the model's dtype (BF16 KV); fp8*: one byte an element
+
+    @property
+    def kv_fp8(self) -> bool:
+        return self.kv_cache_dtype.lower().startswith("fp8")
 
     def resolve(self) -> tuple[ModelShape, GPU, float]:
         """(model, GPU, weight bytes per parameter); InputError naming the `[cost]` key that is wrong."""
@@ -103,6 +117,7 @@ class VllmSpec:
             max_num_seqs=self.max_num_seqs,
             cpu_offload_gb=self.cpu_offload_gb,
             cudagraphs=self.cudagraphs,
+            kv_bytes_scale=0.5 if self.kv_fp8 else 1.0,
         )
 
     def kv_capacity(self) -> int:
@@ -122,14 +137,15 @@ def step_parts(
     m, g, bpp = spec.resolve()
     shape = m.shape(bpp)
     b = np.asarray(b, dtype=np.float64)
+    knobs, rate, quant = _fp8_weights(spec, knobs, m, g, shape.bytes_per_param, b)
     link_lat = g.link_latency if knobs.link_latency is None else knobs.link_latency
     common = dict(tp=spec.tp, eta_bw=knobs.eta_bw, eta_f=knobs.eta_f, link_bw=g.link_bw, context_tokens=None)
-    core = step_seconds(shape, g, b, c0=0.0, link_latency=0.0, **common)
+    core = step_seconds(shape, g, b, c0=0.0, link_latency=0.0, fp8_peak=rate, **common)
     if knobs.c_token:
         # the memory-bound side grows by c_token per token unit (`token_units`); compute binds where it
         # is larger, so the term gives way to compute
         t_mem = shape.weight_params_read(b) * shape.bytes_per_param / spec.tp / (knobs.eta_bw * g.hbm_bw)
-        peak = g.flops * (2.0 if shape.bytes_per_param <= 1.0 else 1.0)
+        peak = g.flops * (rate if shape.bytes_per_param <= 1.0 else 1.0)
         t_cmp = 2.0 * shape.active_params * b / spec.tp / (knobs.eta_f * peak)
         t_bw = core - np.maximum(t_mem, t_cmp)
         core = np.maximum(t_mem + knobs.c_token * token_units(spec, b, token_form), t_cmp) + t_bw
@@ -138,10 +154,27 @@ def step_parts(
     fixed = knobs.step_s + m.layers * knobs.c0 + m.moe_layers * knobs.c_moe + offload
     return {
         "fixed": np.full_like(b, fixed),
-        "weights_or_compute": core,
+        "weights_or_compute": core + quant,
         "comm": np.full_like(b, comm_lat),
         "sampling": sampling_seconds(spec, knobs, b),
     }
+
+
+def _fp8_weights(spec: VllmSpec, knobs: Knobs, m: ModelShape, g: GPU, bpp: float, b: np.ndarray):
+    """(knobs, FP8 tensor rate over BF16, float64[n] activation-scaling seconds) of a step at `b` tokens.
+    BF16 weights: (knobs, 1, 0). FP8 weights: the GPU's FP8 tensor rate (`kernels.fp8_rate`: 2 on
+    Hopper/Blackwell/Ada, 1 on A100, W8A16) with the calibrated knobs; with `kv_cache_dtype` fp8* also the
+    measured FP8 GEMMs' efficiencies and scaling pass (`kernels.fp8_terms`). Gated so: with them on every
+    FP8 run, the recalibrated H100 fit is worse (docs/validation.md "FP8 priced per GPU")."""
+    if bpp > 1.0:
+        return knobs, 1.0, np.zeros_like(b)
+    from specsched.kernels import fp8_rate, fp8_terms  # lazy: the kernel figures read the model catalogue
+
+    if not spec.kv_fp8:
+        return knobs, float(fp8_rate(g.key)), np.zeros_like(b)
+    t = fp8_terms(knobs.as_dict(), m.name, g.key, b, tp=spec.tp)
+    quant = np.asarray(t["quant_seconds"], dtype=np.float64)
+    return Knobs.from_dict(t["knobs"]), float(t["peak_factor"]), quant
 
 
 def token_units(spec: VllmSpec, b: np.ndarray, form: str = TOKEN_FORM) -> np.ndarray:
@@ -190,11 +223,20 @@ def cost_table(spec: VllmSpec, knobs: Knobs) -> CostTable:
         layers=m.layers,
         name=name,
         request_seconds=knobs.request_s,
-        kv_token_seconds=kv_token_seconds(m, g, tp=spec.tp, eta_kv=knobs.eta_kv),
+        kv_token_seconds=kv_token_seconds(m, g, tp=spec.tp, eta_kv=knobs.eta_kv) * kv_time_factor(spec),
     )
     if spec.cudagraphs:
         table = with_cudagraphs(table, max_capture_size=spec.max_capture, eager_factor=1.0, name=name)
     return table
+
+
+def kv_time_factor(spec: VllmSpec) -> float:
+    """Decode attention's KV read time over a BF16 cache's for `spec`'s kv_cache_dtype (1 for auto)."""
+    if not spec.kv_fp8:
+        return 1.0
+    from specsched.kernels import kv_bytes_factor  # lazy: the kernel figures read the model catalogue
+
+    return kv_bytes_factor(spec.kv_cache_dtype, spec.resolve()[1].key)
 
 
 def offload_blocks(spec: VllmSpec) -> int:
@@ -202,5 +244,5 @@ def offload_blocks(spec: VllmSpec) -> int:
     if not spec.kv_offload_gib:
         return 0
     m, _, _ = spec.resolve()
-    per_block = m.kv_bytes_per_gpu(spec.tp) * BLOCK_SIZE
+    per_block = m.kv_bytes_per_gpu(spec.tp) * BLOCK_SIZE * (0.5 if spec.kv_fp8 else 1.0)
     return int(spec.kv_offload_gib * 2**30 // per_block)
