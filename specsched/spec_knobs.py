@@ -12,14 +12,14 @@ and kernels are read from code: `specsched.spec_versions`); `PRIORS` / `BOUNDS` 
     host_scale  a factor on SGLang's measured per-request scheduler loops (`spec_engine`); prior 1 ± 0.5,
                 bounds 0.5–4 (the loop model skips the real objects' extra fields, zmq and the detokenizer)
 
-May import: the standard library, `specsched.io.errors`.
+May import: the standard library, `specsched.io.errors`, `specsched.price.knobs` (the one knobs reader).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from specsched.io.errors import InputError
@@ -56,16 +56,9 @@ class SpecKnobs:
 
     @classmethod
     def from_dict(cls, raw: dict, *, file: str | None = None) -> SpecKnobs:
-        names = {f.name for f in fields(cls)}
-        if not isinstance(raw, dict):
-            raise InputError("expected an object of speculative knobs", file=file, field="knobs")
-        extra = sorted(set(raw) - names)
-        if extra:
-            raise InputError(f"unknown knob {extra[0]!r} (knobs: {', '.join(sorted(names))})", file=file)
-        try:
-            return cls(**raw)
-        except InputError as err:
-            raise InputError(err.message, file=file, field=err.field) from None
+        from specsched.price.knobs import knobs_from_dict  # the one reader of a knobs mapping
+
+        return knobs_from_dict(cls, raw, file=file)
 
 
 def shipped_spec_knobs() -> SpecKnobs:

@@ -85,14 +85,22 @@ class Knobs:
 
     @classmethod
     def from_dict(cls, raw: dict, *, file: str | None = None) -> Knobs:
-        names = {f.name for f in fields(cls)}
-        extra = sorted(set(raw) - names)
-        if extra:
-            raise InputError(f"unknown knob {extra[0]!r} (knobs: {', '.join(sorted(names))})", file=file)
-        try:
-            return cls(**raw)
-        except InputError as err:
-            raise InputError(err.message, file=file, field=err.field) from None
+        return knobs_from_dict(cls, raw, file=file)
+
+
+def knobs_from_dict(cls, raw, *, file: str | None = None):
+    """A frozen dataclass of knobs (`Knobs`, `specsched.spec_knobs.SpecKnobs`) from a mapping read from
+    `file`: an unknown name or a value out of its bounds is one InputError naming the file and the knob."""
+    if not isinstance(raw, dict):
+        raise InputError("expected an object of knobs", file=file, field="knobs")
+    names = {f.name for f in fields(cls)}
+    extra = sorted(set(raw) - names)
+    if extra:
+        raise InputError(f"unknown knob {extra[0]!r} (knobs: {', '.join(sorted(names))})", file=file)
+    try:
+        return cls(**raw)
+    except InputError as err:
+        raise InputError(err.message, file=file, field=err.field) from None
 
 
 #: the defaults, as one object
