@@ -229,7 +229,7 @@ def k_schedule(dep, tr, opt: Option, users_list, extra=()) -> list[dict]:
 
 def speculative_config(dep, tr, opt: Option, schedule, draft_model: str | None) -> dict | None:
     """vLLM's --speculative-config for the option (with the adaptive schedule's deepest K)."""
-    from analysis.search.launch import speculative_config as spec_json
+    from analysis.spec_config import speculative_config as spec_json
     from sim.config_io import config_to_dict
 
     doc = config_to_dict(config(dep, tr, opt, 1, 1.0))

@@ -173,7 +173,7 @@ def run(args) -> int:
 def run_deployment(args) -> int:
     """--draft-schedule on a deployment named the way `specbed run` names it (args.config, args.sets):
     the schedule on its own table and drafter, and the vLLM speculative config it implies."""
-    from analysis.search.launch import speculative_config
+    from analysis.spec_config import speculative_config
     from sim.config_io import config_to_dict, load_config
 
     cfg = load_config(args.config, args.sets)

@@ -25,17 +25,7 @@ import shlex
 
 from analysis.model import flatten, set_text
 from analysis.search.prices import gpus_per_replica
-
-#: simulator drafter -> vLLM speculative method; the methods that need a draft model
-METHODS = {"mtp": "mtp", "eagle3": "eagle3", "dflash": "dflash", "dspark": "dspark", "ngram": "ngram"}
-NEEDS_MODEL = ("eagle3", "dflash", "dspark")
-
-
-def _adaptive(name: str) -> bool:
-    """Whether vLLM runs policy `name` as confidence-scheduled verification (`specsched.registry`)."""
-    from specsched.registry import get
-
-    return get(name).adaptive_verification
+from analysis.spec_config import speculative_config
 
 
 def _sim_config(config: dict):
@@ -49,33 +39,6 @@ def winner_toml(config: dict, header: str) -> str:
 
     lines = [f"# {line}" for line in header.splitlines()]
     return "\n".join(lines) + "\n" + config_to_toml(_sim_config(config))
-
-
-def speculative_config(
-    config: dict, draft_models: dict[str, str], schedule: list[dict] | None
-) -> dict | None:
-    """vLLM's --speculative-config for the config (None: no speculation)."""
-    drafter, policy = config["drafter"], config["policy"]
-    name = drafter["name"]
-    gamma = 0 if name == "none" else int(drafter["gamma"])
-    if gamma == 0 or policy["name"] == "ar":
-        return None
-    spec: dict = {"method": METHODS.get(name, name)}
-    if name in NEEDS_MODEL or name not in METHODS:
-        spec["model"] = draft_models.get(name, f"<{name.upper()}_DRAFT_MODEL>")
-    lm = _draft_lm(drafter.get("model"))
-    if lm is not None:  # a separate small LM (specsched.draft_lm): vLLM's draft-model proposer
-        spec = {"method": "draft_model", "model": lm}
-    k = gamma
-    if policy["name"] == "fixed" and policy.get("k") is not None:
-        k = int(policy["k"])
-    if schedule:
-        k = max(int(row["k"]) for row in schedule)
-    spec["num_speculative_tokens"] = k
-    if _adaptive(policy["name"]):
-        spec["draft_sample_method"] = "probabilistic"
-        spec["enable_adaptive_verification"] = True
-    return spec
 
 
 def draft_schedule(config: dict) -> list[dict] | None:
@@ -107,13 +70,6 @@ def _vllm_knobs(server: dict) -> list[str]:
     if server.get("prefix_caching") is False:
         out.append("--no-enable-prefix-caching")
     return out
-
-
-def _draft_lm(name: str | None) -> str | None:
-    """The Hugging Face id of `drafter.model` when it names a draft LM (None: a preset or unset)."""
-    from specsched.draft_lm import hf_id, is_draft_lm
-
-    return hf_id(name) if is_draft_lm(name) else None
 
 
 def _hf_id(name: str | None) -> str | None:

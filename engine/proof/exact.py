@@ -335,3 +335,15 @@ def case_gap(case: ToyCase, plan: Callable, *, delay: int = 0, prior: float = 0.
         prompts=[case.prompt], delay=delay, prior=prior, step=step,
     )  # fmt: skip
     return law_gap(law, target_law([case.target], length=case.length, prompts=[case.prompt]))
+
+
+def random_weights(rng: np.random.Generator, vocab: int, rows: int) -> list[list[int]]:
+    """`rows` random integer weight rows over `vocab` tokens (a quarter zeroed, never all zero): the toy
+    tables the random exact cases are built from (`ToyModel.from_weights`)."""
+    out = []
+    for _ in range(rows):
+        w = [int(x) for x in rng.integers(0, 4, vocab) * (rng.random(vocab) > 0.25)]
+        if sum(w) == 0:
+            w[int(rng.integers(vocab))] = 1
+        out.append(w)
+    return out

@@ -31,6 +31,7 @@ from engine.proof.exact import (
     case_gap,
     emitted_law,
     policy_plan,
+    random_weights,
 )
 from engine.proof.stats import chi2_positions, chi2_threshold, joint_step_chi2
 from engine.proof.table import Row, format_table
@@ -38,16 +39,6 @@ from engine.sampling import SamplingParams
 from specsched.registry import specs
 
 CONF_VALUES = (0.0, 0.2, 0.5, 0.8, 0.95, 1.0)
-
-
-def random_weights(rng: np.random.Generator, vocab: int, rows: int) -> list[list[int]]:
-    out = []
-    for _ in range(rows):
-        w = [int(x) for x in rng.integers(0, 4, vocab) * (rng.random(vocab) > 0.25)]
-        if sum(w) == 0:
-            w[int(rng.integers(vocab))] = 1
-        out.append(w)
-    return out
 
 
 def random_params(rng: np.random.Generator, vocab: int) -> SamplingParams:

@@ -14,8 +14,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from engine.proof.exact import ToyConf, ToyModel, law_gap, target_law
-from engine.proof.suite import random_weights
+from engine.proof.exact import ToyConf, ToyModel, law_gap, random_weights, target_law
 from engine.proof.table import Row
 from engine.proof.tree_controls import WALK_CONTROLS, lawful_keep, own_prob_keep, peeking_keep
 from engine.proof.tree_exact import MODES, emitted_law, full_shape

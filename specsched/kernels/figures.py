@@ -33,7 +33,8 @@ import numpy as np
 from specsched.io import inputs
 from specsched.io.errors import InputError
 from specsched.kernels.forms import KINDS, Shapes, predict
-from specsched.price import get_gpu, get_model
+from specsched.price.gpus import get_gpu
+from specsched.price.models import get_model
 
 FILE = Path(__file__).resolve().parent.parent / "data" / "kernel_figures.json"
 SOURCE = (

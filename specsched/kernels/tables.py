@@ -25,7 +25,7 @@ import numpy as np
 
 from specsched.io.errors import InputError
 from specsched.kernels.forms import Shapes, Sheet
-from specsched.price import get_gpu
+from specsched.price.gpus import get_gpu
 
 #: catalogue GPU -> (table folder, vLLM version used: the oldest the folder has, A100's being 0.14.0)
 FOLDERS = {

@@ -7,8 +7,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from engine.proof.exact import ToyConf, ToyModel, law_gap, target_law, transformed
-from engine.proof.suite import random_weights
+from engine.proof.exact import ToyConf, ToyModel, law_gap, random_weights, target_law, transformed
 from engine.proof.tree_controls import (
     WALK_CONTROLS,
     lawful_keep,

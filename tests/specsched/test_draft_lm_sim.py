@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.search.launch import speculative_config
+from analysis.spec_config import speculative_config
 from sim.config_io import config_to_dict, load_config
 from sim.run import simulate
 from specsched.draft_lm import drafter_of, sibling

@@ -56,7 +56,7 @@ def test_every_contrib_file_is_registered():
 def test_a_policy_added_in_one_file_appears_in_every_command(capsys, tmp_path):
     """topk_budget is declared only in specsched/contrib/topk_budget.py."""
     from analysis.model import policy_label
-    from analysis.search.launch import speculative_config
+    from analysis.spec_config import speculative_config
     from engine.proof.batch import policy_verdicts
     from sim.config_io import load_config
     from sim.config_policy import PolicyConfig
