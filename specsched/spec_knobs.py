@@ -12,12 +12,11 @@ and kernels are read from code: `specsched.spec_versions`); `PRIORS` / `BOUNDS` 
     host_scale  a factor on SGLang's measured per-request scheduler loops (`spec_engine`); prior 1 ± 0.5,
                 bounds 0.5–4 (the loop model skips the real objects' extra fields, zmq and the detokenizer)
 
-May import: the standard library, `specsched.io.errors`, `specsched.price.knobs` (the one knobs reader).
+May import: the standard library, `specsched.io` (errors, inputs), `specsched.price.knobs`.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -61,21 +60,22 @@ class SpecKnobs:
         return knobs_from_dict(cls, raw, file=file)
 
 
+def _shipped() -> dict:
+    """The shipped knobs file as a mapping, read through `specsched.io.inputs` (a malformed or missing file
+    is one InputError naming it, never a silent fall-back to the priors)."""
+    from specsched.io import inputs
+
+    return inputs.mapping(inputs.load_json(SPEC_KNOBS_FILE, what="speculative knobs file"),
+                          file=str(SPEC_KNOBS_FILE))  # fmt: skip
+
+
 def shipped_spec_knobs() -> SpecKnobs:
-    """The knobs `specbed cost calibrate --spec` gave on the dataset's train cases (the priors without it)."""
-    try:
-        raw = json.loads(SPEC_KNOBS_FILE.read_text())
-        return SpecKnobs.from_dict(raw["knobs"], file=str(SPEC_KNOBS_FILE))
-    except (OSError, KeyError, TypeError, json.JSONDecodeError):
-        return SpecKnobs()
+    """The knobs `specbed cost calibrate --spec` gave on the dataset's train cases."""
+    return SpecKnobs.from_dict(_shipped().get("knobs"), file=str(SPEC_KNOBS_FILE))
 
 
 def shipped_band() -> dict:
     """The validated error band of the speculative arm shipped beside the knobs ({} without one):
     {"median_pct", "worst_pct", "loso_median_pct", "cases", "engines"}."""
-    try:
-        raw = json.loads(SPEC_KNOBS_FILE.read_text())
-        band = raw.get("band", {})
-        return band if isinstance(band, dict) else {}
-    except (OSError, TypeError, json.JSONDecodeError):
-        return {}
+    band = _shipped().get("band", {})
+    return band if isinstance(band, dict) else {}
