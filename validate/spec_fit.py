@@ -25,7 +25,7 @@ from specsched.io.results import write_json
 from specsched.spec_knobs import BOUNDS, PRIORS, SpecKnobs
 from specsched.spec_versions import engine_name
 from validate.spec_cases import SpecCase, read_cases
-from validate.spec_replay import predict, replay, unmodelled
+from validate.spec_replay import headline, replay, unmodelled
 
 #: relative error a case is expected to carry (its acceptance is often another run's)
 NOISE = 0.10
@@ -37,7 +37,8 @@ def objective(cases: list[SpecCase], knobs: SpecKnobs) -> float:
     """The MAP objective (module docstring) of `knobs` on the modelled `cases`."""
     out = 0.0
     for c in cases:
-        out += (math.log(predict(c, knobs) / c.measured) / NOISE) ** 2
+        measured, predicted = headline(c, knobs)
+        out += (math.log(predicted / measured) / NOISE) ** 2
     for name, (mu, sd) in PRIORS.items():
         out += ((getattr(knobs, name) - mu) / sd) ** 2
     return out
@@ -98,19 +99,24 @@ def _median(rows: list[dict]) -> float | None:
 
 
 def table(rows: list[dict], loso_rows: list[dict]) -> str:
-    """Per-case lines: measured → in-sample predicted (error) and leave-one-source-out predicted (error)."""
+    """Per-case lines: the headline (speed-up where the case gives one, else its metric: `what`) measured →
+    in-sample predicted (error), leave-one-source-out predicted (error), and the metric's own error."""
     held = {r["case"]: r for r in loso_rows}
-    lines = [f"{'case':<40} {'split':<6} {'measured':>9} {'fit':>8} {'err%':>7} {'LOSO':>8} {'err%':>7}"]
+    lines = [f"{'case':<40} {'split':<6} {'what':<8} {'measured':>9} {'fit':>8} {'err%':>7} {'LOSO':>8} "
+             f"{'err%':>7} {'metric err%':>12}"]  # fmt: skip
     for r in rows:
         if "skipped" in r:
-            lines.append(
-                f"{r['case'][:40]:<40} {r['split']:<6} {r['measured']:9.3f}  not modelled: {r['skipped']}"
-            )
+            lines.append(f"{r['case'][:40]:<40} {r['split']:<6} {r['metric'][:8]:<8} {r['measured']:9.3f}  "
+                         f"not modelled: {r['skipped']}")  # fmt: skip
             continue
         h = held.get(r["case"], {})
-        lo = f"{h['predicted']:8.3f} {h['error_pct']:+7.1f}" if "error_pct" in h else f"{'-':>8} {'-':>7}"
-        lines.append(f"{r['case'][:40]:<40} {r['split']:<6} {r['measured']:9.3f} {r['predicted']:8.3f} "
-                     f"{r['error_pct']:+7.1f} {lo}")  # fmt: skip
+        lo = f"{'-':>8} {'-':>7}"
+        if "error_pct" in h:
+            lo = f"{h['headline_predicted']:8.3f} {h['error_pct']:+7.1f}"
+        metric = f"{r['metric_error_pct']:+12.1f}" if r["headline"] == "speedup" else f"{'':>12}"
+        lines.append(f"{r['case'][:40]:<40} {r['split']:<6} {r['headline'][:8]:<8} "
+                     f"{r['headline_measured']:9.3f} {r['headline_predicted']:8.3f} {r['error_pct']:+7.1f} "
+                     f"{lo} {metric}")  # fmt: skip
     return "\n".join(lines)
 
 
