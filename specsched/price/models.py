@@ -20,18 +20,8 @@ MoE: `experts` routed experts per MoE layer with `top_k` active over `moe_layers
 expert holds (total − active) / (moe_layers·(experts − top_k)) parameters and the rest of the active
 parameters are the dense part (`weight_params_read`, the roofline's uniform-routing count).
 
-Streamed chunks per token (`stream_fraction`): a streaming server sends a chunk only for a token that
-completes new text; a token that ends inside a UTF-8 character (a byte-fallback piece) streams nothing, so a
-client's inter-token latency — the gap between chunks, as inference-perf reports it — is the per-token
-time / stream_fraction. Measured on ../shared/real-vllm/runs.csv as (e2e − TTFT) / ITL / (output − 1) on
-the means (inference-perf shared-prefix prompts: random token ids of the model's own vocabulary, so the
-outputs continue text of every script): Llama-2-7B 0.773 and 0.789 (runs 67, 20260217) — Llama-2's 32k
-SentencePiece vocabulary with byte fallback spells most non-Latin characters as 2–4 byte pieces; Yi-34B
-1.00 (64k SentencePiece, CJK characters whole); byte-level BPE vocabularies 0.98–1.00 (Llama-3.1-70B
-0.985, Qwen2.5-7B 0.99, Mistral-Nemo 0.997, Llama-4-Scout 0.98–0.996). The catalogue carries 0.78 for
-the Llama-2 tokenizer (Llama-2, CodeLlama) and, by the same construction (32k SentencePiece BPE with
-byte fallback, a Latin-centric vocabulary), Mixtral's — an inference, not a measurement; 0.985 for the
-Llama-3 tokenizer; 1.0 elsewhere.
+No streamed-chunk constant: a client's inter-token latency is the per-token time; `validate` reports the
+chunk fraction each measured run implies (issue 33 item 2), none is carried in the catalogue.
 
 Default sampling (`filtered_sampling`): vLLM serves a request that sets no sampling parameters (as
 inference-perf's do not) with the checkpoint's generation_config.json defaults. Where those set top_p or
@@ -102,7 +92,6 @@ class ModelShape:
     head_dim: int | None = None
     intermediate: int | None = None
     vocab: int | None = None
-    stream_fraction: float = 1.0  # streamed chunks per generated token (module docstring)
     filtered_sampling: bool = False  # generation_config.json sets top_p / top_k (module docstring)
     attention: Attention | None = None  # for expert-parallel groups (module docstring)
     aliases: tuple[str, ...] = field(default=())
@@ -200,32 +189,29 @@ def _dense(name, hf_ids, layers, hidden, heads, kv_heads, head_dim, inter, vocab
 
 
 _HF = "config.json and model card on huggingface.co/"
-SP_BYTE_FALLBACK = 0.78  # stream_fraction of a 32k SentencePiece vocabulary with byte fallback (docstring)
-LLAMA3_BPE = 0.985  # stream_fraction of the Llama-3 tokenizer (Llama-3.1-70B on runs.csv)
 _PUBLIC = (
     _dense("llama2-7b", ["meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-7b-chat-hf"],
            32, 4096, 32, 32, 128, 11008, 32000, 6.74e9, _HF + "meta-llama/Llama-2-7b-hf (MHA)",
-           stream_fraction=SP_BYTE_FALLBACK, filtered_sampling=True),
+           filtered_sampling=True),
     _dense("llama2-13b", ["meta-llama/Llama-2-13b-hf", "meta-llama/Llama-2-13b-chat-hf"],
            40, 5120, 40, 40, 128, 13824, 32000, 13.02e9, _HF + "meta-llama/Llama-2-13b-hf (MHA)",
-           stream_fraction=SP_BYTE_FALLBACK, filtered_sampling=True),
+           filtered_sampling=True),
     _dense("llama2-70b", ["meta-llama/Llama-2-70b-hf", "meta-llama/Llama-2-70b-chat-hf"],
            80, 8192, 64, 8, 128, 28672, 32000, 68.98e9, _HF + "meta-llama/Llama-2-70b-hf",
-           stream_fraction=SP_BYTE_FALLBACK, filtered_sampling=True),
+           filtered_sampling=True),
     _dense("codellama-34b", ["codellama/CodeLlama-34b-hf", "codellama/CodeLlama-34b-Instruct-hf",
                              "meta-llama/CodeLlama-34b-hf"],
-           48, 8192, 64, 8, 128, 22016, 32000, 33.74e9, _HF + "codellama/CodeLlama-34b-hf",
-           stream_fraction=SP_BYTE_FALLBACK),
+           48, 8192, 64, 8, 128, 22016, 32000, 33.74e9, _HF + "codellama/CodeLlama-34b-hf"),
     _dense("llama3.1-8b", ["meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B",
                            "meta-llama/Meta-Llama-3.1-8B-Instruct", "meta-llama/Meta-Llama-3-8B",
                            "meta-llama/Meta-Llama-3-8B-Instruct"],
            32, 4096, 32, 8, 128, 14336, 128256, 8.03e9, _HF + "meta-llama/Llama-3.1-8B-Instruct",
-           stream_fraction=LLAMA3_BPE, filtered_sampling=True, aliases=("llama3-8b",)),
+           filtered_sampling=True, aliases=("llama3-8b",)),
     _dense("llama3.1-70b", ["meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Llama-3.1-70B",
                             "meta-llama/Llama-3.3-70B-Instruct", "meta-llama/Meta-Llama-3-70B-Instruct",
                             "meta-llama/Meta-Llama-3.1-70B-Instruct"],
            80, 8192, 64, 8, 128, 28672, 128256, 70.55e9, _HF + "meta-llama/Llama-3.1-70B-Instruct",
-           stream_fraction=LLAMA3_BPE, filtered_sampling=True, aliases=("llama3-70b",)),
+           filtered_sampling=True, aliases=("llama3-70b",)),
     _dense("mistral-nemo-12b",
            ["mistralai/Mistral-Nemo-Instruct-2407", "mistralai/Mistral-Nemo-Base-2407"],
            40, 5120, 32, 8, 128, 14336, 131072, 12.25e9, _HF + "mistralai/Mistral-Nemo-Instruct-2407"),
@@ -252,14 +238,12 @@ _PUBLIC = (
     _hf("mixtral-8x7b", ("mistralai/Mixtral-8x7B-Instruct-v0.1", "mistralai/Mixtral-8x7B-v0.1"),
                  32, 4096, 32, 8, 128, 14336, 32000, 46.70e9, 12.88e9,
                  _HF + "mistralai/Mixtral-8x7B-v0.1, Mixtral paper (8 experts, top-2, every layer)",
-                 experts=8, top_k=2, moe_layers=32,
-                 stream_fraction=SP_BYTE_FALLBACK),
+                 experts=8, top_k=2, moe_layers=32),
     _hf("mixtral-8x22b",
                  ("mistralai/Mixtral-8x22B-Instruct-v0.1", "mistralai/Mixtral-8x22B-v0.1"),
                  56, 6144, 48, 8, 128, 16384, 32768, 140.6e9, 39.1e9,
                  _HF + "mistralai/Mixtral-8x22B-v0.1 (8 experts, top-2, every layer)",
-                 experts=8, top_k=2, moe_layers=56,
-                 stream_fraction=SP_BYTE_FALLBACK),
+                 experts=8, top_k=2, moe_layers=56),
     # Qwen3-30B-A3B: 128 routed experts (top-8, no shared expert) of width 768 in all 48 layers; 30.5B total
     # / 3.3B active (model card), which the shapes reproduce: expert 3·2048·768, attention 18.9M a layer,
     # untied embeddings 2 × 151936·2048. `intermediate` is config.json's intermediate_size (6144; no dense
