@@ -17,7 +17,8 @@ Summary (flat dict, JSON-ready; the public contract keys are marked *):
   emitted in the run), input_tokens, steps* (engine steps over all replicas), preemptions* (all),
   sim_time_s (last completion), window_start_s, window_end_s, window_fallback, gpus.
 - throughput_tok_s* = tokens emitted inside the window / its length; throughput_tok_s_per_gpu* (÷ gpus);
-  request_throughput_req_s (measured completions / window length).
+  request_throughput_req_s (requests completed inside the window / its length: the departure rate, which
+  under saturation is below the arrival rate).
 - latency stats over measured requests: {ttft,tpot,e2e,queue}_s_{mean,p50,p90,p99}*, per_user_tok_s_mean*
   (mean of 1/TPOT), per_user_tok_s_p50.
 - tau_mean* = (Σ accepted + Σ decode steps) / Σ decode steps over measured requests: tokens per request
@@ -173,7 +174,10 @@ def summarize(
         "throughput_tok_s": _ratio(window_tokens, span),
     }
     s["throughput_tok_s_per_gpu"] = s["throughput_tok_s"] / gpus
-    s["request_throughput_req_s"] = _ratio(measured.sum(), span)
+    # completions inside the window, not the measured arrivals: past saturation requests that arrive in
+    # the window finish after it, and counting them would report the offered rate as the throughput
+    finished_in = done & (rec.finish_s >= t0) & (rec.finish_s <= t1)
+    s["request_throughput_req_s"] = _ratio(finished_in.sum(), span)
     for name in ("ttft_s", "tpot_s", "e2e_s", "queue_s"):
         _stats(name, req[name][measured], s)
     speed = req["per_user_tok_s"][measured]

@@ -272,3 +272,21 @@ def test_metrics_on_a_deterministic_pipeline(tmp_path):
     assert (s["ttft_s_p50"], s["tpot_s_mean"], s["e2e_s_p99"]) == pytest.approx((0.01, 0.01, 0.1))
     assert s["per_user_tok_s_mean"] == pytest.approx(100.0)
     assert (s["tau_mean"], s["steps"], s["busy_frac"]) == (1.0, 2000, pytest.approx(1.0, rel=2e-3))
+
+
+def test_request_throughput_is_the_departure_rate_under_saturation(tmp_path):
+    """Past saturation the window's arrivals finish after it: the reported request throughput is what the
+    server completes (one user-free server at 10 ms a step, 10 tokens a request: ≤ 10 req/s), not the
+    offered 50 req/s."""
+    res = run(
+        "workload.kind=poisson",
+        "workload.rate=50",
+        "workload.num_requests=400",
+        "workload.input_tokens=1",
+        "workload.output_tokens=10",
+        "server.max_num_seqs=1",
+        "drafter.name=none",
+        "policy.name=ar",
+        f"cost.table={flat_cost(tmp_path)}",
+    )
+    assert res.summary["request_throughput_req_s"] == pytest.approx(10.0, rel=0.05)
