@@ -17,7 +17,9 @@ the run's simulator config), under the folder's writer lock for the search's lif
 search (another space, SLO, prices or halving options too) reuses every run that ran to the end, and
 every run stopped early under the same stop rule. Results do not depend on `jobs` or the
 backend: a rung's decisions read only its runs' summaries, and runs are deterministic in their config.
-`budget_s` stops submitting runs once spent; the candidates are then ranked on the last rung each reached.
+`budget_s` stops submitting runs once a run submitted now would end past it (the rung's mean run wall
+time so far is the estimate: runs in flight are not cut short); the candidates are then ranked on the
+last rung each reached.
 
 May import: the standard library, `specsched`, `analysis` (model, runner, store, sweepfile) and
 `analysis.search` modules.
@@ -313,10 +315,13 @@ class _Run:
             c.alive, c.reason = False, f"rung {k + 1}: the run failed (errors/{key}.txt)"
 
     def _execute(self, todo: list[Cell], bar) -> None:
+        walls: list[float] = []
+
         def on_done(cell: Cell, summary: dict, wall: float) -> None:
             store.write_cell(
                 self.out, {"key": cell.key, "job": cell.config, "summary": summary, "wall_s": wall}
             )
+            walls.append(wall)
             bar.advance()
 
         def on_error(cell: Cell, text: str) -> None:
@@ -324,7 +329,10 @@ class _Run:
             bar.advance()
 
         def spent() -> bool:
-            if self.budget_s is not None and time.perf_counter() - self.start > self.budget_s:
+            # a run submitted now ends about one run's wall time later (the rung's mean so far): submit
+            # none that would end past the budget, since runs in flight are not cut short
+            ahead = sum(walls) / len(walls) if walls else 0.0
+            if self.budget_s is not None and time.perf_counter() - self.start + ahead > self.budget_s:
                 self.budget_hit = True
             return self.budget_hit
 
