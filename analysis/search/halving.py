@@ -196,12 +196,20 @@ class _Run:
         self.cands: list[Candidate] = []
 
     def _left(self, cands: list[Candidate], stats) -> int:
-        """Requests the live candidates may still simulate (each one's rungs after its last): the one
-        bar's total, which shrinks as the screen, the bound and halving drop candidates."""
-        sizes = [stats.requests if k == len(self.space.options.rungs) - 1
+        """Requests the live candidates are expected to simulate: the one bar's total, re-estimated as the
+        screen, the bound and halving drop candidates. Each runs its next rung; a later rung counts at
+        the survival halving leaves (1/eta a rung, never below the groups' `keep` floor in total), so the
+        ETA does not assume every candidate reaches the full-length runs."""
+        opts = self.space.options
+        sizes = [stats.requests if k == len(opts.rungs) - 1
                  else max(MIN_REQUESTS, math.ceil(f * stats.requests))
-                 for k, f in enumerate(self.space.options.rungs)]  # fmt: skip
-        return sum(sum(sizes[c.rung + 1 :]) for c in cands if c.alive)
+                 for k, f in enumerate(opts.rungs)]  # fmt: skip
+        alive = [c for c in cands if c.alive]
+        total = 0.0
+        for k, size in enumerate(sizes):
+            runs = sum(1.0 if c.rung + 1 == k else opts.eta ** -(k - c.rung - 1) for c in alive if c.rung < k)
+            total += size * min(sum(c.rung < k for c in alive), max(runs, min(opts.keep, len(alive))))
+        return math.ceil(total)
 
     def _retotal(self, cands: list[Candidate], stats, note: str = "") -> None:
         self.bar.total = self.bar.done + self._left(cands, stats)
