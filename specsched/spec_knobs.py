@@ -79,3 +79,18 @@ def shipped_band() -> dict:
     {"median_pct", "worst_pct", "loso_median_pct", "cases", "engines"}."""
     band = _shipped().get("band", {})
     return band if isinstance(band, dict) else {}
+
+
+def engine_band(engine: str) -> dict:
+    """The shipped band of one engine version, or of its family ("of": "vllm-*") where the dataset has no
+    modelled case of that version ({} where it has none of the family):
+    "train_*", "loso_*" and "check_*" median / worst |error| % of the speed-up and case counts, "sign_right"
+    of "sign_cases" — written by `specbed cost calibrate --spec` from the dataset
+    (`validate.spec_replay.engine_bands`); the check figures are the knobs' unseen error, never fitted."""
+    by = shipped_band().get("by_engine", {})
+    if not isinstance(by, dict):
+        return {}
+    for key in (engine, engine.split("-")[0] + "-*"):  # the version's own cases, else its family's
+        if isinstance(by.get(key), dict):
+            return {"of": key, **by[key]}
+    return {}

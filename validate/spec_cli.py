@@ -24,8 +24,8 @@ from specsched.io.results import write_json
 from specsched.spec_knobs import SpecKnobs, shipped_spec_knobs
 from validate.spec_bench import Deployment, cases_from_pair
 from validate.spec_cases import read_cases
-from validate.spec_fit import _median, loso, table
-from validate.spec_replay import medians, replay, sign_right
+from validate.spec_fit import _median, engine_lines, loso, table
+from validate.spec_replay import engine_bands, medians, replay, sign_right
 
 
 def _validate_parser() -> argparse.ArgumentParser:
@@ -84,8 +84,12 @@ def validate_main(argv: list[str]) -> int:
         print("specbed validate --spec: no case could be modelled", file=sys.stderr)
     if held:
         print(f"leave-one-source-out (train) median |error| {_median(held):.1f} %")
+    bands = engine_bands(rows, held)
+    if bands:
+        print("by engine version (the band a prediction for that engine quotes):")
+        print("\n".join(engine_lines(bands)))
     if args.json_out:
-        doc = {"cases": rows, "medians": med, "loso": held, "knobs": knobs.as_dict()}
+        doc = {"cases": rows, "medians": med, "loso": held, "by_engine": bands, "knobs": knobs.as_dict()}
         write_json(args.json_out, doc, indent=1, sort_keys=False)
     return 0 if med else 1
 

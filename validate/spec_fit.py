@@ -25,7 +25,7 @@ from specsched.io.results import write_json
 from specsched.spec_knobs import BOUNDS, PRIORS, SpecKnobs
 from specsched.spec_versions import engine_name
 from validate.spec_cases import SpecCase, read_cases
-from validate.spec_replay import headline, replay, unmodelled
+from validate.spec_replay import engine_bands, headline, replay, unmodelled
 
 #: relative error a case is expected to carry (its acceptance is often another run's)
 NOISE = 0.10
@@ -133,7 +133,22 @@ def _summary(knobs: SpecKnobs, band: dict, check: list[dict]) -> str:
     if _median(check) is not None:
         n = sum("error_pct" in r for r in check)
         lines.append(f"check median |error| {_median(check):.1f} % ({n} cases)")
+    lines += engine_lines(band.get("by_engine", {}))
     return "\n".join(lines)
+
+
+def engine_lines(by_engine: dict) -> list[str]:
+    """One line an engine version: its train, leave-one-source-out and check bands (`engine_bands`)."""
+    lines = []
+    for engine, b in by_engine.items():
+        parts = [f"{label} median {b[key + '_median_pct']:.1f} %, worst {b[key + '_worst_pct']:.1f} %"
+                 + (f" ({b[key + '_cases']} cases)" if key != "loso" else "")
+                 for key, label in (("train", "train"), ("loso", "leave-one-source-out"), ("check", "check"))
+                 if key + "_median_pct" in b]  # fmt: skip
+        lines.append(
+            f"  {engine}: " + "; ".join(parts) + f"; sign right {b['sign_right']} of {b['sign_cases']}"
+        )
+    return lines
 
 
 def calibrate_doc(files: list[str]) -> tuple[dict, str]:
@@ -154,6 +169,11 @@ def calibrate_doc(files: list[str]) -> tuple[dict, str]:
         "engines": sorted({engine_name(c.engine, c.engine_version) for c in train}),
     }
     check = [r for r in rows if r["split"] == "check"]
+    check_errs = [abs(r["error_pct"]) for r in check if "error_pct" in r]
+    if check_errs:  # replayed with the knobs fitted on train only: the unseen band, never fitted to
+        band.update(check_median_pct=statistics.median(check_errs), check_worst_pct=max(check_errs),
+                    check_cases=len(check_errs))  # fmt: skip
+    band["by_engine"] = engine_bands(rows, held)
     text = table(rows, held) + "\n" + _summary(knobs, band, check)
     doc = {
         "about": "speculative knobs (specsched.spec_knobs), MAP fit by `specbed cost calibrate --spec`",

@@ -38,6 +38,7 @@ from specsched.io.errors import InputError
 from specsched.price import GPUS, find_model, get_model
 from specsched.price.draft_shape import drafter_shape, own_draft_cost
 from specsched.price.knobs import shipped_knobs
+from specsched.price.moe_verify import verify_expert_seconds
 from specsched.price.spec_engine import get_engine
 from specsched.price.vllm import VllmSpec, cost_table
 from specsched.spec_knobs import SpecKnobs
@@ -64,25 +65,51 @@ def _shape(case: SpecCase, target):
     return drafter_shape(PRESET[case.drafter], target)
 
 
-def step_seconds(case: SpecCase, knobs: SpecKnobs) -> tuple[float, float]:
-    """(no-speculation step, speculative step) seconds of `case` at its batch (module docstring)."""
+def step_parts(case: SpecCase, knobs: SpecKnobs) -> dict[str, dict[str, float]]:
+    """The two steps of `case` at its batch by named part, seconds: {"ar": {...}, "spec": {...}}; each
+    step's seconds are the sum of its parts except `verify_moe` (a named share of `verify_forward`: the
+    routed experts the verify's tokens touch beyond the decode's, `specsched.price.moe_verify`).
+
+    ar:   forward (the target's step over B tokens), host (the version's exposed host a step)
+    spec: draft (the drafter's GPU passes, eager floors included), draft_host (the version's exposed host
+          work a step and a drafting request), reject (rejection sampling over the drafted positions),
+          verify_forward (the target's step over B·(1 + K), or B·(1 + nodes) for a tree), verify_moe,
+          verify_kv (the verify kernel's extra KV read), draft_kv (the drafter's KV read), host
+
+    A tree's first draft pass (SGLang's draft extend after verify, `EAGLEWorker.
+    forward_draft_extend_after_decode` → `prepare_extend_after_decode`) runs over each request's accepted
+    tokens, at most steps + 1 (SGLang 0.5's `EAGLEDraftExtendCudaGraphRunner` captures exactly
+    `speculative_num_steps + 1` a request), not over the tree's nodes: it is priced over B·(1 + K); the
+    rejection over the B·nodes drafted positions."""
     table, spec = _table(get_model(case.model).name, case.gpu, case.tp, case.precision)
     target, gpu, bpp = spec.resolve()
     eng = get_engine(engine_name(case.engine, case.engine_version))
     b, k = case.batch, case.k
     verify_tokens = b * (1 + (case.tree_nodes or k))
     ctx = b * CONTEXT
-    ar = float(table.step_seconds(b, b, ctx)) + eng.nospec_host_s
-    verify = float(table.step_seconds(verify_tokens, b, ctx))
+    ar = {"forward": float(table.step_seconds(b, b, ctx)), "host": eng.nospec_host_s}
+    sp = {"verify_forward": float(table.step_seconds(verify_tokens, b, ctx)), "host": eng.nospec_host_s,
+          "verify_moe": verify_expert_seconds(target, gpu, shipped_knobs(case.gpu), verify_tokens, b,
+                                              tp=case.tp, bpp=bpp)}  # fmt: skip
     if case.drafter == "ngram":  # drafted on the host from the prompt: no GPU pass, the rejection launches
-        return ar, verify + eng.prep_ops * knobs.op_s + eng.nospec_host_s
+        return {"ar": ar, "spec": {**sp, "draft_host": eng.prep_ops * knobs.op_s}}
     shape = _shape(case, target)
     top = max(b * (case.tree_nodes or k), b)
     own, kv = own_draft_cost(shape, target, gpu, shipped_knobs(case.gpu), k, top, tp=case.tp, bpp=bpp,
                              engine=eng, emitted=case.emitted, spec_knobs=knobs)  # fmt: skip
-    positions = b * (case.tree_nodes or k)
-    draft = float(own.price(np.array([positions]), np.array([b]), np.array([k]), table)[0])
-    return ar, draft + verify + (kv + own.verify_kv_s) * ctx + eng.nospec_host_s
+    total = float(own.price(np.array([b * k]), np.array([b]), np.array([k]), table)[0])
+    host = own.host_s + own.request_s * b
+    reject = own.position_s * b * (case.tree_nodes or k)
+    sp.update(draft=total - host - own.position_s * b * k, draft_host=host, reject=reject,
+              verify_kv=own.verify_kv_s * ctx, draft_kv=kv * ctx)  # fmt: skip
+    return {"ar": ar, "spec": sp}
+
+
+def step_seconds(case: SpecCase, knobs: SpecKnobs) -> tuple[float, float]:
+    """(no-speculation step, speculative step) seconds of `case` at its batch (`step_parts` summed)."""
+    parts = step_parts(case, knobs)
+    return (sum(parts["ar"].values()),
+            sum(v for name, v in parts["spec"].items() if name != "verify_moe"))  # fmt: skip
 
 
 def predict(case: SpecCase, knobs: SpecKnobs) -> float:
@@ -153,6 +180,7 @@ def replay(cases: list[SpecCase], knobs: SpecKnobs) -> list[dict]:
             "case": c.case_id,
             "split": c.split,
             "source": c.source,
+            "engine": engine_name(c.engine, c.engine_version),
             "metric": c.metric,
             "measured": c.measured,
         }
@@ -180,6 +208,39 @@ def medians(rows: list[dict]) -> dict[str, float]:
         if errs:
             out[split] = statistics.median(errs)
     return out
+
+
+def engine_bands(rows: list[dict], loso_rows: list[dict] = ()) -> dict[str, dict]:
+    """{engine version: band} of the modelled rows: per split present, "<split>_median_pct",
+    "<split>_worst_pct", "<split>_cases" (|error| % of the headline), "loso_median_pct" /
+    "loso_worst_pct" where `loso_rows` hold that engine's train cases, and "sign_right" / "sign_cases"
+    (speed-ups on the measured side of 1). What every speculative prediction quotes for its engine
+    (`specsched.spec_knobs.engine_band`): figures from the dataset, never typed in."""
+    out: dict[str, dict] = {}
+    versions = sorted({r.get("engine", "") for r in rows if "error_pct" in r})
+    families = sorted({v.split("-")[0] + "-*" for v in versions if "-" in v})
+    for engine in versions + families:  # "sglang-*": every SGLang version together (a version without cases
+        #                                  quotes its family's band, `specsched.spec_knobs.engine_band`)
+        mine = [r for r in rows if "error_pct" in r and _of(r.get("engine", ""), engine)]
+        band: dict = {}
+        for split in ("train", "check"):
+            errs = [abs(r["error_pct"]) for r in mine if r["split"] == split]
+            if errs:
+                band.update({f"{split}_median_pct": statistics.median(errs), f"{split}_worst_pct": max(errs),
+                             f"{split}_cases": len(errs)})  # fmt: skip
+        held = [
+            abs(r["error_pct"]) for r in loso_rows if "error_pct" in r and _of(r.get("engine", ""), engine)
+        ]
+        if held:
+            band.update(loso_median_pct=statistics.median(held), loso_worst_pct=max(held))
+        band["sign_right"], band["sign_cases"] = sign_right(mine)
+        out[engine] = band
+    return out
+
+
+def _of(version: str, key: str) -> bool:
+    """Whether engine `version` ("sglang-0.4") is `key`: the version itself or its family ("sglang-*")."""
+    return version == key or (key.endswith("-*") and version.split("-")[0] == key[:-2])
 
 
 def sign_right(rows: list[dict]) -> tuple[int, int]:

@@ -24,7 +24,7 @@ from specsched.io import inputs
 from specsched.price.draft_shape import own_draft_cost
 from specsched.price.knobs import KNOBS_FILE, shipped_knobs
 from specsched.price.spec_engine import get_engine
-from specsched.spec_knobs import shipped_band
+from specsched.spec_knobs import engine_band, shipped_band
 
 
 def check_drafter_model(cfg: SimConfig) -> None:
@@ -57,7 +57,8 @@ def accuracy(cfg: SimConfig) -> dict:
     `cost.model`): `accuracy_baseline_*` (the GPU's knobs file: e2e mean median |error| % on measured vLLM
     runs, in sample and leave-one-model-out) and, with `drafter.model`, `accuracy_spec_*` (the speculative
     knobs file: the speedup's median / worst |error| % on the dataset's train cases, in sample and
-    leave-one-source-out; the engine version priced and whether those cases ran it)."""
+    leave-one-source-out; the engine version priced and whether those cases ran it; `accuracy_spec_engine_*`:
+    that version's train / leave-one-source-out / check bands, `specsched.spec_knobs.engine_band`)."""
     if cfg.server.model is None:
         return {}
     spec = config_spec(cfg.server)
@@ -73,6 +74,8 @@ def accuracy(cfg: SimConfig) -> dict:
             "accuracy_spec_speedup_worst_pct": band.get("worst_pct"),
             "accuracy_spec_speedup_loso_median_pct": band.get("loso_median_pct"),
             "accuracy_spec_speedup_loso_worst_pct": band.get("loso_worst_pct"),
+            # this engine version's own band, the check split (published, never fitted) included
+            **{f"accuracy_spec_engine_{k}": v for k, v in engine_band(engine).items()},
         })  # fmt: skip
     return out
 
