@@ -180,6 +180,8 @@ def _validate(args: argparse.Namespace, argv: list[str]) -> int:
         given = [*args.runs, *(f for f in (args.workloads, args.knobs) if f)]
         safeio.check_file(args.json_out, field="--json", inputs=given)
     runs, profiles = read_inputs(args)
+    if all(run.error is not None for run in runs):  # refused before any work (and any progress line)
+        raise InputError(f"no run could be modelled; the first stopped at {runs[0].error}")
     choose = knobs_chooser(args.knobs)
     bar = Progress(len(runs), label="validate", unit="runs", every=10.0)
     t0 = time.perf_counter()
