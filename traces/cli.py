@@ -111,10 +111,6 @@ def _load(args: argparse.Namespace) -> RequestTable:
     if getattr(args, "scale", None) is not None:
         table = transform.scale_rate(table, args.scale)
     if getattr(args, "max_context", None) is not None:
-        if not 1 <= args.hash_block_tokens <= 1_048_576:  # sim.bounds' workload.hash_block_tokens
-            raise InputError(
-                f"must be in [1, 1048576], got {args.hash_block_tokens}", field="--hash-block-tokens"
-            )
         try:
             table = transform.clip(table, args.max_context, hash_block_tokens=args.hash_block_tokens)
         except ValueError as err:
@@ -150,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
         for flag, value, bound in (("--rate", args.rate, MAX_RATE), ("--cv", args.cv, MAX_CV)):
             if value is not None and value > bound:
                 raise InputError(f"must be ≤ {bound:g} (its upper bound in run), got {value:g}", field=flag)
+    block = getattr(args, "hash_block_tokens", 512)
+    if not 1 <= block <= 1_048_576:  # sim.bounds' workload.hash_block_tokens; checked before any work
+        raise InputError(f"must be in [1, 1048576], got {block}", field="--hash-block-tokens")
     if args.command in ("convert", "synth"):  # before reading the trace: a bad --out is reported first
         safeio.check_names(args.out, field="--out")
         export.check_out(args.out)

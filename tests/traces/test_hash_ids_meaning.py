@@ -79,3 +79,10 @@ def test_a_short_trace_asked_for_more_requests_warns(tmp_path, capsys):
     assert main(argv) == 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and ": warning: " in err[0] and "asks 50 requests of a trace of 2" in err[0], err
+
+
+def test_a_bad_hash_block_size_is_refused_before_any_work(tmp_path, capsys):
+    src = _mooncake(tmp_path / "m.jsonl")
+    assert main(["trace", "convert", src, "--hash-block-tokens", "0", "--out", str(tmp_path / "c.csv")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--hash-block-tokens" in err[0] and not (tmp_path / "c.csv").exists()
