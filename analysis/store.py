@@ -15,7 +15,8 @@ fsync, `os.replace`), so a sweep killed at any instant (`kill -9`) leaves only c
 Temp files are named `.tmp-*`; they are never read and are removed on the next run. A cell file that does
 not parse as a whole row of its own cell (0 bytes, truncated, edited) counts as unfinished: `--resume`
 recomputes it, and `load_rows` (report, pareto) says so in a `warning:` line; a metric edited into a
-non-finite number or an integer past the digit bound is refused there, naming the file and its column. The one sweep writing a folder holds an OS lock on it (`fcntl.flock` on the folder itself)
+non-finite number or an integer past the digit bound is refused there, naming the file and its column.
+The one sweep writing a folder holds an OS lock on it (`fcntl.flock` on the folder itself)
 for its whole life; a second writer (another `specbed sweep` on the same folder, `--force` included) is
 refused in one line before it touches anything, so the folder always holds one whole sweep.
 
