@@ -14,7 +14,9 @@ fsync, `os.replace`), so a sweep killed at any instant (`kill -9`) leaves only c
 
 Temp files are named `.tmp-*`; they are never read and are removed on the next run. A cell file that does
 not parse as a whole row of its own cell (0 bytes, truncated, edited) counts as unfinished: `--resume`
-recomputes it. The one sweep writing a folder holds an OS lock on it (`fcntl.flock` on the folder itself)
+recomputes it, and `load_rows` (report, pareto) says so in a `warning:` line; a metric edited into a
+non-finite number or an integer past the digit bound is refused there, naming the file and its column.
+The one sweep writing a folder holds an OS lock on it (`fcntl.flock` on the folder itself)
 for its whole life; a second writer (another `specbed sweep` on the same folder, `--force` included) is
 refused in one line before it touches anything, so the folder always holds one whole sweep.
 
@@ -25,6 +27,8 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
+import math
 import os
 import shutil
 from collections.abc import Iterator
@@ -223,8 +227,46 @@ def load_rows(out: Path) -> tuple[dict, list[dict]]:
     rows = []
     with inputs.reading(out / MANIFEST, field="cells"):  # a hand-edited manifest: one line naming it
         for head in manifest.get("cells", []):
-            stored = read_cell(out, inputs.mapping(head)["key"])
-            if stored is not None:
-                summary = inputs.mapping(stored.get("summary", {}), field=f"{head['key']}.summary")
-                rows.append({**head, "summary": summary, "wall_s": stored.get("wall_s")})
+            key = inputs.mapping(head)["key"]
+            stored = read_cell(out, key)
+            if stored is None:
+                _unread_cell(out, key)
+                continue
+            summary = inputs.mapping(stored.get("summary", {}), field=f"{key}.summary")
+            _check_summary(out / "cells" / f"{key}.json", summary)
+            rows.append({**head, "summary": summary, "wall_s": stored.get("wall_s")})
     return manifest, rows
+
+
+def _check_summary(path: Path, summary: dict) -> None:
+    """Every metric of a cell a reader reports is a finite number of float range (the writer stores NaN as
+    null): a hand-edited inf, NaN or 10**400 is one line naming the cell file and the column."""
+    for name, value in summary.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InputError(f"not a finite number: {value!r} (a hand-edited cell?)", file=str(path),
+                             field=f"summary.{name}")  # fmt: skip
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2**1023:
+            raise InputError("an integer beyond float range (a hand-edited cell?)", file=str(path),
+                             field=f"summary.{name}")  # fmt: skip
+
+
+def _unread_cell(out: Path, key: str) -> None:
+    """A cell file present but not a whole row of its cell: an integer past the reader's digit bound is
+    one line naming the file and its column; any other (empty, truncated) counts as unfinished, said in a
+    `warning:` line (a sweep's `--resume` recomputes it)."""
+    path = Path(out) / "cells" / f"{key}.json"
+    if not path.is_file():
+        return  # not finished (or failed: errors/KEY.txt)
+    try:
+        text = inputs.read_text(path, what="sweep cell")
+        doc = json.loads(text, parse_int=lambda t: t if len(t.lstrip("-")) > inputs.MAX_DIGITS else int(t))
+    except (InputError, ValueError, RecursionError):
+        doc = None
+    summary = doc.get("summary") if isinstance(doc, dict) else None
+    for name, value in (summary or {}).items() if isinstance(summary, dict) else ():
+        if isinstance(value, str) and value.lstrip("-").isdigit() and len(value) > inputs.MAX_DIGITS:
+            raise InputError(f"an integer of {len(value.lstrip('-'))} digits (a hand-edited cell?)",
+                             file=str(path), field=f"summary.{name}")  # fmt: skip
+    inputs.warn(
+        "not a whole result of its cell (empty, truncated or edited): left out as unfinished", file=str(path)
+    )

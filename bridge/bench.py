@@ -17,7 +17,7 @@ no warm-up window), from the run's requests.csv and summary.json:
   unconditional per-position rates), from summary.json's spec_* counters.
 - backend "specbed-sim", plus the run's policy, drafter and seed.
 
-May import: numpy, the standard library, `specsched.io.errors`.
+May import: numpy, the standard library, `specsched.io` (errors, inputs, meaning).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import numpy as np
 
 from specsched.io import inputs
 from specsched.io.errors import InputError
+from specsched.io.meaning import check_bench_result
 
 #: requests.csv columns the export reads
 _COLUMNS = ("arrival_s", "input_tokens", "output_tokens", "finish_s", "ttft_s", "tpot_s", "e2e_s")
@@ -196,6 +197,12 @@ def _check_result(doc: dict, file: str) -> dict:
             "not a vllm bench serve result",
             file=file,
         )
+    for key, lo, hi in (("spec_decode_acceptance_length", 1.0, math.inf),
+                        ("spec_decode_acceptance_rate", 0.0, 100.0)):  # fmt: skip
+        value = doc.get(key)
+        if isinstance(value, int | float) and math.isfinite(value) and not lo <= value <= hi:
+            raise InputError(f"must be in [{lo:g}, {hi:g}], got {value:g}", file=file, field=key)
+    check_bench_result(doc, file=file)  # units, orderings, counts against rates (specsched.io.meaning)
     return doc
 
 

@@ -67,10 +67,10 @@ def read_parquet(path: Path, spec: Spec) -> Raw:
         counts.append(arr)
     labels = {}
     for role in ("domain", "model"):
-        c = column(getattr(spec, role), False)
+        c = column(getattr(spec, role), role in spec.named)
         labels[role] = None if c is None else np.array([str(v) for v in c.to_pylist()], dtype=object)
-    s = column(spec.session, False)
-    h = column(spec.hash_ids, False)
+    s = column(spec.session, "session" in spec.named)
+    h = column(spec.hash_ids, "hash_ids" in spec.named)
     return Raw(
         spec,
         t,

@@ -76,6 +76,9 @@ def _parser() -> ArgParser:
     )
     shaping.add_argument("--scale", type=float, metavar="K", help="replay K× faster (K < 1: slower)")
     shaping.add_argument("--max-context", type=int, metavar="N", help="clip prompt + output to N tokens")
+    shaping.add_argument("--hash-block-tokens", type=int, default=512, metavar="N",
+                         help="tokens per hash_ids block (Mooncake: 512): --max-context keeps the blocks a "
+                         "shortened prompt still holds")  # fmt: skip
 
     sub.add_parser("stats", parents=[source, shaping], help="print statistics as JSON")
     convert = sub.add_parser("convert", parents=[source, shaping], help="write the normalized table")
@@ -108,7 +111,10 @@ def _load(args: argparse.Namespace) -> RequestTable:
     if getattr(args, "scale", None) is not None:
         table = transform.scale_rate(table, args.scale)
     if getattr(args, "max_context", None) is not None:
-        table = transform.clip(table, args.max_context)
+        try:
+            table = transform.clip(table, args.max_context, hash_block_tokens=args.hash_block_tokens)
+        except ValueError as err:
+            raise InputError(str(err), field="--max-context") from None
     return table
 
 
@@ -140,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
         for flag, value, bound in (("--rate", args.rate, MAX_RATE), ("--cv", args.cv, MAX_CV)):
             if value is not None and value > bound:
                 raise InputError(f"must be ≤ {bound:g} (its upper bound in run), got {value:g}", field=flag)
+    block = getattr(args, "hash_block_tokens", 512)
+    if not 1 <= block <= 1_048_576:  # sim.bounds' workload.hash_block_tokens; checked before any work
+        raise InputError(f"must be in [1, 1048576], got {block}", field="--hash-block-tokens")
     if args.command in ("convert", "synth"):  # before reading the trace: a bad --out is reported first
         safeio.check_names(args.out, field="--out")
         export.check_out(args.out)

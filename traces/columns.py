@@ -32,6 +32,7 @@ class Spec:
     session_numeric: bool = False  # False: text ids (UUIDs) numbered in order of first appearance
     hash_ids: str | None = None
     json: bool = False  # JSON lines rather than CSV
+    named: frozenset[str] = frozenset()  # optional roles the user's mapping names: their column must exist
 
     @property
     def required(self) -> tuple[str, str, str]:

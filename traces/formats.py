@@ -80,7 +80,9 @@ def resolve_spec(format: str | None, columns: Mapping[str, str] | None) -> Spec 
     unit = columns.get("time_unit")
     if unit is not None and unit not in TIME_UNITS:
         raise InputError(f"unknown time_unit {unit!r} (choose from {', '.join(TIME_UNITS)})", field="columns")
-    overrides = dict(columns)
+    overrides: dict = dict(columns)
+    # an optional column the user names must exist (silently reading none would change the result)
+    overrides["named"] = frozenset(k for k in ("domain", "model", "session", "hash_ids") if columns.get(k))
     if name in (None, "csv", "parquet"):
         missing = [k for k in ("arrival", "input", "output") if not columns.get(k)]
         if missing:
@@ -174,7 +176,7 @@ def _read_csv(src: P.TextSource, spec: Spec, header: list[str]) -> Raw:
         "output": _index(header, spec.output, src, True),
     }
     for role in ("domain", "model", "session", "hash_ids"):
-        j = _index(header, getattr(spec, role), src, False)
+        j = _index(header, getattr(spec, role), src, role in spec.named)
         if j is not None:
             roles[role] = j
     names = {role: header[j] for role, j in roles.items()}
@@ -292,6 +294,9 @@ def _read_jsonl(src: P.TextSource, spec: Spec, first: str) -> Raw:
                     raise InputError(f"not a token count ≥ 0: {v!r}", file=file, line=lineno, field=key)
                 out.append(v)
             if hashes is not None:
+                if "hash_ids" in spec.named and spec.hash_ids not in obj:
+                    raise InputError("missing key (named by the column mapping)", file=file, line=lineno,
+                                     field=spec.hash_ids)  # fmt: skip
                 h = obj.get(spec.hash_ids, [])
                 if not isinstance(h, list) or not all(
                     isinstance(x, int) and not isinstance(x, bool) for x in h

@@ -118,12 +118,17 @@ def sample_lengths(n: int, values: Any, rng: np.random.Generator, *, probs: Any 
 
 
 def synthetic_table(
-    arrival_s: Any, input_tokens: Any, output_tokens: Any, *, domain: Any = None, **meta: Any
+    arrival_s: Any,
+    input_tokens: Any,
+    output_tokens: Any,
+    *,
+    domain: Any = None,
+    hash_ids: Any = None,
+    **meta: Any,
 ) -> RequestTable:
     """A RequestTable from generated columns (format "synthetic")."""
-    return RequestTable(
-        arrival_s, input_tokens, output_tokens, domain=domain, meta={"format": "synthetic", **meta}
-    )
+    return RequestTable(arrival_s, input_tokens, output_tokens, domain=domain, hash_ids=hash_ids,
+                        meta={"format": "synthetic", **meta})  # fmt: skip
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,7 +137,8 @@ class TrafficModel:
 
     rate_per_s: mean arrival rate; interarrival_cv: CV of the gaps (the Gamma renewal process with this
     mean and CV is the fitted arrival model). input_tokens / output_tokens: int64[M], the trace's
-    (input, output) pairs, resampled jointly so their correlation is kept; domain: object[M] or None.
+    (input, output) pairs, resampled jointly so their correlation is kept; domain: object[M] or None;
+    hash_ids: M int64 arrays or None, resampled with their prompt (the trace's prefix sharing kept).
     """
 
     rate_per_s: float
@@ -142,6 +148,7 @@ class TrafficModel:
     domain: np.ndarray | None = None
     source: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    hash_ids: tuple[np.ndarray, ...] | None = None
 
     def __post_init__(self) -> None:
         _rate(self.rate_per_s)
@@ -154,6 +161,8 @@ class TrafficModel:
         object.__setattr__(self, "output_tokens", out)
         if self.domain is not None and np.shape(self.domain) != inp.shape:
             raise ValueError("domain must match input_tokens in shape")
+        if self.hash_ids is not None and len(self.hash_ids) != inp.size:
+            raise ValueError("hash_ids must hold one array per (input, output) pair")
 
     @property
     def gamma_shape(self) -> float:
@@ -173,11 +182,13 @@ class TrafficModel:
         arrivals = gamma_arrivals(n, r, c, arrival_rng)
         idx = length_rng.integers(0, self.input_tokens.size, size=n)
         domain = None if self.domain is None else np.asarray(self.domain, dtype=object)[idx]
+        hashes = None if self.hash_ids is None else tuple(self.hash_ids[i] for i in idx.tolist())
         return synthetic_table(
             arrivals,
             self.input_tokens[idx],
             self.output_tokens[idx],
             domain=domain,
+            hash_ids=hashes,
             source=f"fit:{self.source}",
             rate_per_s=r,
             interarrival_cv=c,
@@ -219,4 +230,5 @@ def fit(table: RequestTable) -> TrafficModel:
         domain=None if table.domain is None else table.domain.copy(),
         source=str(table.meta.get("source", "")),
         meta={"requests": len(table)},
+        hash_ids=table.hash_ids,
     )

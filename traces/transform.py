@@ -132,12 +132,16 @@ def filter_rows(
     return _rebase(out, rebase)
 
 
-def clip(table: RequestTable, max_context: int, *, max_output: int | None = None) -> RequestTable:
+def clip(
+    table: RequestTable, max_context: int, *, max_output: int | None = None, hash_block_tokens: int = 512
+) -> RequestTable:
     """Fit every request into a `max_context`-token window (prompt + output).
 
     Output is first capped at `max_output` (default max_context − 1), then the prompt is truncated so
     input + output ≤ max_context — as a server truncating long prompts would. meta["clipped_rows"]
-    counts the requests changed.
+    counts the requests changed. A shortened prompt keeps only the `hash_ids` of the blocks it still
+    holds (⌈input / hash_block_tokens⌉, Mooncake's 512-token blocks by default): a dropped block's id
+    would claim prefix hits on tokens the request no longer sends.
     """
     ctx = int(max_context)
     if ctx != max_context or ctx < 2:
@@ -148,9 +152,16 @@ def clip(table: RequestTable, max_context: int, *, max_output: int | None = None
     out = np.minimum(table.output_tokens, cap)
     inp = np.minimum(table.input_tokens, ctx - out)
     changed = int(np.count_nonzero((out != table.output_tokens) | (inp != table.input_tokens)))
+    block = int(hash_block_tokens)
+    if block != hash_block_tokens or block < 1:
+        raise ValueError(f"hash_block_tokens must be a whole number ≥ 1, got {hash_block_tokens!r}")
+    hashes = table.hash_ids
+    if hashes is not None:  # ⌈input / block⌉ blocks: every block the prompt still (partly) holds
+        hashes = tuple(h[: -(-int(n) // block)] for h, n in zip(hashes, inp.tolist(), strict=True))
     return table.replace(
         input_tokens=inp,
         output_tokens=out,
+        hash_ids=hashes,
         max_context=ctx,
         clipped_rows=int(table.meta.get("clipped_rows", 0)) + changed,
     )

@@ -8,8 +8,9 @@ a `vllm bench serve --save-result --save-detailed` file, replayed from its own r
 per-run table (measured → predicted, |error| %) and the medians; `--out DIR` writes report.md,
 validate.json and validate.png (predicted vs measured, log axes); `--json OUT` writes the JSON alone:
 {"runs": [{"exp_id", "folder", "model", "hardware", "predicted", "actual", "error_pct"} or with
-"error"], "median_error_pct"}. Exit 0 when at least one run was modelled, 1 when none was, 2 on bad
-input (one line naming file, row and field). Knobs: the catalogue's for each run's GPU
+"error"], "median_error_pct"}. Exit 0 when at least one run was modelled; 2 on bad input (one line
+naming file, row and field), and when no run could be modelled (naming the first row and column that
+stopped it: an unknown model, GPU, precision or workload). Knobs: the catalogue's for each run's GPU
 (`specsched.price.vllm.shipped_knobs`), or a `specbed cost calibrate` file for its GPU (`--knobs`).
 
 May import: the standard library, numpy, `sim`, `specsched`, `validate` modules, matplotlib (plot only).
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 import time
 from pathlib import Path
 
@@ -180,12 +180,18 @@ def _validate(args: argparse.Namespace, argv: list[str]) -> int:
         given = [*args.runs, *(f for f in (args.workloads, args.knobs) if f)]
         safeio.check_file(args.json_out, field="--json", inputs=given)
     runs, profiles = read_inputs(args)
+    if all(run.error is not None for run in runs):  # refused before any work (and any progress line)
+        raise InputError(f"no run could be modelled; the first stopped at {runs[0].error}")
     choose = knobs_chooser(args.knobs)
     bar = Progress(len(runs), label="validate", unit="runs", every=10.0)
     t0 = time.perf_counter()
     results = v.validate(runs, choose, profiles, seed=args.seed, progress=bar.update)
     bar.close()
     wall = time.perf_counter() - t0
+    if not any("error_pct" in r for r in results):  # bad input, refused before anything is written
+        run, why = next((run, r["error"]) for run, r in zip(runs, results, strict=True) if "error" in r)
+        where = why if run.error is not None else f"{run.where}: {why}"
+        raise InputError(f"no run could be modelled; the first stopped at {where}")
     if args.json_out != STDOUT:  # `--json -`: standard output holds the JSON only
         print(v.table(results))
         print(f"({sum('error_pct' in r for r in results)} of {len(results)} runs modelled in {wall:.1f} s)")
@@ -202,7 +208,4 @@ def _validate(args: argparse.Namespace, argv: list[str]) -> int:
         if png is not None:
             files["validate.png"] = png
         write_results(args.out, files, config={"command": "validate", **vars(args)})
-    if not doc["median_error_pct"]:
-        print("specbed validate: no run could be modelled", file=sys.stderr)
-        return 1
     return 0

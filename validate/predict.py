@@ -73,8 +73,13 @@ def simulate_run(
 
 
 def error_pct(pred: dict, actual: dict) -> dict:
-    """|predicted − measured| / measured, percent, per metric."""
-    return {m: abs(pred[m] - actual[m]) / actual[m] * 100.0 if actual[m] else math.inf for m in METRICS}
+    """|predicted − measured| / measured, percent, per metric; None where the measurement is 0 (a run of
+    1-token outputs has no inter-token gap): no table prints inf %."""
+    return {m: abs(pred[m] - actual[m]) / actual[m] * 100.0 if actual[m] > 0 else None for m in METRICS}
+
+
+def _pct(err: float | None, fmt: str) -> str:
+    return "—" if err is None else format(err, fmt)
 
 
 def validate(
@@ -118,7 +123,10 @@ def validate(
 def medians(results: list[dict]) -> dict:
     """Median |error| per metric over the modelled runs (NaN-free; empty dict when none was modelled)."""
     done = [r["error_pct"] for r in results if "error_pct" in r]
-    return {m: float(np.median([e[m] for e in done])) for m in METRICS} if done else {}
+    if not done:
+        return {}
+    known = {m: [e[m] for e in done if e[m] is not None] for m in METRICS}
+    return {m: float(np.median(v)) if v else None for m, v in known.items()}
 
 
 def as_json(results: list[dict]) -> dict:
@@ -151,7 +159,7 @@ def table(results: list[dict]) -> str:
             lines.append(f"{name:<34} cannot model: {r['error']}")
             continue
         cells = [
-            f"{r['actual'][m]:.1f}→{r['predicted'][m]:.1f} {r['error_pct'][m]:.0f}%".rjust(22)
+            f"{r['actual'][m]:.1f}→{r['predicted'][m]:.1f} {_pct(r['error_pct'][m], '.0f')}%".rjust(22)
             for m in METRICS
         ]
         hit = "" if r["hit_rate"] is None else f"{100 * r['hit_rate']:5.1f}"
@@ -159,7 +167,7 @@ def table(results: list[dict]) -> str:
         lines.append(f"{name:<34} " + " ".join(cells) + f" {hit}{sat}")
     med = medians(results)
     if med:
-        lines.append(f"{'median |error| %':<34} " + " ".join(f"{med[m]:>21.1f}%" for m in METRICS))
+        lines.append(f"{'median |error| %':<34} " + " ".join(f"{_pct(med[m], '.1f'):>21}%" for m in METRICS))
     return "\n".join(lines)
 
 
@@ -172,13 +180,14 @@ def markdown(results: list[dict], knobs_note: str, command: str) -> str:
             rows.append(f"| {r['folder'] or r['exp_id']} | {r['model']} | cannot model: {r['error']} |")
             continue
         cells = " | ".join(
-            f"{r['actual'][m]:.1f} → {r['predicted'][m]:.1f} ({r['error_pct'][m]:.1f} %)" for m in METRICS
+            f"{r['actual'][m]:.1f} → {r['predicted'][m]:.1f} ({_pct(r['error_pct'][m], '.1f')} %)"
+            for m in METRICS
         )
         hit = "—" if r["hit_rate"] is None else f"{100 * r['hit_rate']:.1f}"
         sat = " **saturated**" if r["saturated"] else ""
         rows.append(f"| {r['folder'] or r['exp_id']}{sat} | {r['model']} | {cells} | {hit} |")
     med = medians(results)
-    summary = ", ".join(f"{m} {v:.1f} %" for m, v in med.items()) if med else "no run was modelled"
+    summary = ", ".join(f"{m} {_pct(v, '.1f')} %" for m, v in med.items()) if med else "no run was modelled"
     return "\n".join(
         [
             "# specbed validate",

@@ -23,6 +23,7 @@ import numpy as np
 from sim.workload import Workload
 from specsched.io import inputs as inp
 from specsched.io.errors import InputError
+from specsched.io.meaning import check_bench_result, check_metrics, metrics_of
 from specsched.price import GPU_MEMORY_UTILIZATION, find_model, get_gpu, precision_bytes
 from specsched.price.vllm import VllmSpec
 
@@ -94,6 +95,7 @@ class MeasuredRun:
     where: str
     error: str | None = None
     workload: Workload | None = field(default=None, compare=False)
+    error_field: str | None = None  # the column that stopped it (with `where`: file and row)
 
 
 def _cell(row: dict, key: str, path: str, line: int, kind=float, *, default=None, lo=None, hi=None):
@@ -137,46 +139,75 @@ def _row_run(row: dict, path: str, line: int, profiles, seqs: int, model_len: in
     if any(v is None for v in actual.values()):
         missing = next(m for m, v in actual.items() if v is None)
         raise InputError("is empty", file=path, line=line, field=f"actual_{missing}")
-    tp = _cell(row, "tp", path, line, int, lo=1, hi=4096)
-    dp = _cell(row, "dp", path, line, int, default=1, lo=1, hi=4096)
-    mnbt = _cell(row, "max_num_batched_tokens", path, line, int, lo=1, hi=10_000_000)
-    util = _cell(row, "gpu_mem_util", path, line, default=GPU_MEMORY_UTILIZATION, lo=0.01, hi=1.0)
-    seqs = _cell(row, "max_num_seqs", path, line, int, default=seqs, lo=1, hi=16384)
-    model_len = _cell(row, "max_model_len", path, line, int, default=model_len, lo=1, hi=10_000_000)
-    offload = _offload(row, path, line)
     ident = {k: (row.get(k) or "").strip() for k in ("exp_id", "folder", "model", "hardware", "workload")}
-    base = dict(
-        exp_id=ident["exp_id"],
-        folder=ident["folder"],
-        model=ident["model"],
-        hardware=ident["hardware"],
-        actual=actual,
-        where=f"{path}:{line}",
-    )
-    found = find_model(ident["model"])
     profile = profile_of(ident["workload"], ident["folder"], profiles)
-    try:
-        gpu = get_gpu(ident["hardware"]).key
+    out_mean = float(profiles[profile].output_tokens) if profile is not None else None
+    check_metrics(_row_metrics(row, actual, path, line), file=path, line=line, output_mean=out_mean)
+    knobs = _row_knobs(row, path, line, seqs, model_len)
+    base = dict(exp_id=ident["exp_id"], folder=ident["folder"], model=ident["model"],
+                hardware=ident["hardware"], actual=actual, where=f"{path}:{line}")  # fmt: skip
+    found = find_model(ident["model"])
+    precision = (row.get("precision") or "").strip() or None
+    try:  # a well-formed row specbed cannot model: the run carries why, and the column that stopped it
+        gpu = get_gpu(ident["hardware"], field="hardware").key
         if found is None:
-            raise InputError(f"model {ident['model']!r} is not in the catalogue")
-        precision_bytes((row.get("precision") or "").strip() or None, found)
-    except InputError as err:
-        return MeasuredRun(spec=None, profile=profile, error=err.message, **base)
-    if profile is None:
-        return MeasuredRun(spec=None, profile=None, error=f"no profile {ident['workload']!r}", **base)
-    spec = VllmSpec(
-        model=found.name,
-        gpu=gpu,
-        precision=(row.get("precision") or "").strip().lower() or None,
-        tp=tp,
-        dp=dp,
-        gpu_memory_utilization=util,
-        max_model_len=model_len,
+            raise InputError(f"model {ident['model']!r} is not in the catalogue", field="model")
+        precision_bytes(precision, found, field="precision")
+        if profile is None:
+            raise InputError(f"no profile {ident['workload']!r} in the profiles file", field="workload")
+    except InputError as err:  # the error names its file, row and column (the table shows it)
+        why = str(InputError(err.message, file=path, line=line, field=err.field))
+        return MeasuredRun(spec=None, profile=profile, error=why, error_field=err.field, **base)
+    spec = VllmSpec(model=found.name, gpu=gpu, precision=precision and precision.lower(), **knobs)
+    check_rate(spec, profiles[profile], actual, path, line)
+    return MeasuredRun(spec=spec, profile=profile, **base)
+
+
+def _row_knobs(row: dict, path: str, line: int, seqs: int, model_len: int) -> dict:
+    """The row's vLLM knobs as `VllmSpec` keywords (InputError naming a malformed cell)."""
+    seqs = _cell(row, "max_num_seqs", path, line, int, default=seqs, lo=1, hi=16384)
+    mnbt = _cell(row, "max_num_batched_tokens", path, line, int, lo=1, hi=10_000_000)
+    return dict(
+        tp=_cell(row, "tp", path, line, int, lo=1, hi=4096),
+        dp=_cell(row, "dp", path, line, int, default=1, lo=1, hi=4096),
+        gpu_memory_utilization=_cell(
+            row, "gpu_mem_util", path, line, default=GPU_MEMORY_UTILIZATION, lo=0.01, hi=1.0
+        ),  # fmt: skip
+        max_model_len=_cell(row, "max_model_len", path, line, int, default=model_len, lo=1, hi=10_000_000),
         max_num_seqs=seqs,
         max_num_batched_tokens=max(mnbt, seqs),
-        kv_offload_gib=offload,
+        kv_offload_gib=_offload(row, path, line),
     )
-    return MeasuredRun(spec=spec, profile=profile, **base)
+
+
+#: RUNS.csv latency columns: actual_{family}_{stat} (METRICS and any further percentile)
+ROW_PATTERN = r"^actual_(?P<fam>e2e|ttft|itl|tpot)_(?P<stat>mean|median|p\d+(?:\.\d+)?)$"
+#: the offered decode concurrency (Little's law) may pass max_num_seqs × dp by this factor (stage edges)
+LITTLE_SLACK = 2.0
+
+
+def _row_metrics(row: dict, actual: dict, path: str, line: int) -> dict:
+    """`specsched.io.meaning.metrics_of` a row: METRICS and any further actual_* percentile column."""
+    extra = {k: _cell(row, k, path, line, lo=0.0, hi=1e9) for k in row if k and k.startswith("actual_")}
+    cells = {k: v for k, v in extra.items() if v is not None} | {f"actual_{m}": actual[m] for m in METRICS}
+    return metrics_of(cells, ROW_PATTERN, {f: f for f in ("e2e", "ttft", "itl", "tpot")})
+
+
+def check_rate(spec: VllmSpec, profile, actual: dict, path: str, line: int) -> None:
+    """The profile's rate against the row's own latencies: by Little's law the sequences decoding at once
+    average λ · (e2e − TTFT) (λ the profile's requests over its duration), which vLLM caps at
+    max_num_seqs × dp; far above it, the profile's rates (or the row's units) are not this run's."""
+    lam = profile.num_requests / profile.duration_s if profile.duration_s > 0 else 0.0
+    busy = lam * max(actual["e2e_mean"] - actual["ttft_mean"], 0.0) / 1e3
+    cap = spec.max_num_seqs * spec.dp
+    if busy > LITTLE_SLACK * cap:
+        raise InputError(
+            f"profile {profile.name!r} sends {lam:.3g} req/s; with this row's decode time "
+            f"(e2e − TTFT, {actual['e2e_mean'] - actual['ttft_mean']:.4g} ms) that is {busy:.0f} sequences "
+            f"decoding at once (Little's law), above max_num_seqs × dp = {cap}: the profile's rates or the "
+            "row's units are not this run's",
+            file=path, line=line, field="workload",
+        )  # fmt: skip
 
 
 def read_runs(
@@ -238,6 +269,7 @@ def read_bench(path: str | Path, spec: VllmSpec, seed: int = 0) -> MeasuredRun:
     if not all(isinstance(g, (int, float)) and math.isfinite(g) and g >= 0 for g in gaps):
         raise InputError("must hold numbers ≥ 0", file=p, field="itls")
     e2e = ttfts + np.asarray([sum(r) for r in itls]) * 1e3
+    _check_bench_meaning(raw, p, ttfts, e2e, gaps, outputs)
     rate = raw.get("request_rate", "inf")
     rate = math.inf if rate in ("inf", None) or rate == math.inf else rate
     if not (isinstance(rate, (int, float)) and rate > 0):
@@ -265,3 +297,23 @@ def read_bench(path: str | Path, spec: VllmSpec, seed: int = 0) -> MeasuredRun:
         where=p,
         workload=wl,
     )
+
+
+def _check_bench_meaning(raw: dict, path: str, ttft_ms, e2e_ms, gaps_s: list, outputs) -> None:
+    """A bench file's meaning (`specsched.io.meaning`): its save-result keys (counts, rates, orderings,
+    units) and its per-request lists (seconds: a list in milliseconds is 1000× past a physical bound), and
+    no request longer than the run's own duration."""
+    check_bench_result(raw, file=path)
+    per_request = {("ttft", "mean"): ("ttfts", float(ttft_ms.mean()) / 1e3),
+                   ("e2e", "mean"): ("ttfts + itls", float(e2e_ms.mean()) / 1e3)}  # fmt: skip
+    if gaps_s:
+        per_request[("itl", "mean")] = ("itls", float(np.mean(gaps_s)))
+    check_metrics(per_request, file=path, output_mean=float(outputs.mean()), unit="s")
+    dur = raw.get("duration")
+    if isinstance(dur, int | float) and not isinstance(dur, bool) and math.isfinite(dur) and dur > 0:
+        decode = (e2e_ms - ttft_ms) / 1e3
+        for key, longest in (("itls", decode.max()), ("ttfts", ttft_ms.max() / 1e3),
+                             ("ttfts + itls", e2e_ms.max() / 1e3)):  # fmt: skip
+            if longest > dur * 1.01 + 1e-3:
+                raise InputError(f"a request spends {longest:.4g} s here, longer than the run's duration "
+                                 f"{dur:g} s: the list is in other units", file=path, field=key)  # fmt: skip

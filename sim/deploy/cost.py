@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 
 import specsched
 from sim.config import ServerConfig, SimConfig
+from sim.deploy.keys import check_room
 from specsched.io.errors import InputError
 from specsched.price.knobs import shipped_knobs
 from specsched.price.vllm import VllmSpec, cost_table
@@ -65,6 +66,8 @@ def server_deployment(cfg: SimConfig) -> tuple[SimConfig, specsched.CostTable]:
     the GPU's shipped ones (`shipped_knobs`); `kv_tokens`, when set, overrides vLLM's sizing."""
     spec = config_spec(cfg.server)
     kv = spec.kv_capacity()
+    where = f"{spec.model} on {spec.tp}× {spec.gpu} at gpu_memory_utilization {spec.gpu_memory_utilization}"
+    check_room(kv, spec.max_model_len, sized=spec.kv_tokens is None, where=where)  # as vLLM at start-up
     new = replace(cfg, server=replace(cfg.server, kv_tokens=kv, tp=spec.tp))
     return new, cost_table(spec, shipped_knobs(spec.gpu))
 

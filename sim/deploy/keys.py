@@ -99,6 +99,24 @@ def check_tp_heads(shape, tp: int, field: str = "server.tp") -> None:
         raise InputError(f"{tp} must {how} {shape.name}'s {kv} KV heads (vLLM refuses it)", field=field)
 
 
+def check_room(kv_tokens: int, max_model_len: int | None, *, sized: bool, where: str) -> None:
+    """vLLM's start-up check (`check_enough_kv_cache_memory`): the KV cache must hold one request of
+    max_model_len tokens, or vLLM refuses to start ("max_model_len is greater than the maximum number of
+    tokens that can be stored in KV cache"). One line naming the keys; None: unchecked (vLLM's default is
+    the checkpoint's context, which the catalogue does not hold). sized: kv_tokens is vLLM's sizing (False:
+    the config's server.kv_tokens override); where: the deployment, for the message."""
+    if max_model_len is None or max_model_len <= kv_tokens:
+        return
+    what = (
+        f"the KV cache of {where} holds {kv_tokens:,} tokens"
+        if sized
+        else f"server.kv_tokens is {kv_tokens:,}"
+    )
+    fix = "lower it, or raise cost.gpu_memory_utilization or server.tp" if sized else "lower one of them"
+    raise InputError(f"{max_model_len:,} tokens for one request, but {what}: vLLM refuses to start ({fix})",
+                     field="cost.max_model_len")  # fmt: skip
+
+
 @dataclass(frozen=True)
 class CostKeys:
     """The `[cost]` section (module docstring; `sim.deploy.cost` prices it).
@@ -170,6 +188,9 @@ class CostKeys:
         for key in ("ep", "layers"):
             if getattr(self, key) is not None:
                 check_range(s, key, getattr(self, key), 1)
+        if self.ep not in (None, 1) and not str(self.cost).lower().endswith(".json"):
+            raise InputError("prices a fit file's table (a MoE model's) only; a built-in or CSV table is "
+                             "priced as it is: it would be ignored", field="cost.ep")  # fmt: skip
         for key in ("prefill_request_seconds", "pad_token_seconds", "padded_context_seconds"):
             check_range(s, key, getattr(self, key), 0.0)
         self._check_graphs()

@@ -220,6 +220,7 @@ class PoolConfig:
         if self.ep_gpus % self.attention_ranks:
             raise fail(s, "attention_ranks", f"must divide ep_gpus ({self.ep_gpus})")
         check_choice(s, "ep_model", self.ep_model, ep_models())  # the models with attention facts
+        self._check_experts(s)
         check_choice(s, "ep_gpu", self.ep_gpu, tuple(GPUS))
         check_choice(s, "ep_inter", self.ep_inter, tuple(LINKS))
         check_choice(s, "ep_intra", self.ep_intra, tuple(LINKS))
@@ -229,6 +230,19 @@ class PoolConfig:
         check_range(s, "redundant_experts", self.redundant_experts, 0)
         check_range(s, "context_tokens", self.context_tokens, 0)
         check_range(s, "query_tokens", self.query_tokens, 1)
+
+    def _check_experts(self, s: str) -> None:
+        """An EP group spreads its model's routed experts (and the redundant copies) evenly over its GPUs,
+        as SGLang's expert placement does: a dense model, or a group size that does not divide them,
+        cannot be deployed."""
+        model = MODELS[self.ep_model]
+        if not model.experts:
+            raise fail(s, "ep_model", f"{self.ep_model} is dense: an EP group needs a MoE model")
+        physical = model.experts + self.redundant_experts
+        if physical % self.ep_gpus:
+            what = f"{model.experts} experts + {self.redundant_experts} redundant copies"
+            raise fail(s, "ep_gpus", f"{self.ep_gpus} GPUs do not divide {self.ep_model}'s {what}: each GPU "
+                       "hosts the same number of experts")  # fmt: skip
 
     @property
     def gpus(self) -> int:

@@ -808,7 +808,87 @@ def all_cases() -> list[Case]:
         *newcmds.validate_gen_cases(),
         *newcmds.vllm_cases(),
         *meaning_cases(),
+        *meaning_check_cases(),
     ]
     ids = [c.id for c in cases]
     assert len(ids) == len(set(ids)), "duplicate case ids"
+    return cases
+
+
+# -- issue 36 item 3, round three: meaning checks (specsched.io.meaning, traces' hash_ids, deployments) ------
+
+_MEAN_ROW = (
+    "1,1-q,Qwen/Qwen2.5-7B-Instruct,H100,1,,general,256,,,{prec},{e2e},{e2e90},{e2e99},{ttft},25,30,{itl}\n"
+)
+_MEAN_CELLS = {"prec": "FP16", "e2e": "200", "e2e90": "210", "e2e99": "220", "ttft": "20", "itl": "12"}
+#: the fuzz profile of `_PROFILES`, 4 output tokens: a row of 200 ms e2e, 20 ms TTFT, 12 ms ITL is plausible
+_MEAN_PROFILES = {"workloads": {"general": {**_PROFILES["workloads"]["general"],
+                  "data": {"type": "shared_prefix", "shared_prefix": {
+                      "num_unique_system_prompts": 1, "num_users_per_system_prompt": 1,
+                      "system_prompt_len": 10, "question_len": 10, "output_len": 16}}}}}  # fmt: skip
+
+
+def _mean_row(**kw) -> bytes:
+    return (_RUNS_HEADER + _MEAN_ROW.format(**{**_MEAN_CELLS, **kw})).encode()
+
+
+def _mean_bench(**kw) -> bytes:
+    doc = {"model_id": "Qwen/Qwen2.5-7B-Instruct", "completed": 2, "duration": 2.0, "request_rate": 1.0,
+           "input_lens": [10, 10], "output_lens": [4, 4], "ttfts": [0.02, 0.02], "itls": [[0.01] * 3] * 2,
+           "total_input_tokens": 20, "total_output_tokens": 8, "request_throughput": 1.0,
+           "output_throughput": 4.0, "mean_ttft_ms": 20.0, "median_ttft_ms": 20.0, "p99_ttft_ms": 20.0,
+           "mean_itl_ms": 10.0, "median_itl_ms": 10.0, "p99_itl_ms": 10.0, "mean_e2el_ms": 50.0,
+           "median_e2el_ms": 50.0, "p99_e2el_ms": 50.0}  # fmt: skip
+    return json.dumps({**doc, **kw}).encode()
+
+
+def meaning_check_cases() -> list[Case]:
+    """Files that parse but cannot be what they say: a column in seconds, a p99 under its p90, a TTFT after
+    the last token, rates a run's own counts contradict, a named column that is missing, a cell edited to
+    inf, a deployment vLLM would not start."""
+    val = ("vllm", "validate", "{W}/runs.csv", "--workloads", "{W}/p.json")
+    prof = json.dumps(_MEAN_PROFILES).encode()
+    fast = json.loads(prof)
+    fast["workloads"]["general"]["stages"][0]["rate"] = 5000.0
+    rows = {
+        "e2e in seconds": (_mean_row(e2e="0.2", e2e90="0.21", e2e99="0.22", ttft="0.02"), "actual_e2e_mean"),
+        "itl in seconds": (_mean_row(itl="0.012"), "actual_itl_mean"),
+        "p99 below p90": (_mean_row(e2e99="100"), "actual_e2e_p99"),
+        "ttft above e2e": (_mean_row(ttft="500"), "actual_ttft_mean"),
+        "unknown precision": (_mean_row(prec="FP7"), "precision"),
+    }
+    cases = [Case("meaning", f"validate {n}", val, {"runs.csv": b, "p.json": prof}, ("runs.csv:2", f))
+             for n, (b, f) in rows.items()]  # fmt: skip
+    fast_files = {"runs.csv": _mean_row(), "p.json": json.dumps(fast).encode()}
+    expect = ("runs.csv:2", "workload")
+    cases.append(Case("meaning", "validate profile 100x the run's rate", val, fast_files, expect))
+    bench = {
+        "bench completed 0": (_mean_bench(completed=0), "completed"),
+        "bench negative throughput": (_mean_bench(output_throughput=-4.0), "output_throughput"),
+        "bench throughput 100x its counts": (_mean_bench(request_throughput=100.0), "request_throughput"),
+        "bench itl in seconds": (_mean_bench(mean_itl_ms=0.01, median_itl_ms=0.01), "mean_itl_ms"),
+        "bench itls in ms": (_mean_bench(itls=[[10.0] * 3] * 2), "itls"),
+    }
+    for name, (body, fieldname) in bench.items():
+        files, expect = {"b.json": body}, ("b.json", fieldname)
+        cases.append(Case("meaning", f"validate {name}", ("vllm", "validate", "{W}/b.json"), files, expect))
+        if fieldname != "itls":  # compare reads the summary keys, not the per-request lists
+            compare = ("vllm", "compare", "{W}/brokenrun", "{W}/b.json")
+            cases.append(Case("meaning", f"compare {name}", compare, files, expect))
+    cols = "arrival=arrival_s,input=input_tokens,output=output_tokens,hash_ids=hid"
+    stats = ("trace", "stats", "{W}/t.csv", "--columns", cols)
+    trace = {"t.csv": GOOD_TRACE}
+    cases.append(Case("meaning", "trace hash_ids column missing", stats, trace, ("t.csv", "hid")))
+    run = ("run", "--quiet", "{W}/c.toml")
+    tomls = {
+        "max_model_len beyond the KV cache": (b'[cost]\nmodel = "llama3.1-8b"\nmax_model_len = 10000000\n',
+                                              "cost.max_model_len"),
+        "cost.ep with a built-in table": (b'[cost]\ntable = "h200-v4flash"\nep = 4\n', "cost.ep"),
+        "prefix_caching 0": (b'[cost]\nmodel = "llama3.1-8b"\nprefix_caching = 0\n', "cost.prefix_caching"),
+        "ep group not dividing experts": (b'[[pool]]\nrole = "prefill"\n[[pool]]\nrole = "decode"\n'
+                                          b"ep_gpus = 12\nattention_ranks = 12\n", "pool.decode.ep_gpus"),
+    }  # fmt: skip
+    for name, (body, fieldname) in tomls.items():
+        files = {"c.toml": body + b"[workload]\nnum_requests = 20\n"}
+        cases.append(Case("meaning", f"deploy {name} (round 3)", run, files, ("c.toml", fieldname)))
     return cases

@@ -1,6 +1,7 @@
 """`specbed validate` end to end on a tiny profile, the JSON shape, and the calibration's least squares."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -53,7 +54,7 @@ def _files(tmp_path):
     rows = [
         "1,1-qwen-tiny-lite-1,Qwen/Qwen2.5-7B-Instruct,H100,1,,tiny,256,,,FP16,120,130,140,20,25,30,7\n",
         "2,2-scout-tiny,RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic,H100,2,,tiny,512,,0.9,FP8,400,420,440,60,70,80,22\n",
-        "3,3-unknown,acme/Unknown-1B,H100,1,,tiny,256,,,FP16,1,1,1,1,1,1,1\n",
+        "3,3-unknown,acme/Unknown-1B,H100,1,,tiny,256,,,FP16,200,210,220,20,25,30,12\n",
     ]
     (tmp_path / "runs.csv").write_text(HEADER + "".join(rows))
     (tmp_path / "p.json").write_text(json.dumps(PROFILES))
@@ -88,12 +89,14 @@ def test_validate_writes_the_issues_json(tmp_path, capsys):
     assert "median |error|" in capsys.readouterr().out
 
 
-def test_no_modelled_run_exits_1(tmp_path):
+def test_no_modelled_run_is_bad_input_naming_the_first_row_and_field(tmp_path, capsys):
     (tmp_path / "runs.csv").write_text(
-        HEADER + "3,3-x,acme/Unknown-1B,H100,1,,tiny,256,,,FP16,1,1,1,1,1,1,1\n"
+        HEADER + "3,3-x,acme/Unknown-1B,H100,1,,tiny,256,,,FP16,200,210,220,20,25,30,12\n"
     )
     (tmp_path / "p.json").write_text(json.dumps(PROFILES))
-    assert main(["validate", str(tmp_path / "runs.csv"), "--workloads", str(tmp_path / "p.json")]) == 1
+    assert main(["validate", str(tmp_path / "runs.csv"), "--workloads", str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert re.search(r"no run could be modelled.*runs.csv:2: field 'model'", err), err
 
 
 def test_bounded_lsq_is_exact_on_a_small_problem():
