@@ -33,7 +33,7 @@ import numpy as np
 from specsched.io import inputs
 from specsched.io.errors import InputError
 from specsched.kernels.forms import KINDS, Shapes, predict
-from specsched.price.gpus import get_gpu
+from specsched.price.gpus import SAME_DIE, get_gpu
 from specsched.price.models import get_model
 
 FILE = Path(__file__).resolve().parent.parent / "data" / "kernel_figures.json"
@@ -84,6 +84,7 @@ def gpu_figures(gpu: str, figs: dict | None = None) -> dict:
     """The figures of catalogue GPU `gpu`; InputError if the kernel tables do not cover it."""
     figs = load() if figs is None else figs
     key = get_gpu(gpu).key
+    key = key if key in figs else SAME_DIE.get(key, key)  # a same-die sibling's efficiencies (gpus.py)
     if key not in figs:
         raise InputError(f"no measured kernel figures for {key!r} (have: {', '.join(figs)})", field="gpu")
     return figs[key]

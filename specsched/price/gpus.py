@@ -175,6 +175,13 @@ GPUS: dict[str, GPU] = {
     )
 }  # fmt: skip
 
+#: GPUs without measured kernel tables and the measured GPU of the same die whose kernel efficiencies they
+#: take (`specsched.kernels.figures.gpu_figures`): an efficiency is a fraction of the GPU's own peak (HBM,
+#: tensor, link), so a sibling on the same die with other memory, clocks or links keeps it and gets its own
+#: datasheet peaks. A100 40GB: GA100 as the 80 GB part (HBM2 1,555 vs HBM2e 2,039 GB/s); H800: GH100 as
+#: H100 (NVLink cut to 400 GB/s). B300 (Blackwell Ultra, a revised die with no sourced clock) is not carried.
+SAME_DIE = {"a100-40gb": "a100", "h800": "h100"}
+
 _GPU_INDEX = {k: g for k, g in GPUS.items()}
 _GPU_INDEX.update({a: g for g in GPUS.values() for a in g.aliases})
 

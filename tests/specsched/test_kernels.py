@@ -180,3 +180,19 @@ def test_per_token_terms_shard_the_traffic_and_not_the_collectives():
     eight = per_token_terms("llama2-70b", "h100", np.array([8192.0]), tp=8, c_token=0.57e-6)
     assert eight["sharded"][0] == pytest.approx(one["sharded"][0] / 8)
     assert one["allreduce"][0] == 0 and eight["allreduce"][0] > 0
+
+
+def test_a_same_die_sibling_takes_the_measured_gpus_efficiencies_with_its_own_peaks():
+    """A100 40GB (no kernel tables) prices with A100 80GB's measured efficiencies; its slower HBM2 shows in
+    the decode step, not in the efficiency (specsched.price.gpus.SAME_DIE)."""
+    from specsched.price.gpus import SAME_DIE
+    from specsched.price.knobs import shipped_knobs
+    from specsched.price.vllm import VllmSpec, step_parts
+
+    assert SAME_DIE["a100-40gb"] == "a100"
+    k40, k80 = shipped_knobs("a100-40gb"), shipped_knobs("a100")
+    assert (k40.eta_bw, k40.eta_f, k40.eta_kv) == (k80.eta_bw, k80.eta_f, k80.eta_kv)
+    b = np.array([1.0])
+    t40 = step_parts(VllmSpec("llama3.1-8b", gpu="a100-40gb"), k40, b)["weights_or_compute"][0]
+    t80 = step_parts(VllmSpec("llama3.1-8b", gpu="a100"), k80, b)["weights_or_compute"][0]
+    assert t40 / t80 == pytest.approx(2.039 / 1.555, rel=0.02)
