@@ -39,7 +39,7 @@ from specsched.price import GPUS, find_model, get_model
 from specsched.price.draft_shape import drafter_shape, own_draft_cost
 from specsched.price.knobs import shipped_knobs
 from specsched.price.spec_engine import get_engine
-from specsched.price.vllm import VllmSpec, cost_table
+from specsched.price.vllm import VllmSpec, cost_table, sampling_seconds
 from specsched.spec_knobs import SpecKnobs
 from specsched.spec_versions import engine_name
 from validate.spec_cases import SpecCase
@@ -74,6 +74,10 @@ def step_seconds(case: SpecCase, knobs: SpecKnobs) -> tuple[float, float]:
     ctx = b * CONTEXT
     ar = float(table.step_seconds(b, b, ctx)) + eng.nospec_host_s
     verify = float(table.step_seconds(verify_tokens, b, ctx))
+    if case.temperature == 0:  # greedy: vLLM's Sampler returns the argmax (v1/sample/sampler.py `sample`:
+        # all_greedy), so the table's top-p / top-k sampler over the vocabulary runs in neither arm
+        ar -= float(sampling_seconds(spec, shipped_knobs(case.gpu), np.array([b]))[0])
+        verify -= float(sampling_seconds(spec, shipped_knobs(case.gpu), np.array([verify_tokens]))[0])
     if case.drafter == "ngram":  # drafted on the host from the prompt: no GPU pass, the rejection launches
         return ar, verify + eng.prep_ops * knobs.op_s + eng.nospec_host_s
     shape = _shape(case, target)
