@@ -32,14 +32,18 @@ phase starts on an empty GPU queue and ends in `draft_token_ids.tolist()`. Each 
 the draft model as a PIECEWISE CUDA graph (attention stays eager) and, around it, eager tensor ops counted in
 the loop body: `.int()`, positions += 1, `>=`, `where`, seq_lens += 1, masked_fill_, `//`, gather, `*`, `%`,
 `+`, masked_fill_ (12), three buffer copies (3), two graph pieces and the attention call (3), compute_logits'
-LM head and argmax (2), plus `build_for_drafting`'s metadata (≈ 2 op-equivalents of Python): 22. The first
-pass adds the input shift (2), position / hidden copies (2), last-position gathers (3) around the same
-forward; per step the rejection sampler (greedy / random kernels, bonus-token append, ≈ 10 launches) and
-`prepare_inputs` (cumulative drafts, index select, ≈ 6): 16. EAGLE-3 adds `combine_hidden_states` (one
-matmul) and the runner's aux-state gather (three `h[token_indices]` and a `torch.cat` where EAGLE-1 gathers
-one state: 3 more launches; vLLM 0.9's `execute_model`, as reproduced in Snowflake's arctic-inference runner
-patch) to the first pass and, per pass, the scatter of its 32k logits into a -inf tensor of the target's
-vocabulary before the argmax (`compute_logits`: arange, add, new_full, index_put: 4 launches). Per step
+LM head and argmax (2), plus `build_for_drafting`'s metadata (≈ 2 op-equivalents of Python): 22. The host
+work between a sync and the GPU's next kernel is exposed whole (the GPU queue is empty): per step 31 ops
+(`VLLM_V0_PREP_OPS`, listed at the constant: the spec-decode metadata copies before the target forward,
+then everything from the sampler's `.cpu()` through `prepare_inputs`, the target gathers and propose's two
+`.item()` syncs); the first pass's own 11 launches (`VLLM_V0_FIRST_OPS`) overlap its GPU work, priced
+max(GPU, 11 · op_s). (Session 3 counted 16 exposed + a first pass of 29 overlapping; the recount of
+session 4, read in the v0.9.2 wheel, moves the preparation before the syncs out of the overlapping pass.)
+EAGLE-3 adds `combine_hidden_states` (one matmul) and the runner's aux-state gather (three
+`h[token_indices]` and a `torch.cat` where EAGLE-1 gathers one state: 3 more launches; v0.9.2
+`gpu_model_runner.py` `propose_draft_token_ids`) to that exposed preparation and, per pass, the scatter of
+its 32k logits into a -inf tensor of the target's vocabulary before the argmax (`compute_logits`: arange,
+add, new_full, index_put: 4 launches). Per step
 the host's scheduling and output processing stay exposed in both arms: 1.207 ms, SpecDecode-Bench's own
 per-step overhead on vLLM v0.10.1, Llama-3.1-8B, H100 (github.com/SpecDecode-Bench/simulator predictor.py
 `overhead_constant_per_step`, fitted on their profiles).
@@ -68,14 +72,26 @@ from dataclasses import replace
 
 #: launches of one later vLLM 0.9/0.10 draft pass (module docstring)
 VLLM_V0_PASS_OPS = 22
-#: first-pass extra launches (input shift, copies, gathers) beside a later pass's
-VLLM_V0_FIRST_EXTRA_OPS = 7
-#: per-step rejection sampler + prepare_inputs launches
-VLLM_V0_PREP_OPS = 16
-#: EAGLE-3: the draft-to-target scatter a pass (arange, add, new_full, index_put); in the first pass the
-#: fusion fc (1) and the runner's gather of three aux hidden states instead of one
+#: launches of the first draft pass, issued after propose's two syncs so that they overlap its GPU work
+#: (vLLM 0.9.2 `eagle.py` propose): the attention metadata (≈ 1 op of Python), the position / hidden buffer
+#: copies (2), the model's two graph pieces + attention (3), the last-position gather (1), the LM head and
+#: argmax (2), the loop's position / hidden gathers (2)
+VLLM_V0_FIRST_OPS = 11
+#: host work a speculative step exposes with the GPU queue empty, read in vLLM 0.9.2 (greedy path; 0.10.1
+#: is the same up to the metadata builder). Before the target forward (`gpu_model_runner.py`
+#: `_calc_spec_decode_metadata`): four index arrays copied host-to-device and the draft-id gather (3): 7.
+#: Between the sampler's sync (`parse_output`'s `.cpu()`) and the first draft pass
+#: (`propose_draft_token_ids` + `propose` up to its `.item()`s): the next-token tensor (1), the rejected
+#: counts' pinned copy (2), `prepare_inputs` (two subtractions, zeros_like, cumsum, and its Triton launch ≈ 2:
+#: 6), the target id / position / hidden / slot gathers (4), the last-token indices (1), the input shift
+#: (copy + index_put: 2), the sequence lengths (gather, add, cast: 3), two `.max().item()` (a subtraction,
+#: two reductions and two syncs: 5): 24. The verify side's bonus / target logits gathers and the rejection
+#: kernels are issued while the target forward runs, so they stay hidden. 7 + 24:
+VLLM_V0_PREP_OPS = 31
+#: EAGLE-3: the draft-to-target scatter a pass (arange, add, new_full, index_put); before propose's syncs
+#: the fusion fc (1) and the runner's gather of three aux hidden states instead of one
 #: (`torch.cat([h[token_indices] for h in aux_hidden_states], dim=-1)` vs `hidden_states[token_indices]`:
-#: 2 more gathers and the cat, 3)
+#: 2 more gathers and the cat, 3), exposed like the rest of that preparation
 EAGLE3_MAP_OPS, EAGLE3_FUSION_OPS = 4, 4
 #: vLLM 0.8 (before torch.compile / CUDA graphs for the EAGLE head, vllm#17211, #17504): a pass runs its
 #: layer eagerly — embedding, cat, fc (3), input norm, qkv, rotary, KV write, attention, o_proj, fused
@@ -90,7 +106,7 @@ def engine_versions(vllm, sglang) -> dict:
     """{version name: ServingEngine} from the two base rows (`spec_engine.ENGINES["vllm"]`, `["sglang"]`)."""
     v0 = replace(
         vllm, name="vllm-0.10", first_eager=True, full_vocab_map=True,
-        extend_ops=VLLM_V0_PASS_OPS + VLLM_V0_FIRST_EXTRA_OPS,
+        extend_ops=VLLM_V0_FIRST_OPS,
         pass_ops=VLLM_V0_PASS_OPS, prep_ops=VLLM_V0_PREP_OPS, reduced_vocab_ops=EAGLE3_MAP_OPS,
         fusion_ops=EAGLE3_FUSION_OPS, nospec_host_s=VLLM_V0_HOST_STEP_S, version="0.10",
         source="vLLM V1 0.9/0.10: no async scheduling, sync after sampling, PIECEWISE draft graphs "
@@ -99,7 +115,8 @@ def engine_versions(vllm, sglang) -> dict:
     return {
         "vllm-0.8": replace(
             v0, name="vllm-0.8", version="0.8", pass_ops=VLLM_V08_PASS_OPS,
-            layer_ops=VLLM_V08_EAGER_LAYER_OPS, extend_ops=VLLM_V08_PASS_OPS + VLLM_V0_FIRST_EXTRA_OPS,
+            layer_ops=VLLM_V08_EAGER_LAYER_OPS,
+            extend_ops=VLLM_V0_FIRST_OPS + VLLM_V08_PASS_OPS - VLLM_V0_PASS_OPS,
             source="vLLM V1 0.8: the EAGLE head eager (torch.compile and CUDA graphs came with vllm#17211 / "
                    "#17504, 0.9), no async scheduling, sync after sampling",
         ),  # fmt: skip

@@ -292,17 +292,21 @@ def _first_table(shape, gpu, knobs, eng, gamma, max_tokens, *, tp, bpp, gather, 
 
 def version_ops(eng, shape: DrafterShape, target: CatalogModel):
     """`eng` with the launches this drafter adds where the version issues its passes from the host: a
-    reduced draft vocabulary's id map on every pass, EAGLE-3's three-state fusion on the first, and a graph
-    piece + attention launch for every layer past the first (a draft LM's)."""
+    reduced draft vocabulary's id map on every pass, a graph piece + attention launch for every layer past
+    the first (a draft LM's), and EAGLE-3's three-state fusion in the exposed per-step preparation (vLLM
+    0.9/0.10 gather the three aux states and run the fusion fc before propose's syncs,
+    `specsched.spec_versions`)."""
     if not eng.pass_ops and not eng.first_eager:
         return eng
     extra = eng.reduced_vocab_ops if shape.own_head and shape.vocab < target.vocab else 0
-    fusion = eng.fusion_ops if shape.fc_in >= 3 else 0
+    fusion = eng.fusion_ops if shape.fuses_once else 0  # EAGLE-3 (a parallel drafter has no propose syncs)
     # PIECEWISE graphs split at every attention: a further layer adds a graph piece and an attention launch
     # (an eager head: its layer's launches, `layer_ops`)
     extra += eng.layer_ops * (shape.layers - 1)
-    return replace(eng, pass_ops=eng.pass_ops + extra if eng.pass_ops else 0,
-                   extend_ops=eng.extend_ops + (extra + fusion if eng.pass_ops else 0))  # fmt: skip
+    if not eng.pass_ops:
+        return eng
+    return replace(eng, pass_ops=eng.pass_ops + extra, extend_ops=eng.extend_ops + extra,
+                   prep_ops=eng.prep_ops + fusion)  # fmt: skip
 
 
 def verify_kv_seconds(
