@@ -10,7 +10,8 @@ builds the `specsched.DraftCost` a run prices its draft passes and verification 
                                                               one kernel group for fc + LM head + sampling
                  + max(W_draft / (eta_bw · BW), 2 · W_draft · m / (eta_f · F))   weights or compute
                  + 2 · m · V_draft · 4 / (eta_bw · BW)        fp32 draft logits written and read (sampling)
-                 + 2 · layers · link_latency  (tp > 1)
+                 + (2 · layers + 1) · link_latency  (tp > 1: two all-reduces a layer and the token
+                                                              embedding's, VocabParallelEmbedding)
     draft step   = γ · pass(R) (autoregressive) | pass(R · γ) (parallel) + DSpark: γ · c0 (Markov head)
                    with an engine (`specsched.price.spec_engine`, autoregressive): first(R·(1 + γ)) + (γ − 1)
                    ·
@@ -192,7 +193,10 @@ def pass_seconds(
     fixed = knobs.step_s + (shape.layers + 1) * knobs.c0
     if tp > 1:
         link = gpu.link_latency if knobs.link_latency is None else knobs.link_latency
-        fixed += (2 * shape.layers + head_gather) * link
+        # two all-reduces a layer, the token embedding's (VocabParallelEmbedding.forward looks up its
+        # vocabulary shard and all-reduces: vLLM 0.9.2 vocab_parallel_embedding.py; a shared embedding is
+        # the target's module, the same collective) and the LM head's gather (the engine's)
+        fixed += (2 * shape.layers + 1 + head_gather) * link
     return fixed + np.maximum(weights, compute) + logits
 
 

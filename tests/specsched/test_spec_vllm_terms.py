@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from bench.bench_spec_tp import step_split
 from specsched.draft_lm import get_draft_lm
@@ -62,3 +63,17 @@ def test_draft_model_drafter_costs_more_than_a_one_layer_head_and_grows_with_k()
     for tp in (4, 8):
         d3, d5 = (step_split(lm, "vllm-0.15", tp, k, 1)[2] for k in (3, 5))
         assert d5 > d3 > step_split(head, "vllm-0.15", tp, 3, 1)[2]
+
+
+def test_a_sharded_draft_pass_pays_the_embedding_all_reduce_too():
+    from specsched.price import get_gpu
+    from specsched.price.draft_shape import pass_seconds
+
+    gpu, knobs = get_gpu("h100"), shipped_knobs("h100")
+    shape = drafter_shape("eagle1", get_model("llama3.1-70b"))
+    link = gpu.link_latency if knobs.link_latency is None else knobs.link_latency
+    free = dataclasses.replace(knobs, link_latency=0.0)
+    got = float(pass_seconds(shape, gpu, knobs, 1, tp=4, head_gather=1))
+    # one layer's two all-reduces, the token embedding's, the LM head's gather
+    assert got - float(pass_seconds(shape, gpu, free, 1, tp=4, head_gather=1)) == pytest.approx(4 * link)
+    assert float(pass_seconds(shape, gpu, knobs, 1, tp=1)) == float(pass_seconds(shape, gpu, free, 1))
