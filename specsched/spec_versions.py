@@ -1,9 +1,10 @@
 """What each serving-engine version does in a speculative step: a small table per version, read from its code.
 
-Role: `engine_versions(vllm, sglang)` returns the versioned `spec_engine.ServingEngine`s (`vllm-0.9`,
-`vllm-0.10`, `vllm-0.15`, `sglang-0.4`, `sglang-0.5`, `trtllm`) made from the two sourced base rows of
-`spec_engine` (vLLM ≥ 0.14 and SGLang v0.4.x). The fields each version sets (all host counts are eager
-launches the host issues one after another, each `op_s` seconds, `specsched.spec_knobs`):
+Role: `engine_versions(vllm, sglang)` returns the versioned `spec_engine.ServingEngine`s (`vllm-0.8`,
+`vllm-0.9`, `vllm-0.10`, `vllm-0.11`, `vllm-0.12`, `vllm-0.15`, `sglang-0.4`, `sglang-0.5`, `trtllm`) made
+from the two sourced base rows of `spec_engine` (vLLM ≥ 0.14 and SGLang v0.4.x). The fields each version
+sets (all host counts are eager launches the host issues one after another, each `op_s` seconds,
+`specsched.spec_knobs`):
 
     pass_ops          launches of one later draft pass outside a whole-loop CUDA graph (0: the loop is one
                       graph replay, or the host runs ahead of the GPU); priced max(GPU pass, pass_ops·op_s)
@@ -47,11 +48,18 @@ add, new_full, index_put: 4 launches). Per step
 the host's scheduling and output processing stay exposed in both arms: 1.207 ms, SpecDecode-Bench's own
 per-step overhead on vLLM v0.10.1, Llama-3.1-8B, H100 (github.com/SpecDecode-Bench/simulator predictor.py
 `overhead_constant_per_step`, fitted on their profiles).
-vLLM 0.11–0.13: the padded drafter batch (`prepare_inputs_padded`: "No blocking CPU operations should be
-introduced in this function"; "The padded mode was already the default", vllm-project/vllm#35629) keeps the
-proposer free of syncs, so its launches are issued while the target forward runs; without async scheduling
-the step's own host work stays exposed in both arms (nospec_host_s as vLLM 0.10). The release the padded
-mode became the default was not pinned this session: 0.11 is assumed.
+vLLM 0.11: the padded drafter batch arrives, on by default (0.11.0 `config/speculative.py`
+`disable_padded_drafter_batch: bool = False`; absent from 0.10.1.1): `prepare_inputs_padded` and
+`prepare_next_token_ids_padded` run on the device ("No blocking CPU operations should be introduced in this
+function") and propose has no `.item()`. But 0.11.0's runner decides whether to propose on
+`spec_decode_common_attn_metadata.seq_lens.max() + num_spec_tokens <= max_model_len`, a device tensor turned
+into a Python bool — a sync on the target forward and the sampler — so the draft phase still starts on an
+empty GPU queue: priced as vLLM 0.10 (its padded preparation — the next-token selection, the rejected
+counts, the index and slot gathers, the sync's max and compare: ≈ 30 ops — counted as vLLM 0.10's 31).
+vLLM 0.12–0.13: the check reads `max_seq_len`, a host int (0.12.0 / 0.13.0 `gpu_model_runner.py`), so the
+proposer's launches are issued while the target forward runs; without async scheduling (0.12.0 / 0.13.0
+`config/scheduler.py` `async_scheduling: bool = False`) the step's own host work stays exposed in both
+arms (nospec_host_s as vLLM 0.10).
 vLLM 0.15: async scheduling with EAGLE/MTP (the host enqueues the step's launches while the previous GPU work
 runs) — the base row, no host terms.
 SGLang 0.4: the base row (v0.4.4/0.4.5 read: overlap scheduler off for EAGLE, draft extend eager, draft
@@ -122,10 +130,15 @@ def engine_versions(vllm, sglang) -> dict:
         ),  # fmt: skip
         "vllm-0.9": replace(v0, name="vllm-0.9", version="0.9"),
         "vllm-0.10": v0,
+        "vllm-0.11": replace(
+            v0, name="vllm-0.11", version="0.11",
+            source="vLLM 0.11: padded drafter batch, but the runner's `seq_lens.max()` check syncs before "
+                   "propose: the draft phase starts on an empty queue, as 0.10",
+        ),  # fmt: skip
         "vllm-0.12": replace(
             vllm, name="vllm-0.12", nospec_host_s=VLLM_V0_HOST_STEP_S, version="0.12", full_vocab_map=True,
-            source="vLLM 0.11-0.13: padded drafter batch (no sync inside the proposer: its launches "
-                   "overlap the target forward), no async scheduling by default (step host exposed)",
+            source="vLLM 0.12-0.13: padded drafter batch, no sync before propose (its launches overlap "
+                   "the target forward), no async scheduling by default (step host exposed)",
         ),  # fmt: skip
         "vllm-0.15": replace(vllm, name="vllm-0.15", version="0.15", full_vocab_map=True),
         "sglang-0.4": replace(sglang, name="sglang-0.4", verify_kernel="flashinfer-mask", version="0.4"),
@@ -161,7 +174,7 @@ def engine_name(engine: str, version: str) -> str:
             return "vllm-0.8"
         if (major, minor) < (0, 10):
             return "vllm-0.9"
-        if (major, minor) < (0, 11):
-            return "vllm-0.10"
+        if (major, minor) < (0, 12):
+            return "vllm-0.10" if (major, minor) < (0, 11) else "vllm-0.11"
         return "vllm-0.12" if (major, minor) < (0, 14) else "vllm-0.15"
     return "sglang-0.4" if (major, minor) < (0, 5) else "sglang-0.5"

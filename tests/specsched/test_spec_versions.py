@@ -39,14 +39,17 @@ def _cost(preset, engine, tp=1, **kw):
 
 def test_versions_and_aliases():
     assert ENGINES["vllm"] is ENGINES["vllm-0.15"] and ENGINES["sglang"] is ENGINES["sglang-0.4"]
-    names = ("vllm-0.8", "vllm-0.9", "vllm-0.10", "vllm-0.12", "vllm-0.15", "sglang-0.4", "sglang-0.5")
+    names = ("vllm-0.8", "vllm-0.9", "vllm-0.10", "vllm-0.11", "vllm-0.12", "vllm-0.15", "sglang-0.4",
+             "sglang-0.5")
     for name in (*names, "trtllm"):
         assert get_engine(name).source and get_engine(name).name == name
     published = {
         ("vllm", "0.8.5"): "vllm-0.8",
         ("vllm", "0.9.2"): "vllm-0.9",
         ("vllm", "0.10.1"): "vllm-0.10",
-        ("vllm", "0.11.1"): "vllm-0.12",
+        ("vllm", "0.11.1"): "vllm-0.11",
+        ("vllm", "0.12.0"): "vllm-0.12",
+        ("vllm", "0.13.0"): "vllm-0.12",
         ("vllm", "v0.15.1"): "vllm-0.15",
         ("sglang", "0.4.4"): "sglang-0.4",
         ("sglang", "0.5.9"): "sglang-0.5",
