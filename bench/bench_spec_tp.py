@@ -14,11 +14,15 @@ A step of B requests, each holding `CONTEXT` KV tokens (`validate.spec_replay`'s
 No published vLLM measurement of a 70B target with an acceptance length was found this session (the
 searches are named in docs/spec-arm.md), so these rows are a check of form, not of value: the draft share
 grows with TP because the draft's fixed terms (launches, collectives, c0) do not shard while its weights do.
+`link_rows` prints EAGLE-3's draft share again at the kernel tables' measured small-message all-reduce
+latency in place of the calibrated per-collective one (both arms), a sensitivity, not a second pricing.
 
 May import: numpy, the standard library, specsched.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -33,10 +37,11 @@ CONTEXT = 512
 TARGET, GPU = "llama3.1-70b", "h100"
 
 
-def step_split(shape, engine: str, tp: int, k: int, batch: int) -> tuple[float, float, float]:
-    """(no-speculation step, verify pass, draft phase incl. its KV reads) seconds of one step."""
+def step_split(shape, engine: str, tp: int, k: int, batch: int, *, link=None) -> tuple[float, float, float]:
+    """(no-speculation step, verify pass, draft phase incl. its KV reads) seconds of one step; link: a
+    per-collective latency for both the target's and the draft's collectives (None: the calibrated one)."""
     spec = VllmSpec(model=TARGET, gpu=GPU, tp=tp, max_num_seqs=256)
-    knobs = shipped_knobs(GPU)
+    knobs = shipped_knobs(GPU) if link is None else replace(shipped_knobs(GPU), link_latency=link)
     table = cost_table(spec, knobs)
     target, gpu, bpp = spec.resolve()
     eng = get_engine(engine)
@@ -68,9 +73,28 @@ def rows() -> list[str]:
     return out
 
 
+def link_rows() -> list[str]:
+    """EAGLE-3's draft share at the calibrated link latency and at the kernel tables' measured small-message
+    custom all-reduce latency (`specsched.kernels` figures' "allreduce" L), both arms alike."""
+    from specsched.kernels.figures import gpu_figures
+
+    measured = float(gpu_figures(GPU)["allreduce"]["L"])
+    shape = drafter_shape("eagle3", get_model(TARGET))
+    out = [f"link latency: calibrated {shipped_knobs(GPU).link_latency * 1e6:.1f} µs vs measured custom "
+           f"all-reduce {measured * 1e6:.1f} µs (vllm-0.15, K = 3, B = 1)"]  # fmt: skip
+    for tp in (4, 8):
+        cells = []
+        for link in (None, measured):
+            _, verify, draft = step_split(shape, "vllm-0.15", tp, 3, 1, link=link)
+            cells.append(f"draft {draft * 1e3:.2f} ms ({draft / (draft + verify):.1%})")
+        out.append(f"  tp {tp}: " + " | ".join(cells))
+    return out
+
+
 def main() -> None:
     print(f"{TARGET} (Llama-3.3-70B's shape) on {GPU}, {CONTEXT} KV tokens a request; ms a step")
     print("\n".join(rows()))
+    print("\n".join(link_rows()))
 
 
 if __name__ == "__main__":
