@@ -106,6 +106,10 @@ EAGLE3_MAP_OPS, EAGLE3_FUSION_OPS = 4, 4
 #: add + norm, gate_up, SiLU·mul, down, final norm (11) — instead of two graph pieces and the attention (3)
 VLLM_V08_EAGER_LAYER_OPS = 11
 VLLM_V08_PASS_OPS = VLLM_V0_PASS_OPS - 3 + 3 + VLLM_V08_EAGER_LAYER_OPS
+#: versions whose first draft pass runs over the accepted positions only (the unpadded `prepare_inputs`:
+#: `num_tokens = num_scheduled_tokens - sum(num_rejected_tokens)`, v0.9.2 `gpu_model_runner.py`), not over
+#: all R·(1 + K) verified ones (0.11+'s padded batch keeps the rejected as padding)
+ACCEPTED_FIRST = frozenset({"0.8", "0.9", "0.10"})
 #: SpecDecode-Bench's per-step host overhead, vLLM v0.10.1, H100 (seconds; module docstring)
 VLLM_V0_HOST_STEP_S = 1.20683946e-03
 

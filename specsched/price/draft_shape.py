@@ -30,7 +30,7 @@ eta_*) are the GPU's no-speculation calibration (`specsched.price.vllm.shipped_k
 fitted to speculative runs. Not modelled: tree drafting, the draft-vocabulary map lookup.
 
 May import: numpy, the standard library, `specsched.cost`, `specsched.draft_cost`,
-`specsched.price`, `specsched.io.errors`, `specsched.spec_knobs`.
+`specsched.price`, `specsched.io.errors`, `specsched.spec_knobs`, `specsched.spec_versions`.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ from specsched.price.spec_engine import (
     host_step_seconds,
 )
 from specsched.spec_knobs import SpecKnobs, shipped_spec_knobs
+from specsched.spec_versions import ACCEPTED_FIRST
 
 #: fp32 logits / probabilities
 LOGIT_BYTES = 4
@@ -227,7 +228,8 @@ def own_draft_cost(
     over
     the drafting requests, no engine terms): an autoregressive drafter's first pass runs over the verified
     positions as that engine runs it; every drafter (parallel ones too) pays the host work its step
-    exposes (`op_s` per eager op; `emitted`: tokens a drafting request emits a step, None: the bound 1 + γ;
+    exposes (`op_s` per eager op; `emitted`: tokens a drafting request emits a step, None: the bound 1 + γ —
+    also the positions vLLM ≤ 0.10's first pass runs its layers over, `spec_versions.ACCEPTED_FIRST`;
     `host_scale`: a factor on the measured per-request host loops; `spec_knobs`: the fitted speculative
     knobs, None: the shipped ones — op_s and host_scale given here win). The engine's version terms
     (`specsched.spec_versions`): passes no faster than their host launches, the first pass's extra
@@ -249,8 +251,11 @@ def own_draft_cost(
     step = knobs.c0 + (gamma * knobs.c0 if shape.markov else 0.0)
     first, per_request, host = None, 0.0, 0.0
     if chain:
+        layer_share = 1.0  # the first pass's layer tokens per verified position
+        if eng.version in ACCEPTED_FIRST and emitted is not None:
+            layer_share = min(float(emitted), 1.0 + gamma) / (1.0 + gamma)
         first = _first_table(shape, gpu, knobs, eng, gamma, max_tokens, tp=tp, bpp=bpp, gather=gather, lv=lv,
-                             op_s=op_s)  # fmt: skip
+                             op_s=op_s, share=layer_share)  # fmt: skip
     if eng is not None:  # per step, whatever the drafter: proposer / rejection launches, exposed host loops
         host = host_step_seconds(eng, op_s=op_s) + eng.prep_ops * op_s
         step += host
@@ -284,11 +289,12 @@ def _pass_seconds(shape, gpu, knobs, eng, m, chain: bool, *, tp, bpp, gather, lv
     return np.maximum(one, eng.pass_ops * op_s) if eng.pass_ops else one
 
 
-def _first_table(shape, gpu, knobs, eng, gamma, max_tokens, *, tp, bpp, gather, lv, op_s) -> CostTable:
-    """The first draft pass over every verified position (R·(1 + γ) tokens, its head over R) as `eng` runs
-    it, tabulated over whole steps of up to max_tokens / γ drafting requests."""
+def _first_table(shape, gpu, knobs, eng, gamma, max_tokens, *, tp, bpp, gather, lv, op_s, share=1.0):
+    """The first draft pass over the verified positions (indexed by R·(1 + γ), its head over R) as `eng`
+    runs it, tabulated over whole steps of up to max_tokens / γ drafting requests; share: the fraction of
+    those positions its layers run over (vLLM ≤ 0.10: the accepted ones, E / (1 + γ))."""
     top = np.arange(1, (max(int(max_tokens), 1) // max(gamma, 1) + 1) * (1 + gamma) + 1, dtype=np.int64)
-    gpu_s = pass_seconds(shape, gpu, knobs, top, tp=tp, bpp=bpp, head_m=np.ceil(top / (1 + gamma)),
+    gpu_s = pass_seconds(shape, gpu, knobs, top * share, tp=tp, bpp=bpp, head_m=np.ceil(top / (1 + gamma)),
                          head_gather=gather, logit_vocab=lv)  # fmt: skip
     return CostTable.from_points(top, first_pass_seconds(eng, gpu_s, op_s=op_s), mode="linear",
                                  layers=shape.layers, name=f"draft:{shape.name}:first")  # fmt: skip

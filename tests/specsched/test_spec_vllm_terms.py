@@ -77,3 +77,17 @@ def test_a_sharded_draft_pass_pays_the_embedding_all_reduce_too():
     # one layer's two all-reduces, the token embedding's, the LM head's gather
     assert got - float(pass_seconds(shape, gpu, free, 1, tp=4, head_gather=1)) == pytest.approx(4 * link)
     assert float(pass_seconds(shape, gpu, knobs, 1, tp=1)) == float(pass_seconds(shape, gpu, free, 1))
+
+
+def test_vllm_v0_first_pass_runs_its_layers_over_the_accepted_positions_only():
+    from specsched.price import get_gpu
+    from specsched.price.draft_shape import own_draft_cost
+
+    target, gpu, knobs = get_model("llama3.1-8b"), get_gpu("h100"), shipped_knobs("h100")
+    shape = drafter_shape("eagle1", target)
+    x = np.array([512 * 4])  # 512 requests, K = 3: indexed by R·(1 + K); compute-bound there
+    for engine, shrinks in (("vllm-0.10", True), ("vllm-0.11", False), ("vllm-0.15", False)):
+        full, part = (own_draft_cost(shape, target, gpu, knobs, 3, 1536, engine=engine, emitted=e)[0]
+                      for e in (None, 2.0))  # fmt: skip
+        got_full, got_part = float(full.first.latency(x)[0]), float(part.first.latency(x)[0])
+        assert (got_part < got_full) if shrinks else got_part == got_full
