@@ -25,7 +25,9 @@ sets (all host counts are eager launches the host issues one after another, each
 
 vLLM 0.8 (V1): as 0.9/0.10 below, but the EAGLE head ran eagerly — torch.compile and CUDA graphs for it came
 with vllm-project/vllm#17211 (EAGLE, 2025-04) and #17504 (EAGLE-3: "trace before (propose -> ~16ms) ... after
-(propose -> ~6ms)") — so a pass issues its layer's 11 launches and the fusion's 3 instead of 3 graph launches.
+(propose -> ~6ms)") — so a pass issues its layer's 11 launches and the fusion's 3 instead of 3 graph launches;
+its loop body is shorter than 0.9's (no position clamping, no graph buffers): 23 launches a pass, 18 for
+the first (read in the 0.8.4 wheel, session 4).
 vLLM 0.9 / 0.10 (V1; `vllm/v1/spec_decode/eagle.py` `propose`, `vllm/v1/worker/gpu_model_runner.py`): no
 async scheduling by default (it became the default with EAGLE/MTP in vllm-project/vllm#31998, v0.14), and the
 runner turns the sampled ids into Python lists (`.tolist()`) before `propose_draft_token_ids`, so the draft
@@ -105,7 +107,15 @@ EAGLE3_MAP_OPS, EAGLE3_FUSION_OPS = 4, 4
 #: layer eagerly — embedding, cat, fc (3), input norm, qkv, rotary, KV write, attention, o_proj, fused
 #: add + norm, gate_up, SiLU·mul, down, final norm (11) — instead of two graph pieces and the attention (3)
 VLLM_V08_EAGER_LAYER_OPS = 11
-VLLM_V08_PASS_OPS = VLLM_V0_PASS_OPS - 3 + 3 + VLLM_V08_EAGER_LAYER_OPS
+#: a later vLLM 0.8 pass, read in the 0.8.4 wheel (`eagle.py` propose loop, `llama_eagle.py`): positions
+#: += 1, seq_lens += 1, `//`, gather, `*`, `%`, `+` for the slot mapping (7, no clamping and no graph
+#: buffers yet), the eager head's embedding, cat, fc (3) and layer with its residual add (11), the LM head
+#: and the greedy argmax (2): 23 (session 3 took 0.9's 22 with the graph pieces swapped for the eager
+#: layer: 33)
+VLLM_V08_PASS_OPS = 7 + 3 + VLLM_V08_EAGER_LAYER_OPS + 2
+#: its first pass after propose's syncs: the eager head (14), the last-position gather, LM head, argmax and
+#: the loop's position gather (4)
+VLLM_V08_FIRST_OPS = 3 + VLLM_V08_EAGER_LAYER_OPS + 4
 #: versions whose first draft pass runs over the accepted positions only (the unpadded `prepare_inputs`:
 #: `num_tokens = num_scheduled_tokens - sum(num_rejected_tokens)`, v0.9.2 `gpu_model_runner.py`), not over
 #: all R·(1 + K) verified ones (0.11+'s padded batch keeps the rejected as padding)
@@ -128,7 +138,7 @@ def engine_versions(vllm, sglang) -> dict:
         "vllm-0.8": replace(
             v0, name="vllm-0.8", version="0.8", pass_ops=VLLM_V08_PASS_OPS,
             layer_ops=VLLM_V08_EAGER_LAYER_OPS,
-            extend_ops=VLLM_V0_FIRST_OPS + VLLM_V08_PASS_OPS - VLLM_V0_PASS_OPS,
+            extend_ops=VLLM_V08_FIRST_OPS,
             source="vLLM V1 0.8: the EAGLE head eager (torch.compile and CUDA graphs came with vllm#17211 / "
                    "#17504, 0.9), no async scheduling, sync after sampling",
         ),  # fmt: skip
