@@ -59,6 +59,7 @@ class SpecCase:
     acceptance_rates: tuple[float, ...] | None
     line: int = 0
     file: str = ""
+    temperature: float | None = None  # blank: not stated (priced with the checkpoint's default sampling)
 
     @property
     def emitted(self) -> float:
@@ -137,7 +138,7 @@ def parse_row(row: dict, file: str, line: int) -> SpecCase:
     rates = _rates(row, where)
     if rates is not None and len(rates) > (nodes or k):
         raise InputError(f"{len(rates)} rates for k = {k}", field="acceptance_rates", **where)
-    _num(row, "temperature", where, lo=0.0, hi=10.0, blank=True)
+    temperature = _num(row, "temperature", where, lo=0.0, hi=10.0, blank=True)
     return SpecCase(
         row["case_id"].strip(), row["source"].strip(), _choice(row, "split", SPLITS, where),
         _choice(row, "engine", ENGINES, where), row["engine_version"].strip(), gpu,
@@ -146,7 +147,7 @@ def parse_row(row: dict, file: str, line: int) -> SpecCase:
         row["drafter_model"].strip(), shape, k, nodes, row["workload"].strip(), batch, rate,
         _choice(row, "metric", METRICS, where), _num(row, "measured", where, lo=0.0, hi=1e12),
         _num(row, "baseline", where, lo=0.0, hi=1e12, blank=True),
-        accept, rates, line, file,
+        accept, rates, line, file, temperature,
     )  # fmt: skip
 
 

@@ -40,7 +40,7 @@ from specsched.price.draft_shape import drafter_shape, own_draft_cost
 from specsched.price.knobs import shipped_knobs
 from specsched.price.moe_verify import verify_expert_seconds
 from specsched.price.spec_engine import get_engine
-from specsched.price.vllm import VllmSpec, cost_table
+from specsched.price.vllm import VllmSpec, cost_table, sampling_seconds
 from specsched.spec_knobs import SpecKnobs
 from specsched.spec_versions import engine_name
 from validate.spec_cases import SpecCase
@@ -87,8 +87,13 @@ def step_parts(case: SpecCase, knobs: SpecKnobs) -> dict[str, dict[str, float]]:
     b, k = case.batch, case.k
     verify_tokens = b * (1 + (case.tree_nodes or k))
     ctx = b * CONTEXT
-    ar = {"forward": float(table.step_seconds(b, b, ctx)), "host": eng.nospec_host_s}
-    sp = {"verify_forward": float(table.step_seconds(verify_tokens, b, ctx)), "host": eng.nospec_host_s,
+    forward, verify = float(table.step_seconds(b, b, ctx)), float(table.step_seconds(verify_tokens, b, ctx))
+    if case.temperature == 0:  # greedy: vLLM's Sampler returns the argmax (v1/sample/sampler.py `sample`:
+        # all_greedy), so the table's top-p / top-k sampler over the vocabulary runs in neither arm
+        forward -= float(sampling_seconds(spec, shipped_knobs(case.gpu), np.array([b]))[0])
+        verify -= float(sampling_seconds(spec, shipped_knobs(case.gpu), np.array([verify_tokens]))[0])
+    ar = {"forward": forward, "host": eng.nospec_host_s}
+    sp = {"verify_forward": verify, "host": eng.nospec_host_s,
           "verify_moe": verify_expert_seconds(target, gpu, shipped_knobs(case.gpu), verify_tokens, b,
                                               tp=case.tp, bpp=bpp)}  # fmt: skip
     if case.drafter == "ngram":  # drafted on the host from the prompt: no GPU pass, the rejection launches

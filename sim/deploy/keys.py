@@ -57,7 +57,7 @@ COST_KEYS = {**TABLE_KEYS, **DEPLOYMENT_KEYS, **SHARED_KEYS}
 COST_NAME = {f: k for k, f in COST_KEYS.items()}
 
 #: `drafter.engine`: the serving engines whose speculative step is priced (`specsched.price.spec_engine`)
-SPEC_ENGINES = ("vllm", "sglang", "vllm-0.8", "vllm-0.9", "vllm-0.10", "vllm-0.12", "vllm-0.15",
+SPEC_ENGINES = ("vllm", "sglang", "vllm-0.8", "vllm-0.9", "vllm-0.10", "vllm-0.11", "vllm-0.12", "vllm-0.15",
                 "sglang-0.4", "sglang-0.5", "trtllm")  # fmt: skip
 #: server.kv_tokens when neither it nor cost.model is given
 DEFAULT_KV_TOKENS = 2_000_000

@@ -10,7 +10,8 @@ builds the `specsched.DraftCost` a run prices its draft passes and verification 
                                                               one kernel group for fc + LM head + sampling
                  + max(W_draft / (eta_bw · BW), 2 · W_draft · m / (eta_f · F))   weights or compute
                  + 2 · m · V_draft · 4 / (eta_bw · BW)        fp32 draft logits written and read (sampling)
-                 + 2 · layers · link_latency  (tp > 1)
+                 + (2 · layers + 1) · link_latency  (tp > 1: two all-reduces a layer and the token
+                                                              embedding's, VocabParallelEmbedding)
     draft step   = γ · pass(R) (autoregressive) | pass(R · γ) (parallel) + DSpark: γ · c0 (Markov head)
                    with an engine (`specsched.price.spec_engine`, autoregressive): first(R·(1 + γ)) + (γ − 1)
                    ·
@@ -29,7 +30,7 @@ eta_*) are the GPU's no-speculation calibration (`specsched.price.vllm.shipped_k
 fitted to speculative runs. Not modelled: tree drafting, the draft-vocabulary map lookup.
 
 May import: numpy, the standard library, `specsched.cost`, `specsched.draft_cost`,
-`specsched.price`, `specsched.io.errors`, `specsched.spec_knobs`.
+`specsched.price`, `specsched.io.errors`, `specsched.spec_knobs`, `specsched.spec_versions`.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from specsched.price.spec_engine import (
     host_step_seconds,
 )
 from specsched.spec_knobs import SpecKnobs, shipped_spec_knobs
+from specsched.spec_versions import ACCEPTED_FIRST
 
 #: fp32 logits / probabilities
 LOGIT_BYTES = 4
@@ -192,7 +194,10 @@ def pass_seconds(
     fixed = knobs.step_s + (shape.layers + 1) * knobs.c0
     if tp > 1:
         link = gpu.link_latency if knobs.link_latency is None else knobs.link_latency
-        fixed += (2 * shape.layers + head_gather) * link
+        # two all-reduces a layer, the token embedding's (VocabParallelEmbedding.forward looks up its
+        # vocabulary shard and all-reduces: vLLM 0.9.2 vocab_parallel_embedding.py; a shared embedding is
+        # the target's module, the same collective) and the LM head's gather (the engine's)
+        fixed += (2 * shape.layers + 1 + head_gather) * link
     return fixed + np.maximum(weights, compute) + logits
 
 
@@ -223,7 +228,8 @@ def own_draft_cost(
     over
     the drafting requests, no engine terms): an autoregressive drafter's first pass runs over the verified
     positions as that engine runs it; every drafter (parallel ones too) pays the host work its step
-    exposes (`op_s` per eager op; `emitted`: tokens a drafting request emits a step, None: the bound 1 + γ;
+    exposes (`op_s` per eager op; `emitted`: tokens a drafting request emits a step, None: the bound 1 + γ —
+    also the positions vLLM ≤ 0.10's first pass runs its layers over, `spec_versions.ACCEPTED_FIRST`;
     `host_scale`: a factor on the measured per-request host loops; `spec_knobs`: the fitted speculative
     knobs, None: the shipped ones — op_s and host_scale given here win). The engine's version terms
     (`specsched.spec_versions`): passes no faster than their host launches, the first pass's extra
@@ -245,8 +251,11 @@ def own_draft_cost(
     step = knobs.c0 + (gamma * knobs.c0 if shape.markov else 0.0)
     first, per_request, host = None, 0.0, 0.0
     if chain:
+        layer_share = 1.0  # the first pass's layer tokens per verified position
+        if eng.version in ACCEPTED_FIRST and emitted is not None:
+            layer_share = min(float(emitted), 1.0 + gamma) / (1.0 + gamma)
         first = _first_table(shape, gpu, knobs, eng, gamma, max_tokens, tp=tp, bpp=bpp, gather=gather, lv=lv,
-                             op_s=op_s)  # fmt: skip
+                             op_s=op_s, share=layer_share)  # fmt: skip
     if eng is not None:  # per step, whatever the drafter: proposer / rejection launches, exposed host loops
         host = host_step_seconds(eng, op_s=op_s) + eng.prep_ops * op_s
         step += host
@@ -280,11 +289,12 @@ def _pass_seconds(shape, gpu, knobs, eng, m, chain: bool, *, tp, bpp, gather, lv
     return np.maximum(one, eng.pass_ops * op_s) if eng.pass_ops else one
 
 
-def _first_table(shape, gpu, knobs, eng, gamma, max_tokens, *, tp, bpp, gather, lv, op_s) -> CostTable:
-    """The first draft pass over every verified position (R·(1 + γ) tokens, its head over R) as `eng` runs
-    it, tabulated over whole steps of up to max_tokens / γ drafting requests."""
+def _first_table(shape, gpu, knobs, eng, gamma, max_tokens, *, tp, bpp, gather, lv, op_s, share=1.0):
+    """The first draft pass over the verified positions (indexed by R·(1 + γ), its head over R) as `eng`
+    runs it, tabulated over whole steps of up to max_tokens / γ drafting requests; share: the fraction of
+    those positions its layers run over (vLLM ≤ 0.10: the accepted ones, E / (1 + γ))."""
     top = np.arange(1, (max(int(max_tokens), 1) // max(gamma, 1) + 1) * (1 + gamma) + 1, dtype=np.int64)
-    gpu_s = pass_seconds(shape, gpu, knobs, top, tp=tp, bpp=bpp, head_m=np.ceil(top / (1 + gamma)),
+    gpu_s = pass_seconds(shape, gpu, knobs, top * share, tp=tp, bpp=bpp, head_m=np.ceil(top / (1 + gamma)),
                          head_gather=gather, logit_vocab=lv)  # fmt: skip
     return CostTable.from_points(top, first_pass_seconds(eng, gpu_s, op_s=op_s), mode="linear",
                                  layers=shape.layers, name=f"draft:{shape.name}:first")  # fmt: skip
@@ -292,17 +302,21 @@ def _first_table(shape, gpu, knobs, eng, gamma, max_tokens, *, tp, bpp, gather, 
 
 def version_ops(eng, shape: DrafterShape, target: CatalogModel):
     """`eng` with the launches this drafter adds where the version issues its passes from the host: a
-    reduced draft vocabulary's id map on every pass, EAGLE-3's three-state fusion on the first, and a graph
-    piece + attention launch for every layer past the first (a draft LM's)."""
+    reduced draft vocabulary's id map on every pass, a graph piece + attention launch for every layer past
+    the first (a draft LM's), and EAGLE-3's three-state fusion in the exposed per-step preparation (vLLM
+    0.9/0.10 gather the three aux states and run the fusion fc before propose's syncs,
+    `specsched.spec_versions`)."""
     if not eng.pass_ops and not eng.first_eager:
         return eng
     extra = eng.reduced_vocab_ops if shape.own_head and shape.vocab < target.vocab else 0
-    fusion = eng.fusion_ops if shape.fc_in >= 3 else 0
+    fusion = eng.fusion_ops if shape.fuses_once else 0  # EAGLE-3 (a parallel drafter has no propose syncs)
     # PIECEWISE graphs split at every attention: a further layer adds a graph piece and an attention launch
     # (an eager head: its layer's launches, `layer_ops`)
     extra += eng.layer_ops * (shape.layers - 1)
-    return replace(eng, pass_ops=eng.pass_ops + extra if eng.pass_ops else 0,
-                   extend_ops=eng.extend_ops + (extra + fusion if eng.pass_ops else 0))  # fmt: skip
+    if not eng.pass_ops:
+        return eng
+    return replace(eng, pass_ops=eng.pass_ops + extra, extend_ops=eng.extend_ops + extra,
+                   prep_ops=eng.prep_ops + fusion)  # fmt: skip
 
 
 def verify_kv_seconds(
