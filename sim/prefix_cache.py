@@ -17,6 +17,10 @@ API (all O(blocks of one request)):
 - a host tier (`offload_blocks`, CPU KV offload) adds its blocks to whatever capacity the GPU leaves; a
   hit there is served like a GPU hit (its PCIe load is not priced).
 - `stats()`: lookups, blocks asked / hit, hit rate, evictions, resident blocks.
+- `own_keys(inputs, outputs)`: keys of prompts that share nothing (a benchmark's random-token prompts);
+  `request_keys(keys, rid, n)`: a request's first n block keys, its output blocks (its own) past the
+  prompt's. A preempted request's computed blocks go back to the cache under these keys, so it resumes
+  from what is left of them (vLLM frees them as cached blocks; `sim.server.Replica._preempt_newest`).
 
 The simulator's model of which blocks may be evicted is vLLM's in the large: vLLM evicts only free
 blocks (no running request references them), LRU; here the caller bounds the cache to the blocks not
@@ -155,3 +159,22 @@ class PrefixCache:
             "resident_blocks": len(self._blocks),
             "block_size": self.block_size,
         }
+
+
+def own_keys(inputs, outputs, block_size: int = 16) -> list[range]:
+    """Block keys of N prompts that share no block (int64[N] prompt and output lengths): request i's
+    prompt and output blocks are its own run of integers (negative, apart from `chain`'s hashes), so a
+    request hits only blocks it computed itself (a preempted request resuming)."""
+    keys = []
+    for i, (p, o) in enumerate(zip(inputs.tolist(), outputs.tolist())):
+        base = -((i + 1) << 32)
+        keys.append(range(base, base + (int(p) + int(o)) // block_size + 1))
+    return keys
+
+
+def request_keys(keys: Sequence[int], rid: int, n: int) -> Sequence[int]:
+    """The first n block keys of request `rid` whose prompt blocks are `keys`: past the prompt, blocks of
+    its own output (keyed by request and position: no other request shares them)."""
+    if len(keys) >= n:
+        return keys[:n]
+    return list(keys) + [hash((-7, rid, j)) for j in range(len(keys), n)]

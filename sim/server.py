@@ -8,8 +8,11 @@ One engine step of a replica, at time t (`Replica._plan`, then `yield timeout`, 
 
 1. KV: every decoding request reserves its KV plus γ + 1 slots (the drafts and the bonus token, before
    acceptance is known); prefilling requests hold what they have computed. While that exceeds
-   `kv_tokens`, the NEWEST running request is preempted: its KV is dropped, it goes back to the head of
-   the queue, and on readmission it recomputes its prompt plus the tokens it already emitted (counted).
+   `kv_tokens`, the NEWEST running request is preempted (vLLM v1's recompute, the last of its running
+   list): its KV is freed, it goes back to the head of the queue, and on readmission it recomputes its
+   prompt plus the tokens it already emitted (counted). With prefix caching its computed blocks stay
+   cached where nothing has reused them (freed tail first, evicted LRU as running requests take free
+   KV), so it recomputes only what was evicted, as vLLM does (docs/memory.md).
 2. Decode: for the R running requests that finished prefill, (true, conf) = model.step(...) (the truth and
    the estimate of it), lengths = policy(conf, cost.with_draft(draft_s), stale=..., max_batch_tokens),
    accepted = model.sample_accepted(true, lengths) (truth noise, estimate noise and accept uniforms: three
@@ -49,7 +52,8 @@ State is numpy arrays indexed by slot (0..n−1 = running requests in admission 
 objects; per-request results go to `sim.recorder.Recorder`.
 
 May import: numpy, simpy, the standard library, `sim.deployment`, `sim.steps`, `sim.drafting`,
-`sim.tree_step` (drafter.topk > 1), `specsched` (Planner, StepDecision, StepShape).
+`sim.prefix_cache` (request_keys), `sim.tree_step` (drafter.topk > 1), `specsched` (Planner, StepDecision,
+StepShape).
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ import simpy
 
 from sim.deployment import Deployment
 from sim.drafting import decide, draft_part, longest_context
+from sim.prefix_cache import request_keys
 from sim.steps import DecodeRun, NormalStream, StepPlan, plan_decode_run, run_length
 from sim.tree_step import decide_tree
 from specsched.planner import Planner, StepDecision
@@ -277,9 +282,13 @@ class Replica:
         if self.n == 0:
             raise RuntimeError("replica cannot make progress: a request does not fit in server.kv_tokens")
         s = self.n - 1
-        rid = int(self.rid[s])
+        rid, held = int(self.rid[s]), int(self.inp[s] + self.gen[s] - self.pleft[s])
         self._leave(slice(s, s + 1))
         self.n = s
+        if self.cache is not None:  # vLLM frees its blocks as cached ones, tail first: it resumes from them
+            cache = self.cache
+            cache.resize(max(0, (self.eng.kv_tokens - self.kv_used) // cache.block_size))
+            cache.insert(reversed(request_keys(self.eng.block_keys[rid], rid, held // cache.block_size)))
         self.eng.recorder.preempted(rid, now, self.index)
         self.queue.appendleft(rid)
 
@@ -291,13 +300,18 @@ class Replica:
         cache, external, busy = self.cache, eng.external, eng.async_scheduling and self.n > 0
         pending = 0 if chunks is None else int(np.add.reduce(chunks))
         free = eng.kv_tokens - self.kv_used - (eng.gamma + 1) * self.n_decoding - pending
+        if cache is not None:  # cached blocks live in free KV: what running requests took is evicted (LRU)
+            cache.resize(max(0, (eng.kv_tokens - self.kv_used) // cache.block_size))
         while self.queue and room > 0 and self.n < eng.max_num_seqs:
             rid = self.queue[0]
             if busy and rec.arrival_s[rid] > self.last_start:
                 break  # async scheduling: it arrived after the step in flight was scheduled
             done, prompt = int(rec.generated[rid]), int(eng.input_tokens[rid])
             ext = 0 if external is None else int(external[rid])
-            held = max(ext, 0 if cache is None else cache.hit_tokens(eng.block_keys[rid], prompt + done))
+            held = ext
+            if cache is not None:  # its prompt's blocks and, resumed after emitting, its own output's
+                keys = request_keys(eng.block_keys[rid], rid, (prompt + done) // cache.block_size)
+                held = max(ext, cache.hit_tokens(keys, prompt + done))
             todo = prompt + done - held  # the rest of its prompt + emitted tokens
             chunk = min(todo, room)
             if self.n and held + chunk + eng.gamma + 1 > free:
