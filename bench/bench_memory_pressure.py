@@ -2,6 +2,7 @@
 --max-concurrency N --dataset-name random` drives vLLM: preemptions, TTFT, TPOT and the KV capacity.
 
     python -m bench.bench_memory_pressure [--quick] [--prompts-per-user K] [--range-ratio R]
+                                          [--concurrency 1,8,64]
 
 Deployments (H100, vLLM defaults: gpu_memory_utilization 0.9, max_num_seqs 256,
 max_num_batched_tokens 8192, prefix caching and async scheduling on): Llama-3.1-70B TP 4 BF16,
@@ -85,9 +86,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--quick", action="store_true", help="concurrency 64 and 256 only, 2 prompts per user")
     ap.add_argument("--prompts-per-user", type=int, default=4)
     ap.add_argument("--range-ratio", type=float, default=0.0)
+    ap.add_argument("--concurrency", default=None, help="comma-separated (default 64,128,256)")
     args = ap.parse_args(argv)
     per_user = 2 if args.quick else args.prompts_per_user
     conc = (64, 256) if args.quick else CONCURRENCY
+    if args.concurrency:
+        conc = tuple(int(c) for c in args.concurrency.split(","))
     knobs = shipped_knobs("h100")
     print(
         f"range ratio {args.range_ratio}, {per_user} prompts per user; each cell: all sent at t = 0 → "
