@@ -29,6 +29,7 @@ import numpy as np
 
 from sim.deploy.prepare import prepare
 from sim.metrics import request_table
+from sim.prefix_cache import own_keys
 from sim.wiring import run_pool
 from sim.workload import Workload
 from specsched.price.knobs import shipped_knobs
@@ -52,9 +53,7 @@ def random_dataset(n: int, inp: int, out: int, ratio: float, seed: int) -> tuple
     ins = rng.integers(lo_i, hi_i + 1, size=n).astype(np.int64)
     outs = rng.integers(lo_o, hi_o + 1, size=n).astype(np.int64)
     wl = Workload(np.zeros(n), ins, outs, np.zeros(n, dtype=np.int64), None, 0)
-    # distinct prompts: each request's own chain of block hashes (a preempted request finds its own)
-    keys = [tuple(range(rid << 20, (rid << 20) + int(i) // 16)) for rid, i in enumerate(ins.tolist())]
-    return wl, keys
+    return wl, own_keys(ins)  # distinct prompts: a preempted request finds only its own blocks
 
 
 def run_one(

@@ -161,15 +161,15 @@ class PrefixCache:
         }
 
 
-def own_keys(inputs, outputs, block_size: int = 16) -> list[range]:
-    """Block keys of N prompts that share no block (int64[N] prompt and output lengths): request i's
-    prompt and output blocks are its own run of integers (negative, apart from `chain`'s hashes), so a
-    request hits only blocks it computed itself (a preempted request resuming)."""
-    keys = []
-    for i, (p, o) in enumerate(zip(inputs.tolist(), outputs.tolist())):
-        base = -((i + 1) << 32)
-        keys.append(range(base, base + (int(p) + int(o)) // block_size + 1))
-    return keys
+def own_keys(inputs, block_size: int = 16) -> list[range]:
+    """Block keys of N prompts that share no block (int64[N] prompt lengths): request i's prompt blocks
+    are its own run of integers (negative, apart from `chain`'s hashes; a `range`, which is how the server
+    tells them from shared ones and does not cache them at prefill completion: no other request could
+    hit them), so a request hits only blocks it computed itself (a preempted request resuming)."""
+    return [
+        range(-((i + 1) << 32), -((i + 1) << 32) + int(p) // block_size)
+        for i, p in enumerate(inputs.tolist())
+    ]
 
 
 def request_keys(keys: Sequence[int], rid: int, n: int) -> Sequence[int]:

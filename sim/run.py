@@ -160,7 +160,7 @@ def prepare(cfg: SimConfig) -> Prepared:
     vllm = cfg.server.model is not None
     keys = _trace_keys(cfg, table, workload) if vllm and cfg.server.prefix_caching else None
     if keys is None and vllm and cfg.server.prefix_caching:  # no shared prefix known: each its own blocks
-        keys = own_keys(workload.input_tokens, workload.output_tokens)
+        keys = own_keys(workload.input_tokens)
     return assemble(cfg, cost, tp * cfg.server.replicas, policy, workload, rngs, curves=curves,
                     policy_cost=policy_cost, block_keys=keys, prefix_caching=keys is not None,
                     async_scheduling=vllm and cfg.server.async_scheduling)  # fmt: skip

@@ -378,7 +378,9 @@ class Replica:
         that the running requests' KV leaves free (vLLM evicts only free blocks, LRU)."""
         eng, cache = self.eng, self.cache
         for rid in self.rid[slots].tolist():
-            cache.insert(eng.block_keys[rid])
+            keys = eng.block_keys[rid]
+            if not isinstance(keys, range):  # a prompt of its own (`own_keys`): only it could hit it
+                cache.insert(keys)
         cache.resize(max(0, (eng.kv_tokens - self.kv_used) // cache.block_size))
 
     def _apply_run(self, run: DecodeRun) -> None:

@@ -54,7 +54,7 @@ def prepare(
             field="server.kv_tokens",
         )
     if spec.prefix_caching and block_keys is None:  # prompts that share nothing still cache their own blocks
-        block_keys = own_keys(workload.input_tokens, workload.output_tokens, BLOCK_SIZE)
+        block_keys = own_keys(workload.input_tokens, BLOCK_SIZE)
     budget = max(spec.max_num_batched_tokens, spec.max_num_seqs)
     # the config names the deployment itself (its `[cost]` keys; cudagraphs and KV offload are the spec's)
     server = ServerConfig(

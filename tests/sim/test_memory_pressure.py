@@ -39,8 +39,8 @@ def _run(spec: VllmSpec, wl: Workload, concurrency=None):
 
 
 def test_own_keys_are_distinct_and_extend_past_the_prompt():
-    keys = own_keys(np.array([40, 40]), np.array([20, 20]), 16)
-    assert len(keys[0]) == 60 // 16 + 1 and not set(keys[0]) & set(keys[1])
+    keys = own_keys(np.array([40, 40]), 16)
+    assert len(keys[0]) == 40 // 16 and not set(keys[0]) & set(keys[1])
     listed = request_keys([11, 12], rid=3, n=4)  # a shared prompt's keys, then its own output blocks
     assert listed[:2] == [11, 12] and len(set(listed)) == 4
     assert request_keys(listed, 3, 4) == listed and list(request_keys(keys[0], 0, 2)) == list(keys[0][:2])
