@@ -4,7 +4,7 @@ Role: turn a deployment's knobs (model, GPU, tensor parallelism, precision, gpu_
 max_num_batched_tokens, max_num_seqs, cpu_offload_gb, CUDA graphs on or off) into the KV tokens one
 replica holds, the way vLLM's worker does before it allocates the cache (`determine_available_memory`):
 
-    KV bytes per GPU = gpu_memory_utilization · visible memory
+    KV bytes per GPU = gpu_memory_utilization · total memory (CUDA's, `CUDA_TOTAL`; else the GPU table's)
                        − weights per GPU (less what `cpu_offload_gb` moves to host memory)
                        − peak activation of a profiling forward of `max_num_batched_tokens` tokens
                          and a sampler pass over `max_num_seqs` rows of the vocabulary
@@ -43,6 +43,11 @@ NCCL_BYTES = 0.5 * GiB
 CUDAGRAPH_BYTES = 0.5 * GiB
 #: vLLM's default `--gpu-memory-utilization`
 GPU_MEMORY_UTILIZATION = 0.9
+#: the total memory CUDA reports (`torch.cuda.mem_get_info`), what vLLM takes the fraction of, where it
+#: is below nvidia-smi's total (the GPU table's `visible_memory`) by the driver's reserve: PyTorch's
+#: out-of-memory message reads "a total capacity of 79.19 GiB" on H100 80GB and "139.80 GiB" on H200, and
+#: vLLM's own start-up line "Free memory on device (78.66/79.19 GiB)" (H100, v0.10.2)
+CUDA_TOTAL = {"h100": 79.19 * GiB, "h200": 139.80 * GiB}
 
 
 @dataclass(frozen=True)
@@ -102,7 +107,7 @@ def size_kv(
     element over BF16's (0.5 for vLLM's --kv-cache-dtype fp8: twice the blocks in the same memory)."""
     check_utilization(gpu_memory_utilization, field)
     bpp = model.bytes_per_param if bytes_per_param is None else bytes_per_param
-    budget = gpu_memory_utilization * gpu.visible_memory
+    budget = gpu_memory_utilization * CUDA_TOTAL.get(gpu.key, gpu.visible_memory)
     weights = max(0.0, model.params * bpp / tp - cpu_offload_gb * 1e9)
     act = peak_activation_bytes(model, tp, max_num_batched_tokens, max_num_seqs)
     other = NON_TORCH_BYTES + (NCCL_BYTES if tp > 1 else 0.0) + (CUDAGRAPH_BYTES if cudagraphs else 0.0)
