@@ -19,8 +19,8 @@ API (all O(blocks of one request)):
 - `stats()`: lookups, blocks asked / hit, hit rate, evictions, resident blocks.
 - `own_keys(inputs, outputs)`: keys of prompts that share nothing (a benchmark's random-token prompts);
   `request_keys(keys, rid, n)`: a request's first n block keys, its output blocks (its own) past the
-  prompt's. A preempted request's computed blocks go back to the cache under these keys, so it resumes
-  from what is left of them (vLLM frees them as cached blocks; `sim.server.Replica._preempt_newest`).
+  prompt's. `release` puts a preempted request's computed blocks back under these keys, so it resumes
+  from what is left of them (`request_hit`; vLLM frees them as cached blocks).
 
 The simulator's model of which blocks may be evicted is vLLM's in the large: vLLM evicts only free
 blocks (no running request references them), LRU; here the caller bounds the cache to the blocks not
@@ -141,6 +141,18 @@ class PrefixCache:
         extra = len(self._blocks) - self.capacity
         if extra > 0:
             self.evict(extra)
+
+    def release(self, keys: Sequence[int], rid: int, tokens: int, free_tokens: int) -> None:
+        """A preempted request's computed blocks (its first `tokens`; prompt keys `keys`) freed as vLLM
+        frees them: cached, tail first so the tail is evicted first, in a cache first bounded to the
+        `free_tokens` of KV now free (its own KV included)."""
+        self.resize(max(0, free_tokens // self.block_size))
+        self.insert(reversed(request_keys(keys, rid, tokens // self.block_size)))
+
+    def request_hit(self, keys: Sequence[int], rid: int, tokens: int) -> int:
+        """`hit_tokens` of request `rid` (prompt keys `keys`) at `tokens` (prompt + emitted): past its
+        prompt, a resumed request's own output blocks (`request_keys`)."""
+        return self.hit_tokens(request_keys(keys, rid, tokens // self.block_size), tokens)
 
     def hits_of(self, key: int) -> int:
         """How many lookups hit this block since it was cached (0 if absent)."""

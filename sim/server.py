@@ -8,11 +8,9 @@ One engine step of a replica, at time t (`Replica._plan`, then `yield timeout`, 
 
 1. KV: every decoding request reserves its KV plus γ + 1 slots (the drafts and the bonus token, before
    acceptance is known); prefilling requests hold what they have computed. While that exceeds
-   `kv_tokens`, the NEWEST running request is preempted (vLLM v1's recompute, the last of its running
-   list): its KV is freed, it goes back to the head of the queue, and on readmission it recomputes its
-   prompt plus the tokens it already emitted (counted). With prefix caching its computed blocks stay
-   cached where nothing has reused them (freed tail first, evicted LRU as running requests take free
-   KV), so it recomputes only what was evicted, as vLLM does (docs/memory.md).
+   `kv_tokens`, the NEWEST running request is preempted (vLLM v1's recompute): its KV is freed, it goes
+   back to the head of the queue, and on readmission it recomputes its prompt plus the tokens it emitted
+   (counted), less its blocks still cached (prefix caching: `PrefixCache.release`; docs/memory.md).
 2. Decode: for the R running requests that finished prefill, (true, conf) = model.step(...) (the truth and
    the estimate of it), lengths = policy(conf, cost.with_draft(draft_s), stale=..., max_batch_tokens),
    accepted = model.sample_accepted(true, lengths) (truth noise, estimate noise and accept uniforms: three
@@ -52,8 +50,7 @@ State is numpy arrays indexed by slot (0..n−1 = running requests in admission 
 objects; per-request results go to `sim.recorder.Recorder`.
 
 May import: numpy, simpy, the standard library, `sim.deployment`, `sim.steps`, `sim.drafting`,
-`sim.prefix_cache` (request_keys), `sim.tree_step` (drafter.topk > 1), `specsched` (Planner, StepDecision,
-StepShape).
+`sim.tree_step` (drafter.topk > 1), `specsched` (Planner, StepDecision, StepShape).
 """
 
 from __future__ import annotations
@@ -65,7 +62,6 @@ import simpy
 
 from sim.deployment import Deployment
 from sim.drafting import decide, draft_part, longest_context
-from sim.prefix_cache import request_keys
 from sim.steps import DecodeRun, NormalStream, StepPlan, plan_decode_run, run_length
 from sim.tree_step import decide_tree
 from specsched.planner import Planner, StepDecision
@@ -285,10 +281,8 @@ class Replica:
         rid, held = int(self.rid[s]), int(self.inp[s] + self.gen[s] - self.pleft[s])
         self._leave(slice(s, s + 1))
         self.n = s
-        if self.cache is not None:  # vLLM frees its blocks as cached ones, tail first: it resumes from them
-            cache = self.cache
-            cache.resize(max(0, (self.eng.kv_tokens - self.kv_used) // cache.block_size))
-            cache.insert(reversed(request_keys(self.eng.block_keys[rid], rid, held // cache.block_size)))
+        if self.cache is not None:  # vLLM frees its blocks as cached ones: it resumes from what is left
+            self.cache.release(self.eng.block_keys[rid], rid, held, self.eng.kv_tokens - self.kv_used)
         self.eng.recorder.preempted(rid, now, self.index)
         self.queue.appendleft(rid)
 
@@ -308,10 +302,8 @@ class Replica:
                 break  # async scheduling: it arrived after the step in flight was scheduled
             done, prompt = int(rec.generated[rid]), int(eng.input_tokens[rid])
             ext = 0 if external is None else int(external[rid])
-            held = ext
-            if cache is not None:  # its prompt's blocks and, resumed after emitting, its own output's
-                keys = request_keys(eng.block_keys[rid], rid, (prompt + done) // cache.block_size)
-                held = max(ext, cache.hit_tokens(keys, prompt + done))
+            hit = 0 if cache is None else cache.request_hit(eng.block_keys[rid], rid, prompt + done)
+            held = max(ext, hit)
             todo = prompt + done - held  # the rest of its prompt + emitted tokens
             chunk = min(todo, room)
             if self.n and held + chunk + eng.gamma + 1 > free:
@@ -378,8 +370,7 @@ class Replica:
         that the running requests' KV leaves free (vLLM evicts only free blocks, LRU)."""
         eng, cache = self.eng, self.cache
         for rid in self.rid[slots].tolist():
-            keys = eng.block_keys[rid]
-            if not isinstance(keys, range):  # a prompt of its own (`own_keys`): only it could hit it
+            if not isinstance(keys := eng.block_keys[rid], range):  # its own prompt (`own_keys`): no sharer
                 cache.insert(keys)
         cache.resize(max(0, (eng.kv_tokens - self.kv_used) // cache.block_size))
 
