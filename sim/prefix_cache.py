@@ -17,6 +17,10 @@ API (all O(blocks of one request)):
 - a host tier (`offload_blocks`, CPU KV offload) adds its blocks to whatever capacity the GPU leaves; a
   hit there is served like a GPU hit (its PCIe load is not priced).
 - `stats()`: lookups, blocks asked / hit, hit rate, evictions, resident blocks.
+- `own_keys(inputs, outputs)`: keys of prompts that share nothing (a benchmark's random-token prompts);
+  `request_keys(keys, rid, n)`: a request's first n block keys, its output blocks (its own) past the
+  prompt's. `release` puts a preempted request's computed blocks back under these keys, so it resumes
+  from what is left of them (`request_hit`; vLLM frees them as cached blocks).
 
 The simulator's model of which blocks may be evicted is vLLM's in the large: vLLM evicts only free
 blocks (no running request references them), LRU; here the caller bounds the cache to the blocks not
@@ -138,6 +142,18 @@ class PrefixCache:
         if extra > 0:
             self.evict(extra)
 
+    def release(self, keys: Sequence[int], rid: int, tokens: int, free_tokens: int) -> None:
+        """A preempted request's computed blocks (its first `tokens`; prompt keys `keys`) freed as vLLM
+        frees them: cached, tail first so the tail is evicted first, in a cache first bounded to the
+        `free_tokens` of KV now free (its own KV included)."""
+        self.resize(max(0, free_tokens // self.block_size))
+        self.insert(reversed(request_keys(keys, rid, tokens // self.block_size)))
+
+    def request_hit(self, keys: Sequence[int], rid: int, tokens: int) -> int:
+        """`hit_tokens` of request `rid` (prompt keys `keys`) at `tokens` (prompt + emitted): past its
+        prompt, a resumed request's own output blocks (`request_keys`)."""
+        return self.hit_tokens(request_keys(keys, rid, tokens // self.block_size), tokens)
+
     def hits_of(self, key: int) -> int:
         """How many lookups hit this block since it was cached (0 if absent)."""
         return self._blocks.get(key, 0)
@@ -155,3 +171,22 @@ class PrefixCache:
             "resident_blocks": len(self._blocks),
             "block_size": self.block_size,
         }
+
+
+def own_keys(inputs, block_size: int = 16) -> list[range]:
+    """Block keys of N prompts that share no block (int64[N] prompt lengths): request i's prompt blocks
+    are its own run of integers (negative, apart from `chain`'s hashes; a `range`, which is how the server
+    tells them from shared ones and does not cache them at prefill completion: no other request could
+    hit them), so a request hits only blocks it computed itself (a preempted request resuming)."""
+    return [
+        range(-((i + 1) << 32), -((i + 1) << 32) + int(p) // block_size)
+        for i, p in enumerate(inputs.tolist())
+    ]
+
+
+def request_keys(keys: Sequence[int], rid: int, n: int) -> Sequence[int]:
+    """The first n block keys of request `rid` whose prompt blocks are `keys`: past the prompt, blocks of
+    its own output (keyed by request and position: no other request shares them)."""
+    if len(keys) >= n:
+        return keys[:n]
+    return list(keys) + [hash((-7, rid, j)) for j in range(len(keys), n)]

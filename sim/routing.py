@@ -8,7 +8,8 @@ The routers in `STATE_FREE` never read replica state, so an open-loop run can be
 (`route_up_front`) and each replica fed on its own (`OpenLoop` with `rids`): replicas then never
 interact, which is what lets `sim.shard` simulate them in separate processes. `OpenLoop` submits
 requests at their arrival times and tells the replicas when the next one comes (`horizon`, read by the
-multi-step decode path of `sim.steps`); `ClosedLoop` keeps `users` requests in flight with think times.
+multi-step decode path of `sim.steps`); `ClosedLoop` keeps `users` requests in flight with think times
+(a benchmark client at fixed concurrency; optionally paced by earliest send times).
 
 May import: numpy, simpy, the standard library.
 """
@@ -112,10 +113,28 @@ class OpenLoop:
 class ClosedLoop:
     """`users` users; each submits a request at t = 0, and after each completion thinks think_s[next id]
     seconds and submits the next unissued request id, until all N are issued. The user of the request that
-    completed issues it (`user[rid]`, what the "session" router hashes)."""
+    completed issues it (`user[rid]`, what the "session" router hashes).
 
-    def __init__(self, env: simpy.Environment, router: Router, users: int, think_s: np.ndarray) -> None:
+    This is what the benchmark clients do at a fixed concurrency (`vllm bench serve --max-concurrency N`,
+    inference-perf's and genai-perf's concurrency modes): N requests in flight from t = 0, the next in
+    dataset order sent the instant one completes (think 0). No cohort is imposed: requests keep the
+    stagger chunked prefill and their own output lengths give them (docs/memory.md "Closed-loop clients").
+
+    not_before: float64[N] earliest send time of each request (seconds), or None: a client that paces
+    requests at a rate and caps those in flight (`--request-rate R --max-concurrency N`) sends request i
+    at the later of its paced time and the moment a slot frees.
+    """
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        router: Router,
+        users: int,
+        think_s: np.ndarray,
+        not_before: np.ndarray | None = None,
+    ) -> None:
         self.env, self.router, self.think_s = env, router, think_s
+        self.not_before = None if not_before is None or not np.any(not_before > 0) else not_before.tolist()
         self.issued = 0
         self.total = think_s.size
         self.user = np.full(self.total, -1, dtype=np.int64)  # who issued each request (the session key)
@@ -126,6 +145,8 @@ class ClosedLoop:
         rid = self.issued
         self.issued += 1
         self.user[rid] = user
+        if self.not_before is not None:  # paced: wait for its send time too
+            think = max(think, self.not_before[rid] - self.env.now)
         if think > 0.0:
             ev = self.env.timeout(think)
             ev.callbacks.append(lambda _ev: self.router.submit(rid, user))

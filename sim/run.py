@@ -37,6 +37,7 @@ from sim.deploy.draft import accuracy
 from sim.drafter import load_draft_cost
 from sim.empirical import EmpiricalModel
 from sim.metrics import load_factor, request_table, summarize, time_series
+from sim.prefix_cache import own_keys
 from sim.recorder import Recorder
 from sim.streams import stream_rngs
 from sim.wiring import Prepared, run_pool
@@ -158,6 +159,8 @@ def prepare(cfg: SimConfig) -> Prepared:
         )
     vllm = cfg.server.model is not None
     keys = _trace_keys(cfg, table, workload) if vllm and cfg.server.prefix_caching else None
+    if keys is None and vllm and cfg.server.prefix_caching:  # no shared prefix known: each its own blocks
+        keys = own_keys(workload.input_tokens)
     return assemble(cfg, cost, tp * cfg.server.replicas, policy, workload, rngs, curves=curves,
                     policy_cost=policy_cost, block_keys=keys, prefix_caching=keys is not None,
                     async_scheduling=vllm and cfg.server.async_scheduling)  # fmt: skip

@@ -8,8 +8,9 @@ One engine step of a replica, at time t (`Replica._plan`, then `yield timeout`, 
 
 1. KV: every decoding request reserves its KV plus γ + 1 slots (the drafts and the bonus token, before
    acceptance is known); prefilling requests hold what they have computed. While that exceeds
-   `kv_tokens`, the NEWEST running request is preempted: its KV is dropped, it goes back to the head of
-   the queue, and on readmission it recomputes its prompt plus the tokens it already emitted (counted).
+   `kv_tokens`, the NEWEST running request is preempted (vLLM v1's recompute): its KV is freed, it goes
+   back to the head of the queue, and on readmission it recomputes its prompt plus the tokens it emitted
+   (counted), less its blocks still cached (prefix caching: `PrefixCache.release`; docs/memory.md).
 2. Decode: for the R running requests that finished prefill, (true, conf) = model.step(...) (the truth and
    the estimate of it), lengths = policy(conf, cost.with_draft(draft_s), stale=..., max_batch_tokens),
    accepted = model.sample_accepted(true, lengths) (truth noise, estimate noise and accept uniforms: three
@@ -277,9 +278,11 @@ class Replica:
         if self.n == 0:
             raise RuntimeError("replica cannot make progress: a request does not fit in server.kv_tokens")
         s = self.n - 1
-        rid = int(self.rid[s])
+        rid, held = int(self.rid[s]), int(self.inp[s] + self.gen[s] - self.pleft[s])
         self._leave(slice(s, s + 1))
         self.n = s
+        if self.cache is not None:  # vLLM frees its blocks as cached ones: it resumes from what is left
+            self.cache.release(self.eng.block_keys[rid], rid, held, self.eng.kv_tokens - self.kv_used)
         self.eng.recorder.preempted(rid, now, self.index)
         self.queue.appendleft(rid)
 
@@ -291,13 +294,16 @@ class Replica:
         cache, external, busy = self.cache, eng.external, eng.async_scheduling and self.n > 0
         pending = 0 if chunks is None else int(np.add.reduce(chunks))
         free = eng.kv_tokens - self.kv_used - (eng.gamma + 1) * self.n_decoding - pending
+        if cache is not None:  # cached blocks live in free KV: what running requests took is evicted (LRU)
+            cache.resize(max(0, (eng.kv_tokens - self.kv_used) // cache.block_size))
         while self.queue and room > 0 and self.n < eng.max_num_seqs:
             rid = self.queue[0]
             if busy and rec.arrival_s[rid] > self.last_start:
                 break  # async scheduling: it arrived after the step in flight was scheduled
             done, prompt = int(rec.generated[rid]), int(eng.input_tokens[rid])
             ext = 0 if external is None else int(external[rid])
-            held = max(ext, 0 if cache is None else cache.hit_tokens(eng.block_keys[rid], prompt + done))
+            hit = 0 if cache is None else cache.request_hit(eng.block_keys[rid], rid, prompt + done)
+            held = max(ext, hit)
             todo = prompt + done - held  # the rest of its prompt + emitted tokens
             chunk = min(todo, room)
             if self.n and held + chunk + eng.gamma + 1 > free:
@@ -364,7 +370,8 @@ class Replica:
         that the running requests' KV leaves free (vLLM evicts only free blocks, LRU)."""
         eng, cache = self.eng, self.cache
         for rid in self.rid[slots].tolist():
-            cache.insert(eng.block_keys[rid])
+            if not isinstance(keys := eng.block_keys[rid], range):  # its own prompt (`own_keys`): no sharer
+                cache.insert(keys)
         cache.resize(max(0, (eng.kv_tokens - self.kv_used) // cache.block_size))
 
     def _apply_run(self, run: DecodeRun) -> None:

@@ -145,7 +145,8 @@ def _arrivals(prep: Prepared, feed: Feed, eng: Deployment, replicas: list[Replic
     kind = cfg.server.router
     if closed:
         router = Router(replicas, kind, prep.rngs["router"])
-        eng.on_complete = ClosedLoop(eng.env, router, cfg.workload.concurrency, wl.think_s).on_complete
+        loop = ClosedLoop(eng.env, router, cfg.workload.concurrency, wl.think_s, wl.arrival_s)
+        eng.on_complete = loop.on_complete
         return len(wl)
     times = wl.arrival_s if feed.arrival_s is None else feed.arrival_s
     order = feed.rids

@@ -25,7 +25,8 @@ class Workload:
     """N requests, indexed by request id.
 
     arrival_s: float64[N] (seconds, non-decreasing) for open-loop kinds; None for "closed" (arrivals are
-        decided while the simulation runs).
+        decided while the simulation runs), or there the earliest send times of a paced client
+        (`sim.routing.ClosedLoop` not_before).
     input_tokens, output_tokens: int64[N], ≥ 1 (clipped to the configured maxima).
     domain: int64[N], an index into `sim.curves.DOMAINS`.
     think_s: float64[N] for "closed": the think time a user spends before issuing request i (unused for
