@@ -46,7 +46,7 @@ def simulate_run(
         wl, keys = run.workload, None
     else:
         wl, keys = generate(scaled(profiles[run.profile], scale), seed=seed)
-    prep = prepare(run.spec, knobs, wl, keys, seed=seed)
+    prep = prepare(run.spec, knobs, wl, keys, seed=seed, concurrency=run.concurrency)
     rec = run_pool(prep, observer=observer)
     req = request_table(rec, wl)
     ttft = req["ttft_s"] * 1e3 + knobs.frontend_s * 1e3
@@ -58,7 +58,7 @@ def simulate_run(
     stats = rec.prefix_cache_stats
     srv = prep.config.server
     peak = max(r for r, _ in profiles[run.profile].stages) if run.workload is None else None
-    load = load_factor(prep.cost, wl, max_num_seqs=srv.max_num_seqs, kv_tokens=srv.kv_tokens,
+    load = load_factor(prep.cost, prep.workload, max_num_seqs=srv.max_num_seqs, kv_tokens=srv.kv_tokens,
                        replicas=srv.replicas, offered_req_s=peak,
                        hit_rate=0.0 if stats is None else stats["hit_rate"])  # fmt: skip
     return {

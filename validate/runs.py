@@ -95,6 +95,8 @@ class MeasuredRun:
     where: str
     error: str | None = None
     workload: Workload | None = field(default=None, compare=False)
+    #: a bench file's max_concurrency: its client kept this many requests in flight (None: no cap)
+    concurrency: int | None = None
     error_field: str | None = None  # the column that stopped it (with `where`: file and row)
 
 
@@ -286,6 +288,9 @@ def read_bench(path: str | Path, spec: VllmSpec, seed: int = 0) -> MeasuredRun:
     )
     actual = latency_metrics(e2e, ttfts, float(np.mean(gaps) * 1e3) if gaps else 0.0)
     model = str(raw.get("model_id") or spec.model)
+    cap = raw.get("max_concurrency")
+    if cap is not None:
+        cap = inp.number(cap, file=p, field="max_concurrency", integer=True, lo=1, text=False)
     return MeasuredRun(
         exp_id=Path(p).stem,
         folder=Path(p).name,
@@ -296,6 +301,7 @@ def read_bench(path: str | Path, spec: VllmSpec, seed: int = 0) -> MeasuredRun:
         actual=actual,
         where=p,
         workload=wl,
+        concurrency=None if cap is None else int(cap),
     )
 
 

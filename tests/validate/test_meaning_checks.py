@@ -132,3 +132,25 @@ def test_a_bench_list_in_milliseconds_is_refused(tmp_path, capsys):
     doc = json.loads(BENCH.read_text())
     assert main(["validate", _bench(tmp_path, itls=[[g * 1e3 for g in r] for r in doc["itls"]])]) == 2
     assert re.search(r"b.json: field 'itls'", _last_err(capsys))
+
+
+def test_a_bench_files_max_concurrency_is_read_strictly_and_kept(tmp_path):
+    """vllm bench serve --max-concurrency N: the replay keeps N requests in flight (a closed loop); a bad
+    cap is one line naming the field."""
+    import json
+
+    from specsched.io.errors import InputError
+    from specsched.price.vllm import VllmSpec
+    from validate.runs import read_bench
+
+    doc = json.loads(open("examples/vllm/bench_result.json").read())
+    spec = VllmSpec("llama3.1-8b", gpu="h100")
+    for cap, want in ((2, 2), (None, None)):
+        p = tmp_path / f"b{cap}.json"
+        p.write_text(json.dumps({**doc, "max_concurrency": cap}))
+        assert read_bench(p, spec).concurrency == want
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**doc, "max_concurrency": "x"}))
+    with pytest.raises(InputError) as err:
+        read_bench(bad, spec)
+    assert err.value.field == "max_concurrency"
