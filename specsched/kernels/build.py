@@ -7,7 +7,7 @@ prints. Besides the forms (`specsched.kernels.forms`) each GPU gets two direct m
     floor      median time of the tables' tiny BF16 GEMMs (2·m·n·k ≤ 2²⁴ FLOPs, ≤ 1 MB of operands):
                a kernel's fixed cost under CUDA graphs (launch, prologue, drain) — the figure a per-layer
                fixed time of small kernels (`c0`) scales with
-    ar_small   median time of the custom all-reduce on messages ≤ 64 kB, all GPU counts: the fixed cost of
+    ar_small   median time of the custom all-reduce on messages ≤ 64 Ki elements (128 kB), all GPU counts: the fixed cost of
                one collective (`link_latency`)
 
 FP8 GEMMs (`fp8` per-tensor scales, `fp8_block` 128-wide block scales) are checked two ways: carried (the
