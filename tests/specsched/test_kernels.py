@@ -74,13 +74,18 @@ def test_gpu_rule_kernels_and_clock():
     knobs = {"eta_bw": 0.9, "eta_f": 0.6, "eta_kv": 0.8, "c0": 20e-6, "c_token": 5e-7, "frontend_s": 8e-3}
     assert carry_knobs(knobs, "h100", "h100") == knobs
     r = KF.ratios("h100", "a100")
+    caps = KF.efficiency_caps("a100")
     got = carry_knobs(knobs, "h100", "a100")
-    assert got["eta_bw"] == pytest.approx(0.9 * r["eta_bw"]) and got["c0"] == pytest.approx(
+    # an efficiency carries as it is, capped by what the target's measured kernels reach
+    assert got["eta_bw"] == pytest.approx(min(0.9, caps["eta_bw"])) and got["c0"] == pytest.approx(
         20e-6 * r["fixed"]
     )
+    assert got["eta_f"] == 0.6 and got["eta_kv"] == pytest.approx(min(0.8, caps["eta_kv"]))
     assert got["frontend_s"] == 8e-3  # host side unchanged
     # measured: A100's decode-shaped GEMMs reach less of its HBM than H100's, its tiny kernels take longer
     assert got["eta_bw"] < 0.9 and got["c0"] > 20e-6
+    # a stack below the target's kernels keeps its own share (Splitwise: ≈ 0.78 on H100 and A100)
+    assert carry_knobs({"eta_bw": 0.7}, "h100", "a100")["eta_bw"] == 0.7
     clock = carry_knobs(knobs, "h100", "a100", rule="clock")
     assert clock["eta_bw"] == 0.9 and clock["c0"] == pytest.approx(20e-6 * 1.98 / 1.41)
     assert all(v <= 1 for k, v in carry_knobs({"eta_bw": 1.0}, "a100", "h100").items())
