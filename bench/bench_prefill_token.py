@@ -5,8 +5,9 @@ bound, across prompt length, model, TP, GPU and precision.
 
 Part 1 — Llama-3.1-70B on H100, one 8,192-token prefill step (no KV held before it), ms, TP 1/2/4/8, BF16
 and FP8, by `specsched.price.vllm.step_parts` in three per-token forms:
-- `layer`: `token_units` "layer" (the previous shipping form: layers · c_token · B, TP-blind) with
-  --layer-knobs (default: the shipped knobs' values, which were fitted in the "row" form);
+- `layer`: `token_units` "layer" (the form shipped before: layers · c_token · B, TP-blind) with
+  --layer-knobs (a `specbed vllm calibrate` file fitted with TOKEN_FORM = "layer"; default: the shipped
+  knobs, fitted in the "row" form — so the column shows the form, not that fit);
 - `shard`: "shard" (B · active params / tp / 2·10⁸, /2 with FP8 weights) with the same knobs;
 - `row` (shipped): the kernel-table per-token terms (`specsched.price.tokens`) with --row-knobs
   (default: the shipped H100 knobs), and `+attn`: the same plus causal prefill attention
@@ -65,7 +66,8 @@ def kernels(spec: VllmSpec, prompt: int) -> float:
 
 def forms_table(knobs: dict[str, Knobs]) -> None:
     print(f"{MODEL} on {GPU}, one prefill step of {TOKENS} tokens, ms")
-    print(f"{'precision':<9} {'tp':>3} {'layer':>8} {'shard':>8} {'row':>8} {'+attn':>8} {'kernels':>8} {'bound':>8}")
+    cols = ("layer", "shard", "row", "+attn", "kernels", "bound")
+    print(f"{'precision':<9} {'tp':>3} " + " ".join(f"{c:>8}" for c in cols))
     b = np.array([float(TOKENS)])
     for precision in ("bf16", "fp8"):
         for tp in (1, 2, 4, 8):
@@ -96,7 +98,8 @@ def ttft_table(row_knobs: str | None) -> None:
             for precision in ("bf16", "fp8"):
                 spec = VllmSpec(model=model, gpu=gpu, tp=tp, precision=precision)
                 cells = "".join(
-                    f"{ttft(spec, knobs, p) * 1e3:8.1f}|{kernels(spec, p) * 1e3:6.1f}|{bound(spec, p) * 1e3:6.1f}"
+                    f"{ttft(spec, knobs, p) * 1e3:8.1f}|{kernels(spec, p) * 1e3:6.1f}|"
+                    f"{bound(spec, p) * 1e3:6.1f}"
                     for p in PROMPTS
                 )
                 print(f"{gpu:<5} {model:<13} {tp:>2} {precision:<4} {cells}")
