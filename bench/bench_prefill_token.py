@@ -1,7 +1,7 @@
 """Issue 33 item 5: what the step price charges for a prefill, beside the measured kernels and the compute
 bound, across prompt length, model, TP, GPU and precision.
 
-    python -m bench.bench_prefill_token [--layer-knobs KNOBS.json] [--row-knobs KNOBS.json]
+    python -m bench.bench_prefill_token [--layer-knobs KNOBS.json] [--row-knobs KNOBS.json] [--tables ROOT]
 
 Part 1 — Llama-3.1-70B on H100, one 8,192-token prefill step (no KV held before it), ms, TP 1/2/4/8, BF16
 and FP8, by `specsched.price.vllm.step_parts` in three per-token forms:
@@ -20,6 +20,11 @@ Part 2 — TTFT of one prompt alone (128, 1k, 4k, 8k tokens) as the price gives 
 (`cost_table`, CUDA-graph padding and the request's row included) + causal attention + the API server's
 `frontend_s`, for Llama-3.1-8B TP 1, Qwen3-32B TP 2, Llama-3.1-70B TP 4 and TP 8 on H100, H200 and B200
 (the shipped knobs; H200 and B200 by the GPU rule), BF16 and FP8, beside `kernels` and `bound` (ms).
+
+Part 3 (with --tables, needs pyarrow and ../shared/measured/aiconfigurator) — the GEMM knee checked
+against vLLM's measured BF16 GEMMs: per GPU and m (tokens), the median of measured / priced time over
+the tables' layer-sized GEMMs (n·k ≥ 2²⁵, ≥ 64 MB of weights), priced as the step prices a GEMM,
+max(bytes at the GPU's carried eta_bw, FLOPs at its eta_f) — 1.0 is exact; above 1 the price is fast.
 """
 
 from __future__ import annotations
@@ -105,14 +110,41 @@ def ttft_table(row_knobs: str | None) -> None:
                 print(f"{gpu:<5} {model:<13} {tp:>2} {precision:<4} {cells}")
 
 
+def knee_table(root: str) -> None:
+    from pathlib import Path
+
+    from specsched.kernels import tables
+    from specsched.price.gpus import get_gpu
+
+    print("\nGEMM knee: measured / priced, median over n·k ≥ 2^25 BF16 GEMMs, by m (tokens)")
+    ms = (1, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
+    print(f"{'gpu':<5} " + "".join(f"{m:>7}" for m in ms))
+    for gpu in ("a100", "h100", "h200", "b200"):
+        c = tables._columns(Path(root), gpu, "gemm")
+        m, n, k = (c[x].astype(np.float64) for x in ("m", "n", "k"))
+        keep = (c["gemm_dtype"] == "bfloat16") & (n * k >= 2.0**25)
+        knobs, g = shipped_knobs(gpu), get_gpu(gpu).gpu
+        t_mem = 2.0 * (m * k + k * n + m * n) / (knobs.eta_bw * g.hbm_bw)
+        ratio = (
+            c["latency"].astype(np.float64)
+            * 1e-3
+            / np.maximum(t_mem, 2.0 * m * n * k / (knobs.eta_f * g.flops))
+        )
+        cells = [np.median(ratio[keep & (m == x)]) if np.any(keep & (m == x)) else np.nan for x in ms]
+        print(f"{gpu:<5} " + "".join(f"{r:7.2f}" for r in cells))
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--layer-knobs", help="knobs fitted in the layer form (default: the shipped H100 knobs)")
     p.add_argument("--row-knobs", help="knobs fitted in the row form (default: the shipped H100 knobs)")
+    p.add_argument("--tables", metavar="ROOT", help="the kernel tables' folder: also check the GEMM knee")
     args = p.parse_args(argv)
     layer = _knobs(args.layer_knobs)
     forms_table({"layer": layer, "shard": layer, "row": _knobs(args.row_knobs)})
     ttft_table(args.row_knobs)
+    if args.tables:
+        knee_table(args.tables)
 
 
 if __name__ == "__main__":

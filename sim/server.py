@@ -64,7 +64,7 @@ from sim.drafting import decide, draft_part, longest_context
 from sim.steps import DecodeRun, NormalStream, StepPlan, plan_decode_run, run_length
 from sim.tree_step import decide_tree
 from specsched.planner import Planner, StepDecision
-from specsched.stepcost import StepShape
+from specsched.stepcost import StepShape, prefill_pairs
 
 
 class Replica:
@@ -236,20 +236,13 @@ class Replica:
             longest_context(self) if step.context_pad_s else 0,  # longest running context
             depths=decision.depths if decision is not None else None,  # the bill's named draft parts
             tree_kv=self.kv_used if eng.tree is not None and r else 0,  # the tree kernel's KV (trees)
-            pairs=self._pairs(pf, chunks) if prefill and step.cost.attn_pair_seconds else 0,
+            pairs=prefill_pairs(chunks, self.inp[pf] - self.pleft[pf])  # causal prefill attention
+            if prefill and step.cost.attn_pair_seconds else 0,
         )  # fmt: skip
         bill = step.bill(shape, draft_s)
         self.last_start = now
         args = (now, bill.seconds, verify, bill.draft, bill, decision)
         return StepPlan(di, r, lengths, accepted, pf, chunks, prefill, *args)
-
-    def _pairs(self, pf: np.ndarray, chunks: np.ndarray) -> int:
-        """Causal query-key pairs of this step's prefill chunks: a chunk of c tokens after the d of its
-        prompt already in the KV cache (prefilled or a prefix hit) attends to d + its own causal
-        triangle, c·d + c·(c + 1)/2 (`specsched.stepcost`, "attention")."""
-        c = chunks.astype(np.int64)
-        done = self.inp[pf] - self.pleft[pf]
-        return int(np.add.reduce(c * done + c * (c + 1) // 2))
 
     def _decide(self, di, r: int) -> tuple[StepDecision, np.ndarray, float]:
         """(decision, accepted, draft seconds) of this step's r decoding slots `di` (accepted: int64[r]):

@@ -89,6 +89,14 @@ def profile_terms(prof, n: int) -> dict[str, float]:
     return out
 
 
+def prefill_pairs(chunks: np.ndarray, done: np.ndarray) -> int:
+    """Causal query-key pairs of a step's prefill chunks (`StepShape.pairs`): a chunk of c tokens after
+    the d of its prompt already in the KV cache (prefilled, or a prefix hit) attends to those d and to
+    its own causal triangle, c·d + c·(c + 1)/2. chunks, done: int64[n]."""
+    c = np.asarray(chunks, dtype=np.int64)
+    return int(np.add.reduce(c * np.asarray(done, dtype=np.int64) + c * (c + 1) // 2))
+
+
 class StepShape(NamedTuple):
     """What one step holds (all counts are ints).
 

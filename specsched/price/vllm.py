@@ -13,12 +13,18 @@ The step price, one term each (seconds; B = tokens in the step, C = KV tokens th
                   + layers · c0                              per-layer fixed work on the GPU
                   + moe_layers · c_moe                       per-MoE-layer routing work (top-k, permute,
                                                              grouped-GEMM set-up)
-                  + max(W(B) / (eta_bw · BW) + c_token · u(B), weights (MoE: the experts that B
-                        2·P·B / (eta_f · F))                 tokens touch) plus each token's share of the
-                                                             memory-bound kernels (u: `token_units`,
-                                                             layers·B as shipped), or compute, whichever
-                                                             binds
-                  + 2 · layers · link_latency  (tp > 1)      two all-reduces per layer (+ their bytes)
+                  + max((W(B) + A(B)) / (eta_bw · BW),       weights (MoE: the experts that B tokens
+                        2·(P_mm·B + P_head·rows) / (eta_f · F))  touch) and the GEMMs' activations, or the
+                                                             projections' FLOPs (the LM head on the
+                                                             sampled rows), whichever binds
+                  + E(B) / stream_bw                         the kernels between the GEMMs (norms, RoPE,
+                                                             SiLU·mul, KV write, FP8 activation quant)
+                  + 2 · layers · link_latency  (tp > 1)      two all-reduces per layer, + their bytes at
+                    + AR(B)                                  the measured all-reduce rate
+                  + R · layers · c_token                     each running request's row through a layer
+                  + pairs · attn_pair_s                      causal prefill attention per query-key pair
+                                                             (A, E, AR, P_mm, attention: the "row" form,
+                                                             `specsched.price.tokens`, `TOKEN_FORM`)
                   + C · kv_bytes / (eta_kv · BW)             attention reading every running request's KV
                   + ⌈R / SMs⌉ · vocab · c_vocab              top-p / top-k sampling where the checkpoint's
                     (filtered sampling)                      generation_config sets them (the catalogue's

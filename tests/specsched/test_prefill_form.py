@@ -17,7 +17,7 @@ from specsched.price.gpus import get_gpu
 from specsched.price.knobs import Knobs
 from specsched.price.models import get_model
 from specsched.price.vllm import VllmSpec, cost_table, memory_compute, row_units, step_parts
-from specsched.stepcost import PARTS, StepCost, StepShape
+from specsched.stepcost import PARTS, StepCost, StepShape, prefill_pairs
 
 KNOBS = Knobs(eta_bw=0.88, eta_f=0.78, c0=20e-6, c_token=0.43e-6, link_latency=10e-6)
 B = np.array([1.0, 16.0, 64.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0, 8192.0])
@@ -88,6 +88,8 @@ def test_the_projections_flops_not_two_per_parameter():
 
 def test_prefill_attention_is_quadratic_and_priced_per_pair():
     assert tokens.attention_pairs(4) == 10 and tokens.attention_pairs(2, done=3) == 2 * 3 + 3
+    # the replica's count (chunks after their prompts' cached or prefilled tokens) is the same sum
+    assert prefill_pairs(np.array([4, 2]), np.array([0, 3])) == 10 + 9
     m, g = get_model("llama3.1-70b"), get_gpu("h100")
     one = tokens.prefill_attention_seconds(m, g, 8, tokens.attention_pairs(8192))
     eight = tokens.prefill_attention_seconds(m, g, 8, 8 * tokens.attention_pairs(1024))
