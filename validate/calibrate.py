@@ -8,14 +8,13 @@ steps k (r_k requests decoding, each step's t_k one gap for each of them), and t
 once the steps' contents are known:
 
     t_k = step_s + c0·layers + (1/eta_bw)·w_k + (1/eta_kv)·a_k + link_latency·2·layers·[tp > 1]
-          + c_moe·moe_layers + c_token·(u(B_k) + layers·N_k) + c_vocab·vocab·⌈R_k / SMs⌉·[filtered sampling]
-          + φ_k
+          + c_moe·moe_layers + c_token·u(B_k) + c_vocab·vocab·⌈R_k / SMs⌉·[filtered sampling] + φ_k
 
 (w_k: the step's weight and GEMM-activation bytes over the GPU's bandwidth, 0 where compute binds; a_k:
-its KV bytes read over it; B_k its tokens, R_k its decoding requests, N_k its running ones; u:
-`specsched.price.vllm.token_units`, 0 in the shipped "row" form, where c_token is a running request's row
-a layer (`row_units`); φ_k: what the knobs do not scale — a compute-bound step's FLOPs, the kernels
-between the GEMMs and the all-reduce bytes (`specsched.price.tokens`), offload). So: simulate every run
+its KV bytes read over it; B_k its tokens, R_k its requests; u: `specsched.price.vllm.token_units`, in
+the shipped "row" form layers · min(B_k, max_num_seqs), the step's sampled rows through each layer;
+φ_k: what the knobs do not scale — a compute-bound step's FLOPs, the kernels between the GEMMs and the
+all-reduce bytes (`specsched.price.tokens`), prefill attention, offload). So: simulate every run
 with the current knobs, collect the r-weighted means of those features per run, and fit (step_s, c0,
 1/eta_bw − 1, 1/eta_kv − 1, link_latency, c_moe,
 c_token, c_vocab) in relative error against the measured seconds per token, (e2e − TTFT) / (output − 1)
@@ -48,7 +47,6 @@ from specsched.price.vllm import (
     TOKEN_FORM,
     VllmSpec,
     memory_compute,
-    row_units,
     step_parts,
     token_units,
 )
@@ -95,7 +93,7 @@ BOUNDS = {
     "c_vocab": (0.0, 50e-9),
 }
 #: what c_token is per, in each per-token form (`specsched.price.vllm.TOKEN_FORMS`), for `describe`
-TOKEN_FORM_UNIT = {"layer": "token", "shard": "token", "row": "request"}
+TOKEN_FORM_UNIT = {"layer": "token", "shard": "token", "row": "sampled row"}
 NOISE = 0.03  # the relative error a run's per-token time is trusted to (measurement + model)
 ROUNDS = 3
 
@@ -125,7 +123,6 @@ class StepFeatures:
         self.phi = np.where(mem_bound, comm, core)
         self.w = np.where(mem_bound, w, 0.0)
         self.tok = np.where(mem_bound, units, 0.0)
-        self.per_row = row_units(spec)  # what c_token multiplies per running request ("row" form)
         self.kv_byte_s = m.kv_bytes_per_gpu(spec.tp) / bw
         self.kv_s = self.kv_byte_s / knobs.eta_kv
         offload = spec.cpu_offload_gb * 1e9 / HOST_BW.get(g.key, HOST_BW_DEFAULT)
@@ -144,7 +141,7 @@ class StepFeatures:
         self.sums[0] += r * self.w[tokens]
         self.sums[1] += r * kv * self.kv_byte_s
         self.sums[2] += r * (self.phi[tokens] + bill.attention)  # prefill attention: no knob scales it
-        self.sums[3] += r * (self.tok[tokens] + self.per_row * rep.n)
+        self.sums[3] += r * self.tok[tokens]
         self.sums[4] += r * self.samp[tokens]
         self.weight += r
 

@@ -7,6 +7,7 @@ prints. Besides the forms (`specsched.kernels.forms`) each GPU gets two direct m
     floor      median time of the tables' tiny BF16 GEMMs (2·m·n·k ≤ 2²⁴ FLOPs, ≤ 1 MB of operands):
                a kernel's fixed cost under CUDA graphs (launch, prologue, drain) — the figure a per-layer
                fixed time of small kernels (`c0`) scales with
+    knee       the GEMM knee's sharpness p (`_knee`): the step prices max(memory, compute) as their p-norm
     ar_large   the all-reduce's achieved fraction of link bandwidth on messages ≥ 8 MB (prefill chunks)
     ar_small   median time of the custom all-reduce on messages ≤ 64 Ki elements (128 kB), all GPU
                counts: the fixed cost of one collective (`link_latency`)
@@ -51,6 +52,24 @@ def _ar_large(root: Path, gpu: str) -> float:
     s = tables.allreduce_shapes(root, gpu)
     big = s.bytes / (2.0 * (s.par / (s.par + 1.0))) >= 2.0 * 2.0**22  # message bytes from ring bytes
     return float(np.median(s.bytes[big] / (s.seconds[big] * s.bw)))
+
+
+def _knee(root: Path, gpu: str, fig: dict) -> float:
+    """The GEMM knee's sharpness p: t = (t_mem^p + t_cmp^p)^(1/p), with the GPU's fitted eta_bw and
+    eta_f, minimising the mean |log error| over its layer-sized BF16 GEMMs (≥ 64 MB of weights, every
+    m); p = ∞ is the hard roofline max, which the tables show 9–25 % fast at m = 128–512 (a GEMM of a
+    few hundred rows neither streams its weights at full rate nor fills the tensor cores)."""
+    s, _ = tables.gemm_shapes(root, gpu)
+    c = tables._columns(root, gpu, "gemm")
+    m, n, k = (c[x].astype(np.float64) for x in ("m", "n", "k"))
+    keep = (c["gemm_dtype"] == "bfloat16") & (n * k >= 2.0**25)
+    t = c["latency"][keep].astype(np.float64) * 1e-3
+    m, n, k = m[keep], n[keep], k[keep]
+    t_mem = 2.0 * (m * k + k * n + m * n) / (fig["eta_bw"] * s.bw)
+    t_cmp = 2.0 * m * n * k / (fig["eta_f"] * s.peak)
+    grid = np.arange(1.5, 8.01, 0.25)
+    err = [np.mean(np.abs(np.log((t_mem**p + t_cmp**p) ** (1.0 / p) / t))) for p in grid]
+    return float(grid[int(np.argmin(err))])
 
 
 def fp8_check(root: Path, gpu: str, bf16: dict) -> dict:
@@ -129,6 +148,7 @@ def build(root: Path = DEFAULT_ROOT, gpus: tuple[str, ...] = TABLE_GPUS) -> dict
         per[g]["floor"] = _floor(root, g)
         per[g]["ar_small"] = _ar_small(root, g)
         per[g]["ar_large"] = _ar_large(root, g)
+        per[g]["knee"] = _knee(root, g, per[g]["gemm"])
         per[g]["fp8"] = fp8_check(root, g, per[g]["gemm"]) if sheets[g].fp8 else {}
     for g in gpus:
         per[g]["kv_fp8"] = kv_fp8_check(root, g, per[g]["gen_attn"])

@@ -9,7 +9,8 @@ term a byte or FLOP count with its source, timed at an efficiency measured on vL
                  out; gate+up: hidden in, 2·I/tp out; down: I/tp in, hidden out (I: the MLP width, × top_k
                  for MoE). Inside the GEMM kernels, so it sits with the weights on the memory side of
                  max(memory, compute) and is hidden once the step is compute-bound (the gemm form of
-                 `specsched.kernels.forms`: bytes = a·(m·k + k·n) + 2·m·n).
+                 `specsched.kernels.forms`: bytes = a·(m·k + k·n) + 2·m·n), with the knee the
+                 tables show (`knee`: a p-norm of memory and compute rather than their max).
     elementwise  the kernels between the GEMMs, each bandwidth-bound and never hidden under a GEMM (one
                  stream): two fused residual-add + RMSNorms (read x and residual, write both: 4·hidden,
                  NOT sharded: every TP rank holds the whole hidden state), RoPE on q and k (read + write:
@@ -103,6 +104,21 @@ def stream_bw(g: GPU) -> float:
     × the datasheet HBM bandwidth (0.85 × datasheet where the kernel tables do not cover `g`)."""
     per = _figures(g)
     return (per["gemm"]["eta_bw"] if per else 0.85) * g.hbm_bw
+
+
+def knee(g: GPU) -> float:
+    """The sharpness p of `g`'s GEMM knee: a GEMM takes (t_mem^p + t_cmp^p)^(1/p), not their max — fitted
+    on its measured layer-sized GEMMs (`specsched.kernels.build`: A100 1.75, H100 3.25, H200 2.5, B200
+    1.75); 2.5 where the kernel tables do not cover `g`."""
+    per = _figures(g)
+    return float(per.get("knee", 2.5)) if per else 2.5
+
+
+def smooth_max(a: np.ndarray, b: np.ndarray, p: float) -> np.ndarray:
+    """(a^p + b^p)^(1/p), elementwise: the roofline's max with a knee of sharpness p (∞: the max)."""
+    hi = np.maximum(a, b)
+    safe = np.where(hi > 0, hi, 1.0)
+    return hi * ((a / safe) ** p + (b / safe) ** p) ** (1.0 / p)
 
 
 def allreduce_bytes_seconds(m: ModelShape, g: GPU, tp: int, b) -> np.ndarray:

@@ -13,15 +13,17 @@ The step price, one term each (seconds; B = tokens in the step, C = KV tokens th
                   + layers · c0                              per-layer fixed work on the GPU
                   + moe_layers · c_moe                       per-MoE-layer routing work (top-k, permute,
                                                              grouped-GEMM set-up)
-                  + max((W(B) + A(B)) / (eta_bw · BW),       weights (MoE: the experts that B tokens
-                        2·(P_mm·B + P_head·rows) / (eta_f · F))  touch) and the GEMMs' activations, or the
-                                                             projections' FLOPs (the LM head on the
-                                                             sampled rows), whichever binds
+                  + max((W(B) + A(B)) / (eta_bw · BW)        weights (MoE: the experts that B tokens
+                          + c_token · layers · rows,         touch), the GEMMs' activations and each
+                        2·(P_mm·B + P_head·rows) / (eta_f · F))  sampled row (rows = min(B, max_num_seqs))
+                                                             through each layer, or the projections'
+                                                             FLOPs (the LM head on the sampled rows),
+                                                             whichever binds (a p-norm: the GPU's
+                                                             measured GEMM knee, `tokens.knee`)
                   + E(B) / stream_bw                         the kernels between the GEMMs (norms, RoPE,
                                                              SiLU·mul, KV write, FP8 activation quant)
                   + 2 · layers · link_latency  (tp > 1)      two all-reduces per layer, + their bytes at
                     + AR(B)                                  the measured all-reduce rate
-                  + R · layers · c_token                     each running request's row through a layer
                   + pairs · attn_pair_s                      causal prefill attention per query-key pair
                                                              (A, E, AR, P_mm, attention: the "row" form,
                                                              `specsched.price.tokens`, `TOKEN_FORM`)
@@ -68,12 +70,13 @@ HOST_BW_DEFAULT = 25e9
 #: the layer shard the "shard" form quotes `c_token` for: parameters of one decoder layer on one GPU (a
 #: 7B-class layer at TP 1, 2·10⁸ BF16 parameters)
 TOKEN_SHARD_PARAMS = 2e8
-#: the per-token form the price uses and `validate.calibrate` fits (`token_units`, `row_units`):
+#: the per-token form the price uses and `validate.calibrate` fits (`token_units`):
 #: "row" (shipped): the per-token work from the kernel tables (`specsched.price.tokens`: activation and
-#: elementwise bytes, the measured all-reduce) and `c_token` a running request's row a layer a step
-#: (sampling, logits, per-sequence kernel set-up: what decode steps measured it as), so a long prefill
-#: pays its tokens' physical work, not c_token × its tokens. "layer" (c_token a token a layer, TP-blind)
-#: and "shard" (a token's GEMM work on this GPU's shard) are the earlier forms, kept for comparison
+#: elementwise bytes, the measured all-reduce) and `c_token` a sampled row a layer (logits and sampler
+#: rows, per-sequence kernel set-up: what decode and verify steps measured it as; a step samples at most
+#: max_num_seqs rows), so a long prefill pays its tokens' physical work, not c_token × its tokens.
+#: "layer" (c_token a token a layer, TP-blind) and "shard" (a token's GEMM work on this GPU's shard) are
+#: the earlier forms, kept for comparison
 #: (docs/validation.md "The per-token term"; bench/bench_prefill_token.py).
 TOKEN_FORM = "row"
 TOKEN_FORMS = ("layer", "shard", "row")
@@ -187,13 +190,16 @@ def memory_compute(spec: VllmSpec, knobs: Knobs, b: np.ndarray, rate: float | No
 
 
 def _physical_core(spec, knobs, shape, g, rate, b):
-    """The "row" form's token-dependent seconds: max(memory, compute) (`memory_compute`) + the kernels
-    between the GEMMs (`tokens.elementwise_bytes` at the measured streaming rate) + the all-reduces' bytes
-    (`tokens.allreduce_bytes_seconds`): the last two never hide under a GEMM (`specsched.price.tokens`)."""
+    """The "row" form's token-dependent seconds: memory + c_token · sampled rows a layer and compute
+    (`memory_compute`, `token_units`) combined with the GPU's measured GEMM knee (`tokens.knee`) + the
+    kernels between the GEMMs (`tokens.elementwise_bytes` at the measured streaming rate) + the
+    all-reduces' bytes (`tokens.allreduce_bytes_seconds`): the last two never hide under a GEMM."""
     t_mem, t_cmp = memory_compute(spec, knobs, b, rate)
+    t_mem = t_mem + knobs.c_token * token_units(spec, b, "row")
+    gemms = tokens.smooth_max(t_mem, t_cmp, tokens.knee(g))  # the measured GEMMs' knee, not a hard max
     fp8 = shape.bytes_per_param <= 1.0 and rate > 1.0  # FP8 activations (not W8A16): quantized first
     between = tokens.elementwise_bytes(shape, spec.tp, b, fp8=fp8) / tokens.stream_bw(g)
-    return np.maximum(t_mem, t_cmp) + between + tokens.allreduce_bytes_seconds(shape, g, spec.tp, b)
+    return gemms + between + tokens.allreduce_bytes_seconds(shape, g, spec.tp, b)
 
 
 def _token_core(spec, knobs, shape, g, rate, b, token_form):
@@ -239,24 +245,20 @@ def token_units(spec: VllmSpec, b: np.ndarray, form: str = TOKEN_FORM) -> np.nda
       token's GEMM work on this GPU's shard that the weight stream does not hide below the roofline knee:
       it shards with tensor parallelism and halves at the FP8 rate.
     Both sit on the memory side of max(memory, compute) in `step_parts`: a compute-bound step does not
-    pay them. "row" (shipped): 0 — c_token is a running request's, `row_units`."""
+    pay them. "row" (shipped): layers · min(b, max_num_seqs) — a sampled row a layer: a decode or verify
+    position's logits, sampler row and per-sequence set-up; a step of b tokens samples at most
+    max_num_seqs rows (under-counted for verify steps of more positions than that), so a prefill chunk
+    pays for its rows, not its tokens."""
     m, _, bpp = spec.resolve()
     b = np.asarray(b, dtype=np.float64)
     if form == "layer":
         return m.layers * b
-    if form == "row":  # c_token is charged per running request (`row_units`), not per token
-        return np.zeros_like(b)
+    if form == "row":  # c_token per sampled row, not per prompt token
+        return m.layers * np.minimum(b, float(spec.max_num_seqs))
     if form != "shard":
         raise ValueError(f"token form must be one of {TOKEN_FORMS}, got {form!r}")
     rate = 2.0 if bpp <= 1.0 else 1.0  # FP8 weights: the MMA work at twice the rate (as the compute side)
     return b * (m.active_params / spec.tp / TOKEN_SHARD_PARAMS / rate)
-
-
-def row_units(spec: VllmSpec, form: str = TOKEN_FORM) -> float:
-    """What `c_token` multiplies per running request per step: its layers in the "row" form (each
-    request's row through each layer: sampling and logits rows, per-sequence attention set-up, the host's
-    per-request work, measured on decode steps where rows = tokens), 0 in the per-token forms."""
-    return float(spec.resolve()[0].layers) if form == "row" else 0.0
 
 
 def sampling_seconds(spec: VllmSpec, knobs: Knobs, b: np.ndarray) -> np.ndarray:
@@ -272,7 +274,7 @@ def sampling_seconds(spec: VllmSpec, knobs: Knobs, b: np.ndarray) -> np.ndarray:
 
 def cost_table(spec: VllmSpec, knobs: Knobs) -> CostTable:
     """The step cost of `spec` with `knobs`: a context-aware table, padded to vLLM's CUDA-graph sizes, with
-    each running request's row (`row_units`) and prefill attention per query-key pair
+    prefill attention per query-key pair
     (`tokens.prefill_attention_seconds`, the GPU busy: a lower bound for short prompts at high TP)."""
     m, g, _ = spec.resolve()
     top = max(spec.max_num_batched_tokens, 8192)
@@ -285,7 +287,7 @@ def cost_table(spec: VllmSpec, knobs: Knobs) -> CostTable:
         mode="linear",
         layers=m.layers,
         name=name,
-        request_seconds=knobs.request_s + knobs.c_token * row_units(spec),
+        request_seconds=knobs.request_s,
         kv_token_seconds=kv_token_seconds(m, g, tp=spec.tp, eta_kv=knobs.eta_kv) * kv_time_factor(spec),
         attn_pair_seconds=float(tokens.prefill_attention_seconds(m, g, spec.tp, 1.0)),
     )

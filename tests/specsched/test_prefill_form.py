@@ -16,7 +16,7 @@ from specsched.price import tokens
 from specsched.price.gpus import get_gpu
 from specsched.price.knobs import Knobs
 from specsched.price.models import get_model
-from specsched.price.vllm import VllmSpec, cost_table, memory_compute, row_units, step_parts
+from specsched.price.vllm import VllmSpec, cost_table, memory_compute, step_parts, token_units
 from specsched.stepcost import PARTS, StepCost, StepShape, prefill_pairs
 
 KNOBS = Knobs(eta_bw=0.88, eta_f=0.78, c0=20e-6, c_token=0.43e-6, link_latency=10e-6)
@@ -63,20 +63,21 @@ def test_fp8_roughly_halves_a_compute_bound_prefill_on_hopper_not_on_a100():
     assert a100[-1] == pytest.approx(a100_16[-1])  # W8A16: no FP8 tensor rate on Ampere
 
 
-def test_gives_way_to_compute_and_c_token_is_per_request():
+def test_gives_way_to_compute_and_c_token_is_per_sampled_row():
     spec = VllmSpec(model="llama3.1-8b")
     t_mem, t_cmp = memory_compute(spec, KNOBS, B)
     assert t_mem[0] > t_cmp[0] and t_cmp[-1] > t_mem[-1]  # decode memory-bound, long prefill compute-bound
     # the knee sits where the roofline puts it: a few hundred tokens for BF16 on an H100
     knee = B[np.argmax(t_cmp > t_mem)]
     assert 128 <= knee <= 512
-    # c_token: a running request's row through each layer, charged per request, never per prompt token
+    # c_token: a sampled row through each layer (≤ max_num_seqs rows a step), never a prompt's every token
+    assert token_units(spec, B) == pytest.approx(32 * np.minimum(B, 256))
     with_c = step_parts(spec, KNOBS, B)["weights_or_compute"]
     without = step_parts(spec, Knobs(eta_bw=0.88, eta_f=0.78, c0=20e-6), B)["weights_or_compute"]
-    assert with_c == pytest.approx(without)
-    table = cost_table(spec, KNOBS)
-    assert table.request_seconds == pytest.approx(KNOBS.c_token * row_units(spec))
-    assert row_units(spec) == get_model("llama3.1-8b").layers and row_units(spec, "layer") == 0.0
+    # decode rows pay it (through the GEMM knee's p-norm: nearly all of it while memory-bound)
+    assert with_c[:2] - without[:2] == pytest.approx(KNOBS.c_token * 32 * B[:2], rel=0.02)
+    assert with_c[-1] == pytest.approx(without[-1], rel=0.01)  # a compute-bound prefill hardly does
+    assert cost_table(spec, KNOBS).request_seconds == 0.0
 
 
 def test_the_projections_flops_not_two_per_parameter():
@@ -117,3 +118,14 @@ def test_step_bill_charges_the_pairs_last_and_leaves_other_steps_bit_identical()
     assert got.seconds == pytest.approx(bare.bill(shape).seconds + got.attention)
     decode = StepShape(4, 4, 4, 4)
     assert priced.bill(decode).seconds == bare.bill(decode).seconds  # no pairs: nothing added
+
+
+def test_the_gemm_knee_is_a_p_norm_fitted_per_gpu():
+    a, b = np.array([1.0, 1.0, 2.0, 0.0]), np.array([0.0, 1.0, 1.0, 0.0])
+    for gpu in ("a100", "h100", "h200", "b200"):
+        p = tokens.knee(get_gpu(gpu))
+        assert 1.0 < p <= 8.0
+        got = tokens.smooth_max(a, b, p)
+        assert np.all(got >= np.maximum(a, b)) and np.all(got <= 2 ** (1 / p) * np.maximum(a, b) + 1e-15)
+        assert got[1] == pytest.approx(2 ** (1 / p)) and got[3] == 0.0  # the knee itself: both bind
+    assert tokens.smooth_max(a, b, 1e3) == pytest.approx(np.maximum(a, b), rel=1e-2)
