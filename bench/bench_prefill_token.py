@@ -24,7 +24,8 @@ Part 2 — TTFT of one prompt alone (128, 1k, 4k, 8k tokens) as the price gives 
 Part 3 (with --tables, needs pyarrow and ../shared/measured/aiconfigurator) — the GEMM knee checked
 against vLLM's measured BF16 GEMMs: per GPU and m (tokens), the median of measured / priced time over
 the tables' layer-sized GEMMs (n·k ≥ 2²⁵, ≥ 64 MB of weights), priced as the step prices a GEMM,
-max(bytes at the GPU's carried eta_bw, FLOPs at its eta_f) — 1.0 is exact; above 1 the price is fast.
+bytes at the GPU's shipped or carried eta_bw and FLOPs at its eta_f, combined by its measured knee
+(`tokens.knee`, a p-norm) — 1.0 is exact; above 1 the price is fast.
 """
 
 from __future__ import annotations
@@ -125,11 +126,9 @@ def knee_table(root: str) -> None:
         keep = (c["gemm_dtype"] == "bfloat16") & (n * k >= 2.0**25)
         knobs, g = shipped_knobs(gpu), get_gpu(gpu).gpu
         t_mem = 2.0 * (m * k + k * n + m * n) / (knobs.eta_bw * g.hbm_bw)
-        ratio = (
-            c["latency"].astype(np.float64)
-            * 1e-3
-            / np.maximum(t_mem, 2.0 * m * n * k / (knobs.eta_f * g.flops))
-        )
+        t_cmp = 2.0 * m * n * k / (knobs.eta_f * g.flops)
+        priced = tokens.smooth_max(t_mem, t_cmp, tokens.knee(get_gpu(gpu)))
+        ratio = c["latency"].astype(np.float64) * 1e-3 / priced
         cells = [np.median(ratio[keep & (m == x)]) if np.any(keep & (m == x)) else np.nan for x in ms]
         print(f"{gpu:<5} " + "".join(f"{r:7.2f}" for r in cells))
 
