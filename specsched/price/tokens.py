@@ -51,11 +51,16 @@ ACT_BYTES = 2.0
 
 
 def _widths(m: ModelShape, tp: int) -> tuple[float, float, float, float]:
-    """(hidden, q width, kv width, MLP width) on one of `tp` GPUs (kv heads replicated when fewer than tp)."""
+    """(hidden, q width, kv width, MLP width) on one of `tp` GPUs (kv heads replicated when fewer than tp;
+    MoE: the widths of the top_k experts a token is routed to, from the catalogue's expert parameters —
+    config.json's intermediate_size is not the expert width for every MoE, e.g. Qwen3-30B-A3B)."""
     hd = float(m.head_dim or m.hidden // max(m.heads or 1, 1))
     q = float(m.heads or 0) * hd / tp
     kv = math.ceil((m.kv_heads or m.heads or 0) / tp) * hd
-    inter = float(m.intermediate or 4 * m.hidden) * max(m.top_k, 1) / tp
+    if m.is_moe:  # a token's routed experts: top_k × an expert's width (3·hidden·width parameters each)
+        inter = m.top_k * m.expert_params / (3.0 * m.hidden) / tp
+    else:
+        inter = float(m.intermediate or 4 * m.hidden) / tp
     return float(m.hidden), q, kv, inter
 
 
