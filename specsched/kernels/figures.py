@@ -19,7 +19,7 @@ Role: `specsched/data/kernel_figures.json` holds each GPU's fitted kernel figure
   efficiencies unchanged, fixed times × clock.
 - `fp8_knobs`, `fp8_rate`, `fp8_quant_seconds`, `kv_bytes_factor` — FP8 weights and KV cache per GPU.
 - `prefill_seconds` — a prefill step summed from the kernel forms (GEMMs, context attention, all-reduces),
-  the per-token form that shards with TP and gives way to compute.
+  the reference the step price's per-token form (`specsched.price.tokens`) is checked against.
 
 May import: numpy, the standard library, `specsched.io.inputs`, `specsched.io.errors`,
 `specsched.price.models`,
@@ -225,20 +225,6 @@ def allreduce_seconds(model: str, gpu: str, tokens, *, tp: int = 1, figs=None) -
     size = 2.0 * (tp - 1) / tp * tokens * m.hidden * 2.0
     ar = Shapes(size, np.zeros_like(tokens), g.link_bw, 1.0, par=np.full_like(tokens, tp - 1.0))
     return 2.0 * m.layers * predict("allreduce", per["allreduce"], ar)
-
-
-def per_token_terms(model: str, gpu: str, tokens, *, tp: int = 1, c_token: float = 0.0, figs=None) -> dict:
-    """The two per-token terms of a vLLM step in the form the kernel tables support (issue 33 item 5),
-    float64[n] seconds at `tokens`: "sharded" = layers · c_token · tokens / tp — per-token traffic of each
-    GPU's shard, to add on the memory side of max(memory, compute) so it gives way to compute; and
-    "allreduce" = `allreduce_seconds` — the collectives' bytes, which do not shard (2(n−1)/n of the
-    activations per GPU) and are 0 at TP 1, in place of a catalogue-link term and a TP-blind c_token."""
-    tokens = np.asarray(tokens, dtype=np.float64)
-    layers = get_model(model).layers
-    return {
-        "sharded": layers * c_token * tokens / tp,
-        "allreduce": allreduce_seconds(model, gpu, tokens, tp=tp, figs=figs),
-    }
 
 
 def _layer_gemms(model: str, tp: int) -> list[tuple[float, float]]:

@@ -176,12 +176,3 @@ def test_fp8_terms_bundle_what_the_step_needs():
     assert got["peak_factor"] == 1.0 and got["kv_factor"] == 0.5 and got["quant_seconds"][0] == 0.0
     h = fp8_terms({"eta_bw": 0.9, "eta_f": 0.6}, "llama3.1-70b", "h100", np.array([8.0]), tp=4)
     assert h["peak_factor"] == 2.0 and h["quant_seconds"][0] > 0 and h["kv_factor"] == 1.0
-
-
-def test_per_token_terms_shard_the_traffic_and_not_the_collectives():
-    from specsched.kernels import per_token_terms
-
-    one = per_token_terms("llama2-70b", "h100", np.array([8192.0]), tp=1, c_token=0.57e-6)
-    eight = per_token_terms("llama2-70b", "h100", np.array([8192.0]), tp=8, c_token=0.57e-6)
-    assert eight["sharded"][0] == pytest.approx(one["sharded"][0] / 8)
-    assert one["allreduce"][0] == 0 and eight["allreduce"][0] > 0
