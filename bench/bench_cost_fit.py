@@ -55,7 +55,8 @@ def _wall(cmd: list[str]) -> float:
 
 
 def _old_fit():
-    """specsched/fit.py as it was at BEFORE (a module of its own), or None without git."""
+    """specsched/fit.py as it was at BEFORE (a module of its own), or None without git or where it no
+    longer imports against this tree."""
     root = Path(__file__).resolve().parent.parent
     try:
         src = subprocess.run(
@@ -71,7 +72,10 @@ def _old_fit():
     spec = importlib.util.spec_from_file_location("fit_before", path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules["fit_before"] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
+    try:
+        spec.loader.exec_module(mod)
+    except ImportError:  # BEFORE's fit imports modules this tree has moved: no "before" rows
+        return None
     return mod
 
 

@@ -84,20 +84,21 @@ def _splitwise() -> dict:
 
 def prefill_evidence() -> None:
     """Issue 33 item 5: how a prefill's per-token time splits over the kernels, per TP, against the step
-    price's c_token term (layers · c_token · tokens, at any TP) and the Splitwise measurements."""
+    price's token-dependent part (the shipped "row" form), what the previous "layer" form's c_token term
+    (layers · c_token · tokens, at any TP) would add, and the Splitwise measurements."""
     from specsched.price.knobs import shipped_knobs
     from specsched.price.vllm import VllmSpec, step_parts
 
     knobs = shipped_knobs("h100")
     meas = _splitwise()
     print("\nprefill of one prompt, Llama-2-70B on H100, ms: kernels (GEMM + attention + all-reduce = sum),")
-    print("the price's c_token term alone and its whole token-dependent part; Splitwise measured")
+    print("a 'layer'-form c_token term (layers·c_token·tokens), the price's token-dependent part; Splitwise")
     for prompt in (512, 2048, 8192):
         for tp in (1, 2, 4, 8):
             p = prefill_parts("llama2-70b", "h100", prompt, tp=tp)
             parts = step_parts(VllmSpec("llama2-70b", "h100", tp=tp), knobs, np.array([float(prompt)]))
             price = float(parts["weights_or_compute"][0] + parts["comm"][0])
-            c_tok = 80 * knobs.c_token * prompt
+            c_tok = 80 * knobs.c_token * prompt  # what the TP-blind "layer" form would charge
             got = meas.get((prompt, tp))
             print(
                 f"  {prompt:5} TP{tp}: {p['gemm'] * 1e3:7.1f} + {p['attention'] * 1e3:6.1f} + "
@@ -111,7 +112,7 @@ def prefill_evidence() -> None:
     print(
         "all-reduce bytes per token per layer (measured form, Llama-2-70B, H100), µs: "
         + ", ".join(cells)
-        + f"; TP1 0; c_token {knobs.c_token * 1e6:5.3f} at every TP"
+        + f"; TP1 0; a 'layer'-form c_token {knobs.c_token * 1e6:5.3f} at every TP"
     )
     print(
         "FP8 weights (measured FP8 GEMM form), Llama-3.1-70B, 8192 tokens, ms (GEMM + attention + all-reduce)"

@@ -65,7 +65,7 @@ from sim.drafting import decide, draft_part, longest_context
 from sim.steps import DecodeRun, NormalStream, StepPlan, plan_decode_run, run_length
 from sim.tree_step import decide_tree
 from specsched.planner import Planner, StepDecision
-from specsched.stepcost import StepShape
+from specsched.stepcost import StepShape, prefill_pairs
 
 
 class Replica:
@@ -237,6 +237,8 @@ class Replica:
             longest_context(self) if step.context_pad_s else 0,  # longest running context
             depths=decision.depths if decision is not None else None,  # the bill's named draft parts
             tree_kv=self.kv_used if eng.tree is not None and r else 0,  # the tree kernel's KV (trees)
+            pairs=prefill_pairs(chunks, self.inp[pf] - self.pleft[pf])  # causal prefill attention
+            if prefill and step.cost.attn_pair_seconds else 0,
         )  # fmt: skip
         bill = step.bill(shape, draft_s)
         self.last_start = now

@@ -59,6 +59,9 @@ class CostTable:
             attention's KV reads. A whole step over R requests holding C KV tokens in all and B query tokens
             takes `draft_seconds + request_seconds·R + kv_token_seconds·C + latency(B)`; it does not depend
             on the verify lengths, so policies see it as part of the fixed term. 0 = context-blind.
+        attn_pair_seconds: cost per causal query-key pair of a step's prefill chunks (seconds): prefill
+            attention, quadratic in a prompt, so priced from the pairs the simulator counts
+            (`specsched.stepcost.StepShape.pairs`), not from B. 0 = not priced (measured tables fold it in).
     """
 
     tokens: np.ndarray
@@ -69,6 +72,7 @@ class CostTable:
     name: str = ""
     request_seconds: float = 0.0
     kv_token_seconds: float = 0.0
+    attn_pair_seconds: float = 0.0
     _dense: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -113,6 +117,8 @@ class CostTable:
             raise ValueError(f"cost table: request_seconds must be ≥ 0, got {self.request_seconds!r}")
         if not (math.isfinite(self.kv_token_seconds) and self.kv_token_seconds >= 0):
             raise ValueError(f"cost table: kv_token_seconds must be ≥ 0, got {self.kv_token_seconds!r}")
+        if not (math.isfinite(self.attn_pair_seconds) and self.attn_pair_seconds >= 0):
+            raise ValueError(f"cost table: attn_pair_seconds must be ≥ 0, got {self.attn_pair_seconds!r}")
         if int(self.layers) != self.layers or self.layers < 1:
             raise ValueError(f"cost table: layers must be a positive integer, got {self.layers!r}")
         tokens.setflags(write=False)
@@ -124,6 +130,7 @@ class CostTable:
         object.__setattr__(self, "layers", int(self.layers))
         object.__setattr__(self, "request_seconds", float(self.request_seconds))
         object.__setattr__(self, "kv_token_seconds", float(self.kv_token_seconds))
+        object.__setattr__(self, "attn_pair_seconds", float(self.attn_pair_seconds))
         dense = self._evaluate(np.arange(max(_DENSE_MIN, 2 * int(tokens[-1])) + 1, dtype=np.int64))
         dense.setflags(write=False)
         object.__setattr__(self, "_dense", dense)
@@ -142,11 +149,20 @@ class CostTable:
         name: str = "",
         request_seconds: float = 0.0,
         kv_token_seconds: float = 0.0,
+        attn_pair_seconds: float = 0.0,
     ) -> CostTable:
         """A table from measured (tokens, seconds) points, sorted by tokens."""
         secs = np.asarray(seconds, dtype=np.float64)
         return cls(
-            np.asarray(tokens), secs, mode, draft_seconds, layers, name, request_seconds, kv_token_seconds
+            np.asarray(tokens),
+            secs,
+            mode,
+            draft_seconds,
+            layers,
+            name,
+            request_seconds,
+            kv_token_seconds,
+            attn_pair_seconds,
         )
 
     @classmethod
@@ -269,6 +285,7 @@ class CostTable:
             "name",
             "request_seconds",
             "kv_token_seconds",
+            "attn_pair_seconds",
             "_dense",
         ):
             object.__setattr__(new, f, getattr(self, f))

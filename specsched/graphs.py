@@ -83,8 +83,8 @@ def with_cudagraphs(
         given the sizes above `max_capture_size` are dropped (vLLM's rule; the smallest is always kept).
         eager_factor ≥ 1: eager cost over graph cost just past the limit; eager_growth ≥ 0: how much that
         factor rises per limit's worth of tokens past it (module docstring). The draft, per-request,
-        per-KV-token and layer fields are kept. Applying it to a table that already is one re-pads the
-        padded costs (idempotent on the same sizes).
+        per-KV-token, per-attention-pair and layer fields are kept. Applying it to a table that already is
+        one re-pads the padded costs (idempotent on the same sizes).
     """
     if not (math.isfinite(eager_factor) and eager_factor >= 1.0):
         raise ValueError(f"eager_factor must be a number ≥ 1, got {eager_factor!r}")
@@ -111,4 +111,5 @@ def with_cudagraphs(
         name=name or f"{table.name}+graphs≤{limit}",
         request_seconds=table.request_seconds,
         kv_token_seconds=table.kv_token_seconds,
+        attn_pair_seconds=table.attn_pair_seconds,
     )

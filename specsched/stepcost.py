@@ -29,6 +29,9 @@ the same in every path and every release):
     tree         tree_kv_s · KV tokens of the requests verifying a draft tree (tree-masked attention runs
                  in a slower kernel than the chain's: vLLM's tree backend, vllm-project/vllm#20401;
                  `sim.tree_run` and, with drafter.topk > 1, `sim.stepcost.step_cost` set it)
+    attention    causal prefill attention: the table's attn_pair_seconds · the query-key pairs of the step's
+                 prefill chunks (a chunk of c tokens after d already in the KV cache: c·d + c·(c + 1)/2;
+                 `specsched.price.tokens`), quadratic in a prompt, so not a function of B
 
 To add a term (one room: this file, plus its config key; the rest follows from `PARTS` and `TERMS`):
 1. here: a `StepCost` field with default 0.0 (one name, seconds per unit); its part at the END of `PARTS`
@@ -59,7 +62,7 @@ from specsched.draft_cost import DraftCost
 
 #: the parts of a step's seconds, in the order they are added
 PARTS = ("draft", "fixed", "context", "forward", "prefill", "pad", "context_pad",
-         "draft_host", "reject", "verify_kv", "tree")  # fmt: skip
+         "draft_host", "reject", "verify_kv", "tree", "attention")  # fmt: skip
 
 #: term -> (config key, Profile field or None): the one mapping between a measured profile, a config and
 #: the StepCost that prices a simulated step (profile fields are per-R dicts, `specsched.contracts`)
@@ -86,6 +89,14 @@ def profile_terms(prof, n: int) -> dict[str, float]:
     return out
 
 
+def prefill_pairs(chunks: np.ndarray, done: np.ndarray) -> int:
+    """Causal query-key pairs of a step's prefill chunks (`StepShape.pairs`): a chunk of c tokens after
+    the d of its prompt already in the KV cache (prefilled, or a prefix hit) attends to those d and to
+    its own causal triangle, c·d + c·(c + 1)/2. chunks, done: int64[n]."""
+    c = np.asarray(chunks, dtype=np.int64)
+    return int(np.add.reduce(c * np.asarray(done, dtype=np.int64) + c * (c + 1) // 2))
+
+
 class StepShape(NamedTuple):
     """What one step holds (all counts are ints).
 
@@ -95,7 +106,8 @@ class StepShape(NamedTuple):
     tokens the running requests hold; longest: the longest running context (prompt + generated);
     drafting: requests drafting; depths: int64[R] planned draft depths (adaptive), None = full drafting;
     intake: Σ drafts the drafting requests verified since they last drafted (with intake_s);
-    tree_kv: KV tokens held by the requests verifying a draft tree (with tree_kv_s).
+    tree_kv: KV tokens held by the requests verifying a draft tree (with tree_kv_s); pairs: causal
+    query-key pairs of the prefill chunks (with the table's attn_pair_seconds).
     """
 
     requests: int
@@ -110,6 +122,7 @@ class StepShape(NamedTuple):
     depths: np.ndarray | None = None
     intake: int = 0
     tree_kv: int = 0
+    pairs: int = 0
 
 
 class StepBill(NamedTuple):
@@ -126,6 +139,7 @@ class StepBill(NamedTuple):
     reject: float
     verify_kv: float
     tree: float
+    attention: float
     seconds: float
 
     @property
@@ -146,7 +160,8 @@ class RunBills(NamedTuple):
 
     def columns(self) -> tuple[list[float] | float | None, ...]:
         """Each part of `PARTS` as a float (the same every step), a list of K floats or None (zero)."""
-        return (self.draft, self.fixed, None, self.forward, None, self.pad, None, None, None, None, None)
+        rest = (None,) * (len(PARTS) - 6)
+        return (self.draft, self.fixed, None, self.forward, None, self.pad, *rest)
 
     def first(self, keep: int) -> RunBills:
         """The bills of the first `keep` steps."""
@@ -258,12 +273,17 @@ class StepCost:
                 draft = max(draft - host - reject, 0.0)
                 verify_kv = self.drafter.verify_kv_s * shape.kv
         tree = self.tree_kv_s * shape.tree_kv if self.tree_kv_s else 0.0
+        pair_s = self.cost.attn_pair_seconds
+        attention = pair_s * shape.pairs if pair_s and shape.pairs else 0.0
         seconds = (
             draft + fixed + context + forward + prefill + pad + context_pad + host + reject + verify_kv + tree
         )
+        if attention:  # added last: a step without prefill attention keeps its bit-identical sum
+            seconds += attention
         return StepBill(
-            draft, fixed, context, forward, prefill, pad, context_pad, host, reject, verify_kv, tree, seconds
-        )
+            draft, fixed, context, forward, prefill, pad, context_pad, host, reject, verify_kv, tree,
+            attention, seconds,
+        )  # fmt: skip
 
     def bills(self, n: int, verify: list[int], padded: list[int] | None = None) -> RunBills:
         """K pure-decode steps of all n running requests decoding, with full drafting (`varies_within_run`

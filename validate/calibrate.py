@@ -10,18 +10,21 @@ once the steps' contents are known:
     t_k = step_s + c0·layers + (1/eta_bw)·w_k + (1/eta_kv)·a_k + link_latency·2·layers·[tp > 1]
           + c_moe·moe_layers + c_token·u(B_k) + c_vocab·vocab·⌈R_k / SMs⌉·[filtered sampling] + φ_k
 
-(w_k: the step's weight bytes over the GPU's bandwidth, 0 where compute binds; a_k: its KV bytes read
-over it; B_k its tokens, R_k its requests; u: `specsched.price.vllm.token_units`, each token's
-sharded GEMM work; φ_k: what the knobs do not scale — a compute-bound step's FLOPs, all-reduce bytes,
-offload). So: simulate every run with the current knobs, collect the r-weighted
-means of those features per run, and fit (step_s, c0, 1/eta_bw − 1, 1/eta_kv − 1, link_latency, c_moe,
+(w_k: the step's weight and GEMM-activation bytes over the GPU's bandwidth, 0 where compute binds; a_k:
+its KV bytes read over it; B_k its tokens, R_k its requests; u: `specsched.price.vllm.token_units`, in
+the shipped "row" form layers · min(B_k, max_num_seqs), the step's sampled rows through each layer;
+φ_k: what the knobs do not scale — a compute-bound step's FLOPs, the kernels between the GEMMs and the
+all-reduce bytes (`specsched.price.tokens`), prefill attention, offload). So: simulate every run
+with the current knobs, collect the r-weighted means of those features per run, and fit (step_s, c0,
+1/eta_bw − 1, 1/eta_kv − 1, link_latency, c_moe,
 c_token, c_vocab) in relative error against the measured seconds per token, (e2e − TTFT) / (output − 1)
 (`token_seconds`: not the reported ITL, whose gaps are between streamed chunks) — a MAP estimate with
 physical priors and hard bounds (`PRIORS`, `BOUNDS`), solved exactly (`bounded_lsq`) — and repeat with
 the new knobs (the batch a run holds moves a little with them); three rounds settle it. `frontend_s`
 (the API server's per-request time, on TTFT and end to end) is then the median over runs of measured −
-simulated TTFT. eta_f stays at its datasheet value: with prefix caching the runs' prefills are a few
-tokens, so compute is not identified by them.
+simulated TTFT. eta_f is not fitted: with prefix caching the runs' prefills are a few
+tokens, so compute is not identified by them: it is the GPU's measured large-GEMM efficiency
+(`specsched.kernels.kernel_caps`, the `base` knobs `specbed cost calibrate` passes).
 
 Leave-one-model-out: for each model, the same fit on the other models' runs (their features from
 the in-sample fixed point), then the held-out model's runs simulated from scratch with those knobs.
@@ -38,7 +41,15 @@ import numpy as np
 
 from specsched.graphs import vllm_capture_sizes
 from specsched.price.knobs import Knobs
-from specsched.price.vllm import HOST_BW, HOST_BW_DEFAULT, VllmSpec, step_parts, token_units
+from specsched.price.vllm import (
+    HOST_BW,
+    HOST_BW_DEFAULT,
+    TOKEN_FORM,
+    VllmSpec,
+    memory_compute,
+    step_parts,
+    token_units,
+)
 from validate import predict as v
 from validate.runs import MeasuredRun
 
@@ -56,8 +67,8 @@ FEATURES = ("step_s", "c0", "eta_bw", "eta_kv", "link_latency", "c_moe", "c_toke
 #:   link_latency  8 ± 4 µs a collective: NVLink one-shot all-reduce on small messages
 #:   c_moe         20 ± 15 µs a MoE layer: router GEMM, top-k, token sort/align and the weighted sum —
 #:                 ~4 more small kernels than a dense MLP, at c0's few µs each
-#:   c_token       0 ± 0.5 µs a token a layer: what a memory-bound step's kernels add per token
-#:                 (attention's per-sequence work, norms, sampling, GEMMs leaving their flat region)
+#:   c_token       0 ± 0.5 µs a running request a layer ("row" form): a request's row through each layer
+#:                 a step (sampling and logits rows, per-sequence attention set-up, host bookkeeping)
 #:   c_vocab       3 ± 3 ns a vocabulary entry a step: top-p / top-k sampling, one thread block a row
 #:                 (rows in parallel over the SMs) making rejection rounds over the row's fp32 logits —
 #:                 ~tens of passes at a block's tens of GB/s
@@ -81,6 +92,8 @@ BOUNDS = {
     "c_token": (0.0, 10e-6),
     "c_vocab": (0.0, 50e-9),
 }
+#: what c_token is per, in each per-token form (`specsched.price.vllm.TOKEN_FORMS`), for `describe`
+TOKEN_FORM_UNIT = {"layer": "token", "shard": "token", "row": "sampled row"}
 NOISE = 0.03  # the relative error a run's per-token time is trusted to (measurement + model)
 ROUNDS = 3
 
@@ -96,15 +109,16 @@ class StepFeatures:
             sizes = np.asarray(vllm_capture_sizes(spec.max_capture))
             idx = np.searchsorted(sizes, b, side="left")
             b = np.where(b <= sizes[-1], sizes[np.minimum(idx, sizes.size - 1)], b)
-        shape = m.shape(bpp)
         bw = g.gpu.hbm_bw
-        w = shape.weight_params_read(b) * bpp / spec.tp / bw  # weight time at full bandwidth
+        # the memory side at full bandwidth (× 1/eta_bw) and the compute side, as the price has them
+        t_mem, t_cmp = memory_compute(spec, knobs, b)
+        w = t_mem * knobs.eta_bw
         core = step_parts(spec, knobs, b)["weights_or_compute"]
-        # core = max(weights / eta_bw + layers·c_token·b, compute) + all-reduce bytes (tp > 1): the bytes
-        # part is scaled by no knob; the memory side binds when it alone reaches core − bytes
-        units = token_units(spec, b)  # what c_token multiplies (specsched.price.vllm)
-        mem = w / knobs.eta_bw + knobs.c_token * units
-        comm = core - np.maximum(mem, _compute_s(spec, knobs, b))
+        # core = max(memory + c_token·u(B), compute) + what no knob scales (kernels between the GEMMs,
+        # all-reduce bytes); the memory side binds when it alone reaches core − that part
+        units = token_units(spec, b)  # what c_token multiplies per token (0 in the "row" form)
+        mem = t_mem + knobs.c_token * units
+        comm = core - np.maximum(mem, t_cmp)
         mem_bound = mem >= core - comm - 1e-15
         self.phi = np.where(mem_bound, comm, core)
         self.w = np.where(mem_bound, w, 0.0)
@@ -126,7 +140,7 @@ class StepFeatures:
         kv = bill.context / self.kv_s if self.kv_s else 0.0
         self.sums[0] += r * self.w[tokens]
         self.sums[1] += r * kv * self.kv_byte_s
-        self.sums[2] += r * self.phi[tokens]
+        self.sums[2] += r * (self.phi[tokens] + bill.attention)  # prefill attention: no knob scales it
         self.sums[3] += r * self.tok[tokens]
         self.sums[4] += r * self.samp[tokens]
         self.weight += r
@@ -137,11 +151,16 @@ class StepFeatures:
         return np.array([1.0, self.layers, w, a, self.links, self.moe, tok, rv]), phi + self.offload
 
 
-def _compute_s(spec: VllmSpec, knobs: Knobs, b: np.ndarray) -> np.ndarray:
-    """Seconds of a step's matrix FLOPs at `b` tokens on one GPU (the roofline's compute side)."""
-    m, g, bpp = spec.resolve()
-    peak = g.gpu.flops * (2.0 if bpp <= 1.0 else 1.0)
-    return 2.0 * m.active_params * b / spec.tp / (knobs.eta_f * peak)
+def base_knobs(gpu: str) -> Knobs:
+    """The knobs a fit on `gpu` starts from: the defaults, eta_f the GPU's measured large-GEMM tensor
+    efficiency (`specsched.kernels.kernel_caps`; the default where the kernel tables lack `gpu`)."""
+    from specsched.io.errors import InputError
+    from specsched.kernels import kernel_caps
+
+    try:
+        return Knobs(eta_f=round(kernel_caps(gpu)["eta_f"], 3))
+    except InputError:
+        return Knobs()
 
 
 def bounded_lsq(a: np.ndarray, y: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -304,7 +323,8 @@ def describe(knobs: Knobs) -> str:
     return (
         f"step_s {knobs.step_s * 1e3:.3f} ms, c0 {knobs.c0 * 1e6:.1f} µs/layer, eta_bw {knobs.eta_bw:.3f}, "
         f"eta_kv {knobs.eta_kv:.3f}, link_latency {link}, c_moe {knobs.c_moe * 1e6:.1f} µs/MoE layer, "
-        f"c_token {knobs.c_token * 1e9:.0f} ns/token/layer, c_vocab {knobs.c_vocab * 1e9:.2f} ns/entry, "
+        f"c_token {knobs.c_token * 1e9:.0f} ns/{TOKEN_FORM_UNIT[TOKEN_FORM]}/layer, "
+        f"c_vocab {knobs.c_vocab * 1e9:.2f} ns/entry, "
         f"frontend_s {knobs.frontend_s * 1e3:.2f} ms, "
         f"eta_f {knobs.eta_f:.2f}"
     )

@@ -24,7 +24,6 @@ from specsched.io.errors import InputError
 from specsched.io.progress import Progress
 from specsched.io.results import write_json
 from specsched.price import get_gpu
-from specsched.price.knobs import Knobs
 from validate import calibrate as cal
 from validate import predict as v
 from validate.runs import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_NUM_SEQS, itl_readings, output_mean, read_runs
@@ -89,7 +88,12 @@ def run(args) -> int:
     bar = Progress(total, label="calibrate", unit="simulations", every=10.0)
     t0 = time.perf_counter()
     got = cal.calibrate(
-        runs, profiles, base=Knobs(), seed=args.seed, scale=args.scale, progress=lambda: bar.advance(1)
+        runs,
+        profiles,
+        base=cal.base_knobs(gpu),
+        seed=args.seed,
+        scale=args.scale,
+        progress=lambda: bar.advance(1),
     )
     bar.close()
     ins, lomo = _results(runs, got["in_sample"], profiles), _results(runs, got["lomo"], profiles)

@@ -119,6 +119,7 @@ def load_table(cfg: SimConfig, source: str, fieldname: str) -> specsched.CostTab
             name=cost.name,
             request_seconds=cost.request_seconds,
             kv_token_seconds=cost.kv_token_seconds,
+            attn_pair_seconds=cost.attn_pair_seconds,
         )
     elif (
         source not in specsched.BUILTIN_COSTS

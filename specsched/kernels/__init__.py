@@ -18,7 +18,6 @@ from specsched.kernels.figures import (
     fp8_terms,
     kernel_caps,
     kv_bytes_factor,
-    per_token_terms,
     prefill_parts,
     prefill_seconds,
 )
@@ -33,7 +32,6 @@ __all__ = [
     "fp8_terms",
     "kernel_caps",
     "kv_bytes_factor",
-    "per_token_terms",
     "prefill_parts",
     "prefill_seconds",
 ]

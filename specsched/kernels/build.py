@@ -7,8 +7,10 @@ prints. Besides the forms (`specsched.kernels.forms`) each GPU gets two direct m
     floor      median time of the tables' tiny BF16 GEMMs (2·m·n·k ≤ 2²⁴ FLOPs, ≤ 1 MB of operands):
                a kernel's fixed cost under CUDA graphs (launch, prologue, drain) — the figure a per-layer
                fixed time of small kernels (`c0`) scales with
-    ar_small   median time of the custom all-reduce on messages ≤ 64 kB, all GPU counts: the fixed cost of
-               one collective (`link_latency`)
+    knee       the GEMM knee's sharpness p (`_knee`): the step prices max(memory, compute) as their p-norm
+    ar_large   the all-reduce's achieved fraction of link bandwidth on messages ≥ 8 MB (prefill chunks)
+    ar_small   median time of the custom all-reduce on messages ≤ 64 Ki elements (128 kB), all GPU
+               counts: the fixed cost of one collective (`link_latency`)
 
 FP8 GEMMs (`fp8` per-tensor scales, `fp8_block` 128-wide block scales) are checked two ways: carried (the
 BF16 figures with the FP8 datasheet rate and FP8 operand bytes, nothing fitted on FP8) and fitted.
@@ -40,6 +42,34 @@ def _ar_small(root: Path, gpu: str) -> float:
     c = tables._columns(root, gpu, "allreduce")
     small = (c["backend"] == "vllm_graph") & (c["message_size"] <= 65536)
     return float(np.median(c["latency"][small])) * 1e-3
+
+
+def _ar_large(root: Path, gpu: str) -> float:
+    """The all-reduce's achieved fraction of the link on prefill-sized messages (≥ 4 Mi elements, 8 MB:
+    a chunk of ≥ 512 tokens of a 8k-wide model, past vLLM's custom-kernel limit): the median over those
+    rows, all GPU counts, of 2·(n−1)/n · bytes / (seconds · link bytes/s). The fitted `allreduce` form
+    spans 256 B–1 GB in one line and is ~20 % slow there (H100 TP 8, 128 MB: 0.84 ms vs 0.70 measured)."""
+    s = tables.allreduce_shapes(root, gpu)
+    big = s.bytes / (2.0 * (s.par / (s.par + 1.0))) >= 2.0 * 2.0**22  # message bytes from ring bytes
+    return float(np.median(s.bytes[big] / (s.seconds[big] * s.bw)))
+
+
+def _knee(root: Path, gpu: str, fig: dict) -> float:
+    """The GEMM knee's sharpness p: t = (t_mem^p + t_cmp^p)^(1/p), with the GPU's fitted eta_bw and
+    eta_f, minimising the mean |log error| over its layer-sized BF16 GEMMs (≥ 64 MB of weights, every
+    m); p = ∞ is the hard roofline max, which the tables show 9–25 % fast at m = 128–512 (a GEMM of a
+    few hundred rows neither streams its weights at full rate nor fills the tensor cores)."""
+    s, _ = tables.gemm_shapes(root, gpu)
+    c = tables._columns(root, gpu, "gemm")
+    m, n, k = (c[x].astype(np.float64) for x in ("m", "n", "k"))
+    keep = (c["gemm_dtype"] == "bfloat16") & (n * k >= 2.0**25)
+    t = c["latency"][keep].astype(np.float64) * 1e-3
+    m, n, k = m[keep], n[keep], k[keep]
+    t_mem = 2.0 * (m * k + k * n + m * n) / (fig["eta_bw"] * s.bw)
+    t_cmp = 2.0 * m * n * k / (fig["eta_f"] * s.peak)
+    grid = np.arange(1.5, 8.01, 0.25)
+    err = [np.mean(np.abs(np.log((t_mem**p + t_cmp**p) ** (1.0 / p) / t))) for p in grid]
+    return float(grid[int(np.argmin(err))])
 
 
 def fp8_check(root: Path, gpu: str, bf16: dict) -> dict:
@@ -117,6 +147,8 @@ def build(root: Path = DEFAULT_ROOT, gpus: tuple[str, ...] = TABLE_GPUS) -> dict
         regimes[g] = {"decode": float(err[decode].mean()), "large": float(err[~decode].mean())}
         per[g]["floor"] = _floor(root, g)
         per[g]["ar_small"] = _ar_small(root, g)
+        per[g]["ar_large"] = _ar_large(root, g)
+        per[g]["knee"] = _knee(root, g, per[g]["gemm"])
         per[g]["fp8"] = fp8_check(root, g, per[g]["gemm"]) if sheets[g].fp8 else {}
     for g in gpus:
         per[g]["kv_fp8"] = kv_fp8_check(root, g, per[g]["gen_attn"])

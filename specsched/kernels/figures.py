@@ -6,17 +6,20 @@ Role: `specsched/data/kernel_figures.json` holds each GPU's fitted kernel figure
 
 - `carry_knobs(knobs, source, target)` — THE GPU rule (`specbed cost check --gpu`, `specsched.price.vllm`'s
   shipped knobs): knobs calibrated on measured runs of `source`, for a `target` without measured runs.
-  Efficiencies × the ratio of the two GPUs' measured kernel efficiencies (decode-shaped GEMMs for
-  `eta_bw`, large GEMMs for `eta_f`, decode attention for `eta_kv`, the custom all-reduce's achieved
-  bandwidth for `link_bw`); per-kernel fixed times (`c0`, `c_moe`) × the ratio of the tiny-GEMM floor;
-  collective latencies × the ratio of the small-message all-reduce; `c_token` × the floor ratio too (its
-  kernel is not identified: 0.57 µs a token a layer would be 1.7 MB a token a layer at H100's achieved
-  HBM rate, far more than any per-token traffic of a layer, so it is not priced as traffic); `c_vocab`
-  × the boost-clock ratio (no sampler kernel in the tables); host terms unchanged. `rule="clock"` is the
-  previous rule (efficiencies unchanged, fixed times × clock).
+  Efficiencies (`eta_bw`, `eta_f`, `eta_kv`) carry as they are, capped by what the target's measured
+  kernels reach (decode-shaped GEMMs for `eta_bw`, large GEMMs for `eta_f`, decode attention for
+  `eta_kv`: `efficiency_caps`): a stack's achieved share of a GPU's bandwidth is its own (its kernels,
+  its overheads) unless the target's memory system or tensor cores cannot give it — the Splitwise steps,
+  a 2023 stack, reach ≈ 0.78 of HBM on both H100 and A100, where the previous ratio rule (× the A100/H100
+  kernel ratio, 0.86) priced its A100 TP 2 decodes 14 % slow. The custom all-reduce's achieved bandwidth
+  ratio scales `link_bw`; per-kernel fixed times (`c0`, `c_moe`) × the ratio of the tiny-GEMM floor;
+  collective latencies × the ratio of the small-message all-reduce; `c_token` × the floor ratio too (a
+  running request's row a layer: per-sequence kernel set-up and small passes); `c_vocab`
+  × the boost-clock ratio (no sampler kernel in the tables); host terms unchanged. `rule="clock"`:
+  efficiencies unchanged, fixed times × clock.
 - `fp8_knobs`, `fp8_rate`, `fp8_quant_seconds`, `kv_bytes_factor` — FP8 weights and KV cache per GPU.
 - `prefill_seconds` — a prefill step summed from the kernel forms (GEMMs, context attention, all-reduces),
-  the per-token form that shards with TP and gives way to compute.
+  the reference the step price's per-token form (`specsched.price.tokens`) is checked against.
 
 May import: numpy, the standard library, `specsched.io.inputs`, `specsched.io.errors`,
 `specsched.price.models`,
@@ -126,15 +129,33 @@ def carry_knobs(knobs: dict, source: str, target: str, *, rule: str = "kernels",
         r["collective"] = max(r["clock"], dst.link_latency / src.link_latency)
     else:
         r = ratios(source, target, figs)
-    scale = {"eta_bw": "eta_bw", "eta_f": "eta_f", "eta_kv": "eta_kv", "c0": "fixed", "c_moe": "fixed",
-             "c_token": "fixed", "c_vocab": "clock", "link_latency": "collective",
-             "hop_latency": "collective", "link_bw": "link_bw"}  # fmt: skip
+    scale = {"c0": "fixed", "c_moe": "fixed", "c_token": "fixed", "c_vocab": "clock",
+             "link_latency": "collective", "hop_latency": "collective", "link_bw": "link_bw"}  # fmt: skip
+    if rule == "clock":
+        scale.update(eta_bw="eta_bw", eta_f="eta_f", eta_kv="eta_kv")
+    else:  # an efficiency carries as it is, up to what the target's measured kernels reach
+        caps = efficiency_caps(target, figs)
+        for name in ("eta_bw", "eta_f", "eta_kv"):
+            if out.get(name) is not None:
+                out[name] = min(out[name], caps[name])
     for name, which in scale.items():
         if out.get(name) is not None:
             out[name] = out[name] * r[which]
             if name.startswith("eta"):
                 out[name] = min(out[name], 1.0)
     return out
+
+
+def efficiency_caps(gpu: str, figs=None) -> dict[str, float]:
+    """What vLLM's measured kernels reach on `gpu`, per efficiency knob: `eta_bw` its decode-shaped
+    GEMMs' share of HBM, `eta_f` its large GEMMs' share of tensor peak, `eta_kv` its decode attention's
+    share of HBM."""
+    per = gpu_figures(gpu, figs)
+    return {
+        "eta_bw": per["gemm"]["eta_bw"],
+        "eta_f": per["gemm"]["eta_f"],
+        "eta_kv": per["gen_attn"]["eta_bw"],
+    }
 
 
 def carry_dataclass(knobs, source: str, target: str, *, rule: str = "kernels"):
@@ -205,20 +226,6 @@ def allreduce_seconds(model: str, gpu: str, tokens, *, tp: int = 1, figs=None) -
     size = 2.0 * (tp - 1) / tp * tokens * m.hidden * 2.0
     ar = Shapes(size, np.zeros_like(tokens), g.link_bw, 1.0, par=np.full_like(tokens, tp - 1.0))
     return 2.0 * m.layers * predict("allreduce", per["allreduce"], ar)
-
-
-def per_token_terms(model: str, gpu: str, tokens, *, tp: int = 1, c_token: float = 0.0, figs=None) -> dict:
-    """The two per-token terms of a vLLM step in the form the kernel tables support (issue 33 item 5),
-    float64[n] seconds at `tokens`: "sharded" = layers · c_token · tokens / tp — per-token traffic of each
-    GPU's shard, to add on the memory side of max(memory, compute) so it gives way to compute; and
-    "allreduce" = `allreduce_seconds` — the collectives' bytes, which do not shard (2(n−1)/n of the
-    activations per GPU) and are 0 at TP 1, in place of a catalogue-link term and a TP-blind c_token."""
-    tokens = np.asarray(tokens, dtype=np.float64)
-    layers = get_model(model).layers
-    return {
-        "sharded": layers * c_token * tokens / tp,
-        "allreduce": allreduce_seconds(model, gpu, tokens, tp=tp, figs=figs),
-    }
 
 
 def _layer_gemms(model: str, tp: int) -> list[tuple[float, float]]:

@@ -11,7 +11,9 @@ nothing but the standard library. Rows kept per kind (the shapes a vLLM step run
     ctx_attn   bf16 KV cache, head_dim 128, isl ≥ 128 (bytes: Q read, O written, K and V read and
                written to the cache; parallel units: query tiles of 128 per SM)
     gen_attn   bf16 KV cache, head_dim 128, ≥ 256 MB of KV read (more than L2 holds); rows: batch·heads
-    allreduce  bfloat16, CUDA-graph backend
+    allreduce  bfloat16, CUDA-graph backend; `message_size` counts elements (the collector makes a bf16
+               tensor of that many: aiconfigurator collector/collect_all_reduce.py, `get_input_shape_and_
+               comm_size`), so a message is 2 bytes an element
 
 May import: numpy, the standard library, `specsched.io.errors`, `specsched.price.models`,
 `specsched.kernels.forms`.
@@ -130,11 +132,11 @@ def attention_shapes(root: Path, gpu: str, kind: str, kv_dtype: str = "bfloat16"
 
 
 def allreduce_shapes(root: Path, gpu: str) -> Shapes:
-    """Custom all-reduce rows (bf16, CUDA graphs): bytes = 2·(n−1)/n · message size."""
+    """Custom all-reduce rows (bf16, CUDA graphs): bytes = 2·(n−1)/n · message bytes (2 an element)."""
     c = _columns(root, gpu, "allreduce")
     keep = (c["allreduce_dtype"] == "bfloat16") & (c["backend"] == "vllm_graph")
     n = c["num_gpus"][keep].astype(np.float64)
-    size = c["message_size"][keep].astype(np.float64)
+    size = 2.0 * c["message_size"][keep].astype(np.float64)  # elements -> bf16 bytes
     sh = sheet(gpu)
     seconds = c["latency"][keep].astype(np.float64) * 1e-3
     return Shapes(2.0 * (n - 1) / n * size, np.zeros_like(n), sh.link_bw, 1.0, seconds, par=n - 1.0)

@@ -10,9 +10,9 @@ function (`check_knob`) wherever a knob enters.
                                       peak (linear layers), HBM bandwidth for attention's KV reads, and
                                       tensor peak for attention's FLOPs (expert-parallel groups)
     c0                                fixed seconds per layer (launches, norms, small ops)
-    c_moe, c_token, c_vocab           per MoE layer; per token unit while memory-bound (a token a layer
-                                      as shipped: `specsched.price.vllm.token_units`); per vocabulary
-                                      entry per wave of sampled rows
+    c_moe, c_token, c_vocab           per MoE layer; per sampled row a layer, while memory-bound (logits and
+                                      sampler rows, per-sequence set-up; `specsched.price.vllm.token_units`,
+                                      the shipped "row" form); per vocabulary entry per wave of sampled rows
     step_s, request_s, frontend_s     per step on the host; per running request per step; per request
                                       in the API server (added to TTFT and end-to-end by the callers)
     link_latency                      seconds per all-reduce step (None: the GPU's own link, `GPUS`)
@@ -66,7 +66,7 @@ class Knobs:
     eta_kv: float = 0.9
     c0: float = 40e-6
     c_moe: float = 0.0
-    c_token: float = 0.0  # per token unit (vllm.token_units: a token a layer as shipped), while memory-bound
+    c_token: float = 0.0  # per token unit while memory-bound (vllm.token_units: a sampled row a layer)
     c_vocab: float = 0.0  # per vocabulary entry a step (a wave of rows), with filtered default sampling
     step_s: float = 0.0
     link_latency: float | None = None  # None: the GPU's own link

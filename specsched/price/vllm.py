@@ -13,12 +13,20 @@ The step price, one term each (seconds; B = tokens in the step, C = KV tokens th
                   + layers · c0                              per-layer fixed work on the GPU
                   + moe_layers · c_moe                       per-MoE-layer routing work (top-k, permute,
                                                              grouped-GEMM set-up)
-                  + max(W(B) / (eta_bw · BW) + c_token · u(B), weights (MoE: the experts that B
-                        2·P·B / (eta_f · F))                 tokens touch) plus each token's share of the
-                                                             memory-bound kernels (u: `token_units`,
-                                                             layers·B as shipped), or compute, whichever
-                                                             binds
-                  + 2 · layers · link_latency  (tp > 1)      two all-reduces per layer (+ their bytes)
+                  + max((W(B) + A(B)) / (eta_bw · BW)        weights (MoE: the experts that B tokens
+                          + c_token · layers · rows,         touch), the GEMMs' activations and each
+                        2·(P_mm·B + P_head·rows) / (eta_f · F))  sampled row (rows = min(B, max_num_seqs))
+                                                             through each layer, or the projections'
+                                                             FLOPs (the LM head on the sampled rows),
+                                                             whichever binds (a p-norm: the GPU's
+                                                             measured GEMM knee, `tokens.knee`)
+                  + E(B) / stream_bw                         the kernels between the GEMMs (norms, RoPE,
+                                                             SiLU·mul, KV write, FP8 activation quant)
+                  + 2 · layers · link_latency  (tp > 1)      two all-reduces per layer, + their bytes at
+                    + AR(B)                                  the measured all-reduce rate
+                  + pairs · attn_pair_s                      causal prefill attention per query-key pair
+                                                             (A, E, AR, P_mm, attention: the "row" form,
+                                                             `specsched.price.tokens`, `TOKEN_FORM`)
                   + C · kv_bytes / (eta_kv · BW)             attention reading every running request's KV
                   + ⌈R / SMs⌉ · vocab · c_vocab              top-p / top-k sampling where the checkpoint's
                     (filtered sampling)                      generation_config sets them (the catalogue's
@@ -50,6 +58,7 @@ import numpy as np
 from specsched.cost import CostTable
 from specsched.graphs import vllm_max_capture, with_cudagraphs
 from specsched.io.errors import InputError
+from specsched.price import tokens
 from specsched.price.gpus import GPU, get_gpu
 from specsched.price.knobs import Knobs
 from specsched.price.kv import BLOCK_SIZE, GPU_MEMORY_UTILIZATION, KVSizing, size_kv
@@ -61,12 +70,16 @@ HOST_BW_DEFAULT = 25e9
 #: the layer shard the "shard" form quotes `c_token` for: parameters of one decoder layer on one GPU (a
 #: 7B-class layer at TP 1, 2·10⁸ BF16 parameters)
 TOKEN_SHARD_PARAMS = 2e8
-#: the per-token form the price uses and `validate.calibrate` fits (`token_units`). "layer" is shipped:
-#: "shard" (physical across TP and precision) costs e2e median 1.8 → 2.3 % in sample and 2.6 → 5.8 %
-#: leave-one-model-out on the 13 H100 runs (docs/validation.md "The per-token term"); to switch, set it
-#: here and recalibrate (`specbed vllm calibrate` → specsched/data/vllm_knobs.json).
-TOKEN_FORM = "layer"
-TOKEN_FORMS = ("layer", "shard")
+#: the per-token form the price uses and `validate.calibrate` fits (`token_units`):
+#: "row" (shipped): the per-token work from the kernel tables (`specsched.price.tokens`: activation and
+#: elementwise bytes, the measured all-reduce) and `c_token` a sampled row a layer (logits and sampler
+#: rows, per-sequence kernel set-up: what decode and verify steps measured it as; a step samples at most
+#: max_num_seqs rows), so a long prefill pays its tokens' physical work, not c_token × its tokens.
+#: "layer" (c_token a token a layer, TP-blind) and "shard" (a token's GEMM work on this GPU's shard) are
+#: the earlier forms, kept for comparison
+#: (docs/validation.md "The per-token term"; bench/bench_prefill_token.py).
+TOKEN_FORM = "row"
+TOKEN_FORMS = ("layer", "shard", "row")
 #: vLLM's --kv-cache-dtype choices (fp8* store one byte an element)
 KV_CACHE_DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_e5m2")
 
@@ -132,13 +145,66 @@ def step_parts(
     spec: VllmSpec, knobs: Knobs, b: np.ndarray, *, token_form: str = TOKEN_FORM
 ) -> dict[str, np.ndarray]:
     """float64 seconds of each named part of the step price at `b` tokens (module docstring; no KV reads,
-    no CUDA-graph padding): "fixed" (step_s + layers·c0 + moe_layers·c_moe + offload),
-    "weights_or_compute", "comm", "sampling" (`sampling_seconds`). token_form: `token_units`'s."""
+    no per-request rows, no CUDA-graph padding): "fixed" (step_s + layers·c0 + moe_layers·c_moe +
+    offload), "weights_or_compute", "comm", "sampling" (`sampling_seconds`). token_form: `TOKEN_FORMS`."""
+    if token_form not in TOKEN_FORMS:
+        raise ValueError(f"token form must be one of {TOKEN_FORMS}, got {token_form!r}")
     m, g, bpp = spec.resolve()
     shape = m.shape(bpp)
     b = np.asarray(b, dtype=np.float64)
     knobs, rate, quant = _fp8_weights(spec, knobs, m, g, shape.bytes_per_param, b)
     link_lat = g.link_latency if knobs.link_latency is None else knobs.link_latency
+    if token_form == "row":
+        core = _physical_core(spec, knobs, shape, g, rate, b)
+        quant = np.zeros_like(b)  # the activation quantization is in the elementwise bytes
+    else:
+        core = _token_core(spec, knobs, shape, g, rate, b, token_form)
+    comm_lat = 2 * m.layers * link_lat if spec.tp > 1 else 0.0
+    offload = spec.cpu_offload_gb * 1e9 / HOST_BW.get(g.key, HOST_BW_DEFAULT)
+    fixed = knobs.step_s + m.layers * knobs.c0 + m.moe_layers * knobs.c_moe + offload
+    return {
+        "fixed": np.full_like(b, fixed),
+        "weights_or_compute": core + quant,
+        "comm": np.full_like(b, comm_lat),
+        "sampling": sampling_seconds(spec, knobs, b),
+    }
+
+
+def memory_compute(spec: VllmSpec, knobs: Knobs, b: np.ndarray, rate: float | None = None):
+    """(memory side, compute side) of the "row" form at `b` tokens, float64[n] seconds on one GPU: weights
+    (MoE: the experts `b` tokens touch) and the GEMMs' activation bytes (`tokens.gemm_io_bytes`) at
+    eta_bw of the HBM bandwidth; the projections' FLOPs for `b` tokens and the LM head's for the sampled
+    rows (`tokens.matmul_params`) at eta_f of the tensor peak (× `rate`, the FP8 rate with FP8 weights;
+    None: the GPU's, `kernels.fp8_rate`)."""
+    m, g, bpp = spec.resolve()
+    shape = m.shape(bpp)
+    b = np.asarray(b, dtype=np.float64)
+    if rate is None:
+        rate = _fp8_weights(spec, knobs, m, g, shape.bytes_per_param, b[:0])[1]
+    weights = shape.weight_params_read(b) * shape.bytes_per_param / spec.tp
+    t_mem = (weights + tokens.gemm_io_bytes(m, spec.tp, b)) / (knobs.eta_bw * g.hbm_bw)
+    peak = g.flops * (rate if shape.bytes_per_param <= 1.0 else 1.0)
+    rows = np.minimum(b, float(spec.max_num_seqs))  # sampled rows: the LM head runs on these alone
+    flops = 2.0 * (tokens.matmul_params(m) * b + tokens.lm_head_params(m) * rows)
+    return t_mem, flops / spec.tp / (knobs.eta_f * peak)
+
+
+def _physical_core(spec, knobs, shape, g, rate, b):
+    """The "row" form's token-dependent seconds: memory + c_token · sampled rows a layer and compute
+    (`memory_compute`, `token_units`) combined with the GPU's measured GEMM knee (`tokens.knee`) + the
+    kernels between the GEMMs (`tokens.elementwise_bytes` at the measured streaming rate) + the
+    all-reduces' bytes (`tokens.allreduce_bytes_seconds`): the last two never hide under a GEMM."""
+    t_mem, t_cmp = memory_compute(spec, knobs, b, rate)
+    t_mem = t_mem + knobs.c_token * token_units(spec, b, "row")
+    gemms = tokens.smooth_max(t_mem, t_cmp, tokens.knee(g))  # the measured GEMMs' knee, not a hard max
+    fp8 = shape.bytes_per_param <= 1.0 and rate > 1.0  # FP8 activations (not W8A16): quantized first
+    between = tokens.elementwise_bytes(shape, spec.tp, b, fp8=fp8) / tokens.stream_bw(g)
+    return gemms + between + tokens.allreduce_bytes_seconds(shape, g, spec.tp, b)
+
+
+def _token_core(spec, knobs, shape, g, rate, b, token_form):
+    """The "layer" / "shard" forms' token-dependent seconds: the roofline (`step_seconds`, catalogue link
+    bytes) with c_token × `token_units` on its memory side."""
     common = dict(tp=spec.tp, eta_bw=knobs.eta_bw, eta_f=knobs.eta_f, link_bw=g.link_bw, context_tokens=None)
     core = step_seconds(shape, g, b, c0=0.0, link_latency=0.0, fp8_peak=rate, **common)
     if knobs.c_token:
@@ -149,15 +215,7 @@ def step_parts(
         t_cmp = 2.0 * shape.active_params * b / spec.tp / (knobs.eta_f * peak)
         t_bw = core - np.maximum(t_mem, t_cmp)
         core = np.maximum(t_mem + knobs.c_token * token_units(spec, b, token_form), t_cmp) + t_bw
-    comm_lat = 2 * m.layers * link_lat if spec.tp > 1 else 0.0
-    offload = spec.cpu_offload_gb * 1e9 / HOST_BW.get(g.key, HOST_BW_DEFAULT)
-    fixed = knobs.step_s + m.layers * knobs.c0 + m.moe_layers * knobs.c_moe + offload
-    return {
-        "fixed": np.full_like(b, fixed),
-        "weights_or_compute": core + quant,
-        "comm": np.full_like(b, comm_lat),
-        "sampling": sampling_seconds(spec, knobs, b),
-    }
+    return core
 
 
 def _fp8_weights(spec: VllmSpec, knobs: Knobs, m: ModelShape, g: GPU, bpp: float, b: np.ndarray):
@@ -187,11 +245,16 @@ def token_units(spec: VllmSpec, b: np.ndarray, form: str = TOKEN_FORM) -> np.nda
       token's GEMM work on this GPU's shard that the weight stream does not hide below the roofline knee:
       it shards with tensor parallelism and halves at the FP8 rate.
     Both sit on the memory side of max(memory, compute) in `step_parts`: a compute-bound step does not
-    pay them."""
+    pay them. "row" (shipped): layers · min(b, max_num_seqs) — a sampled row a layer: a decode or verify
+    position's logits, sampler row and per-sequence set-up; a step of b tokens samples at most
+    max_num_seqs rows (under-counted for verify steps of more positions than that), so a prefill chunk
+    pays for its rows, not its tokens."""
     m, _, bpp = spec.resolve()
     b = np.asarray(b, dtype=np.float64)
     if form == "layer":
         return m.layers * b
+    if form == "row":  # c_token per sampled row, not per prompt token
+        return m.layers * np.minimum(b, float(spec.max_num_seqs))
     if form != "shard":
         raise ValueError(f"token form must be one of {TOKEN_FORMS}, got {form!r}")
     rate = 2.0 if bpp <= 1.0 else 1.0  # FP8 weights: the MMA work at twice the rate (as the compute side)
@@ -210,7 +273,9 @@ def sampling_seconds(spec: VllmSpec, knobs: Knobs, b: np.ndarray) -> np.ndarray:
 
 
 def cost_table(spec: VllmSpec, knobs: Knobs) -> CostTable:
-    """The step cost of `spec` with `knobs`: a context-aware table, padded to vLLM's CUDA-graph sizes."""
+    """The step cost of `spec` with `knobs`: a context-aware table, padded to vLLM's CUDA-graph sizes, with
+    prefill attention per query-key pair
+    (`tokens.prefill_attention_seconds`, the GPU busy: a lower bound for short prompts at high TP)."""
     m, g, _ = spec.resolve()
     top = max(spec.max_num_batched_tokens, 8192)
     b = np.arange(1, top + 1, dtype=np.float64)
@@ -224,6 +289,7 @@ def cost_table(spec: VllmSpec, knobs: Knobs) -> CostTable:
         name=name,
         request_seconds=knobs.request_s,
         kv_token_seconds=kv_token_seconds(m, g, tp=spec.tp, eta_kv=knobs.eta_kv) * kv_time_factor(spec),
+        attn_pair_seconds=float(tokens.prefill_attention_seconds(m, g, spec.tp, 1.0)),
     )
     if spec.cudagraphs:
         table = with_cudagraphs(table, max_capture_size=spec.max_capture, eager_factor=1.0, name=name)

@@ -81,7 +81,7 @@ def test_async_scheduling_adds_a_step_to_ttft():
 
 def test_shipped_knobs_calibrated_for_h100_carried_to_other_gpus():
     from specsched.kernels import carry_knobs
-    from specsched.kernels.figures import ratios
+    from specsched.kernels.figures import efficiency_caps, ratios
     from specsched.price.knobs import shipped_knobs, transferred_knobs
 
     h100, a100 = shipped_knobs("h100"), shipped_knobs("A100-80GB")
@@ -92,7 +92,9 @@ def test_shipped_knobs_calibrated_for_h100_carried_to_other_gpus():
         assert getattr(a100, name) == getattr(h100, name)
     assert a100.as_dict() == pytest.approx(carry_knobs(h100.as_dict(), "h100", "a100"))
     r = ratios("h100", "a100")
-    assert a100.eta_bw == pytest.approx(h100.eta_bw * r["eta_bw"]) and a100.eta_bw < h100.eta_bw
+    # an efficiency carries as it is, capped by the target's measured kernels (A100's decode GEMMs: 0.78)
+    cap = efficiency_caps("a100")["eta_bw"]
+    assert a100.eta_bw == pytest.approx(min(h100.eta_bw, cap)) and a100.eta_bw < h100.eta_bw
     assert a100.c0 == pytest.approx(h100.c0 * r["fixed"]) and a100.c0 > h100.c0
     l40s = shipped_knobs("l40s")  # PCIe: its measured small all-reduce is slower than NVLink's
     assert l40s.link_latency > h100.link_latency
@@ -105,8 +107,8 @@ def test_c_token_prices_each_token_while_memory_bound():
 
     spec = VllmSpec("llama3.1-8b", max_num_seqs=64, max_num_batched_tokens=2048)
     b = np.array([1.0, 32.0, 2048.0])
-    base = step_parts(spec, Knobs(), b)["weights_or_compute"]
-    more = step_parts(spec, Knobs(c_token=0.2e-6), b)["weights_or_compute"]
+    base = step_parts(spec, Knobs(), b, token_form="layer")["weights_or_compute"]
+    more = step_parts(spec, Knobs(c_token=0.2e-6), b, token_form="layer")["weights_or_compute"]
     assert more[:2] - base[:2] == pytest.approx(32 * 0.2e-6 * b[:2])
     assert more[2] == pytest.approx(base[2])  # a 2048-token prefill is compute-bound either way
 
@@ -137,7 +139,7 @@ def test_the_per_token_forms_shard_or_not_and_both_give_way_to_compute():
     compute): a memory-bound decode step pays them, an 8,192-token prefill at TP 1 does not."""
     from specsched.price.vllm import TOKEN_FORM, VllmSpec, step_parts, token_units
 
-    assert TOKEN_FORM == "layer"
+    assert TOKEN_FORM == "row"
     b = np.array([64.0, 8192.0])
     one, eight = (VllmSpec(model="llama3.1-70b", tp=tp) for tp in (1, 8))
     assert token_units(eight, b, "shard") == pytest.approx(token_units(one, b, "shard") / 8)
