@@ -31,23 +31,22 @@ One engine step of a replica, at time t (`Replica._plan`, then `yield timeout`, 
    chunks, and (async scheduling) it arrived before the step in flight was scheduled.
 4. Time: the step's `StepShape` (running and decoding requests, batched and verify tokens, prefilling
    requests, padded verify slots, KV held, longest context) priced by the deployment's
-   `specsched.StepCost` into a `StepBill`: draft + fixed + context + forward + prefill + pad +
-   context_pad, each part one term of the config (`specsched.stepcost`, `sim.stepcost`).
+   `specsched.StepCost` into a `StepBill`: draft + fixed + context + forward + prefill + pad + context_pad
+   + attention (causal prefill pairs), each part one term of the config (`specsched.stepcost`).
 5. At t + step: each decoding request emits min(accepted + 1, tokens still owed); a request whose
    prefill completes emits its first token (TTFT); requests that reached their output length leave.
 
 Runs of pure-decode steps with a fixed batch are decided several steps per vectorized pass
 (`sim.steps.plan_decode_run`), with exactly the draws, decisions and times of single steps; with one replica
-and no observer a run takes one simpy timeout and one `Recorder.steps_run` (`Replica._decode_run`), else
-one of each per step. `Deployment.max_run = 1` turns runs off.
+and no observer a run takes one simpy timeout and one `Recorder.steps_run` (`Replica._decode_run`), else one
+of each per step. `Deployment.max_run = 1` turns runs off.
 
 Time and tie-breaks: time is float seconds; events at the same instant run in simpy's order (FIFO by
 event id), so a run is a deterministic function of config and seed. Completion callbacks (closed
 loop) run synchronously inside `_apply`, so a user with zero think time re-enters the queue before the
 replica plans its next step at the same instant. Routers and arrival processes live in `sim.routing`.
 
-State is numpy arrays indexed by slot (0..n−1 = running requests in admission order), not per-request
-objects; per-request results go to `sim.recorder.Recorder`.
+State is numpy arrays by slot (0..n−1: running requests in admission order); results go to `sim.recorder`.
 
 May import: numpy, simpy, the standard library, `sim.deployment`, `sim.steps`, `sim.drafting`,
 `sim.tree_step` (drafter.topk > 1), `specsched` (Planner, StepDecision, StepShape).
