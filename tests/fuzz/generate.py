@@ -125,15 +125,17 @@ def _inputs(cmd: Command, argv: list[str]) -> list[str]:
     return sorted({a for a in argv if a.startswith("{W}/seed-") or a in ("{W}/run", "{W}/sweep")})
 
 
-def file_variants(cmd: Command, f, kind: str, template: Path | None) -> list[Variant]:
+def file_variants(cmd: Command, label: str, kind: str, template: Path | None, argv_of=None) -> list[Variant]:
+    """The variants of one input slot: `label` (a flag, a positional, or `--set KEY`) given the file
+    `{W}/v-KIND.SUFFIX`; `argv_of(path)` builds the argv (default: the command's, the flag at `path`)."""
     suffix, seed = kinds.SEEDS[kind]()
     vname = "v-" + kind + suffix if not kind.endswith("-dir") else "v" + kind.split("-")[0]
-    argv = tuple(_base(cmd, f.label, "{W}/" + vname))
-    names = (vname, f.label)
+    argv = tuple((argv_of or (lambda path: _base(cmd, label, path)))("{W}/" + vname))
+    names = (vname, label.split()[-1])
     out = []
     for cls, name, content in mutate.special(kind, seed):
         expect = "either" if name in MAY_ACCEPT else "refuse"
-        out.append(Variant(cmd.name, f.label, kind, cls, name, argv, {vname: content}, expect, names))
+        out.append(Variant(cmd.name, label, kind, cls, name, argv, {vname: content}, expect, names))
     if kind.endswith("-dir"):
         src = seed_name(kind)
         if template is None:
@@ -142,11 +144,24 @@ def file_variants(cmd: Command, f, kind: str, template: Path | None) -> list[Var
             data = (template / src / inner).read_bytes()
             for cls, name, content in mutate.fields(data, Path(inner).suffix):
                 files = {vname: ("copy", src), f"{vname}/{inner}": content}
-                out.append(Variant(cmd.name, f.label, kind, cls, f"{inner} {name}", argv, files, "either",
-                                   (vname, inner, f.label)))  # fmt: skip
+                out.append(Variant(cmd.name, label, kind, cls, f"{inner} {name}", argv, files, "either",
+                                   (vname, inner, label)))  # fmt: skip
         return out
     for cls, name, content in mutate.fields(seed, suffix):
-        out.append(Variant(cmd.name, f.label, kind, cls, name, argv, {vname: content}, "either", names))
+        out.append(Variant(cmd.name, label, kind, cls, name, argv, {vname: content}, "either", names))
+    return out
+
+
+def config_file_variants(cmd: Command, template: Path | None) -> list[Variant]:
+    """Every file-valued config key (kinds.CONFIG_FILES) given through `--set KEY=FILE`."""
+    out = []
+    for key, (kind, extra) in kinds.CONFIG_FILES.items():
+        tail = [a for item in extra for a in ("--set", item)]
+
+        def argv_of(path: str, key=key, tail=tail) -> list[str]:
+            return [*_base(cmd, "--set", f"{key}={path}"), *tail]
+
+        out += file_variants(cmd, f"--set {key}", kind, template, argv_of)
     return out
 
 
@@ -199,7 +214,9 @@ def variants(template: Path | None, only: str = "") -> list[Variant]:
             if r in ("switch", "retired", "unknown"):
                 continue
             if kinds.is_input(r):
-                out += file_variants(cmd, f, r, template)
+                out += file_variants(cmd, f.label, r, template)
+            elif r == "set" and cmd.name in kinds.SET_READS_FILES:
+                out += flag_variants(cmd, f, r) + config_file_variants(cmd, template)
             elif r in ("out-file", "out-dir"):
                 out += out_variants(cmd, f, r)
             else:
@@ -319,17 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(f"{v.id}\n    {repro(v)}" for v in vs))
         print(f"{len(vs)} variants")
         return 0
-    import specbed.cli  # noqa: F401 - preloaded once; every child inherits it
-
-    for mod in (
-        "sim.cli",
-        "analysis.cli",
-        "traces.cli",
-        "bridge.cli",
-        "specbed.cost_cli",
-        "specbed.plan_cli",
-    ):
-        __import__(mod)
+    runner.preload()  # once; every child inherits the modules
     start = time.monotonic()
     vs, results = sweep(args.only, args.sample, show=args.show)
     for key, (ok, n) in sorted(tally(vs, results).items()):

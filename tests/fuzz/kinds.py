@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 
 from tests.fuzz.base import GOOD_CSV, GOOD_TOML, GOOD_TRACE, SWEEP
-from tests.fuzz.generated import BENCH, CURVES, FIT, MEASURED, VRES
+from tests.fuzz.generated import BENCH, CURVES, DRAFT, FIT, MEASURED, VRES
 from tests.fuzz.newcmds import PRICES, SPACE, TRAFFIC
 from tests.fuzz.spec_cases import _csv as spec_csv
 
@@ -59,6 +59,7 @@ SEEDS = {
     "config": lambda: (".toml", GOOD_TOML),
     "disagg-config": lambda: (".toml", _disagg()),
     "cost-table": lambda: (".csv", GOOD_CSV),
+    "draft-cost": lambda: (".csv", DRAFT),
     "curves": lambda: (".json", _j(CURVES)),
     "trace": lambda: (".csv", GOOD_TRACE),
     "sweep": lambda: (".toml", SWEEP),
@@ -83,6 +84,22 @@ SEEDS = {
     "run-dir": lambda: ("", b""),  # a finished `specbed run --out` folder (built once per sweep)
     "sweep-dir": lambda: ("", b""),  # a finished sweep folder
 }
+#: config keys that name a file (given as `--set KEY=FILE` or in a config) -> (file kind, the --set items
+#: that make the key read); every other string key of the config is a name (CONFIG_NAMES)
+CONFIG_FILES = {
+    "workload.trace": ("trace", ("workload.kind=trace",)),
+    "drafter.curves": ("curves", ()),
+    "drafter.cost": ("draft-cost", ()),
+    "cost.table": ("cost-table", ("cost.layers=32",)),
+    "cost.policy_table": ("cost-table", ("cost.layers=32",)),
+}
+CONFIG_NAMES = ("workload.kind", "workload.think_dist", "workload.input_dist", "workload.output_dist",
+                "workload.domain", "drafter.name", "drafter.kind", "drafter.model", "drafter.engine",
+                "policy.name", "policy.draft", "server.router", "acceptance.weighting", "acceptance.model",
+                "acceptance.groups", "cost.mode", "cost.model", "cost.precision", "cost.kv_cache_dtype",
+                "cost.gpu")  # fmt: skip
+#: commands whose `--set` is the simulator's config and reads the files it names
+SET_READS_FILES = ("run",)
 #: inside a result-folder kind: the files whose fields are varied (the folder's own reader reads them)
 FOLDER_FILES = {"run-dir": ("summary.json", "requests.csv"), "sweep-dir": ("sweep.json",)}
 

@@ -8,7 +8,7 @@ sample of its numeric leaves, chosen deterministically); `flag_values(role)` the
 value. Each variant is `(class, name, content)`; `content` is bytes, or a marker string of `SPECIAL_*`
 that the workspace builder (tests.fuzz.generate) makes into the real thing.
 
-May import: the standard library.
+May import: the standard library, tests.fuzz.generated.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import io
 import json
 import os
 import re
+
+from tests.fuzz.generated import _at  # a copy of a JSON document with one leaf replaced
 
 BIG = str(2**70)
 #: type / magnitude class -> (name, JSON literal, TOML literal, CSV cell)
@@ -80,28 +82,19 @@ def _leaves(doc, path=()):
         yield path, doc
 
 
-def _set(doc, path, value):
-    doc = json.loads(json.dumps(doc))
-    cur = doc
-    for key in path[:-1]:
-        cur = cur[key]
-    cur[path[-1]] = value
-    return doc
-
-
 def _json_fields(seed: bytes) -> list[tuple[str, str, bytes]]:
     doc = json.loads(seed)
     leaves = list(_leaves(doc))
     out = []
     for path, _ in _pick(leaves):
         at = ".".join(map(str, path))
-        raw = json.dumps(_set(doc, path, "@@")).encode()
+        raw = json.dumps(_at(doc, path, "@@")).encode()
         out += [(cls, f"{at}={name}", raw.replace(b'"@@"', lit.encode())) for cls, name, lit, _, _ in VALUES]
     for scale, tag in ((1000.0, "x1000"), (0.001, "/1000")):
         timed = doc
         for path, v in leaves:
             if any(isinstance(p, str) and TIME.search(p) for p in path):
-                timed = _set(timed, path, v * scale)
+                timed = _at(timed, path, v * scale)
         if timed is not doc:
             out.append(("units", f"time {tag}", json.dumps(timed).encode()))
     for lo, hi in ORDER:
@@ -111,7 +104,7 @@ def _json_fields(seed: bytes) -> list[tuple[str, str, bytes]]:
                 (q, w) for q, w in leaves if ".".join(map(str, q)) == ".".join(map(str, p)).replace(lo, hi)
             ]
             if mate:
-                swapped = _set(_set(doc, p, mate[0][1] * 10 + 1), mate[0][0], v)
+                swapped = _at(_at(doc, p, mate[0][1] * 10 + 1), mate[0][0], v)
                 out.append(("orderings", f"{lo}>{hi}", json.dumps(swapped).encode()))
     return out
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fuzz import generate, kinds, mutate
+from tests.fuzz import generate, kinds, mutate, runner
 from tests.fuzz.discover import commands
 
 COMMANDS = commands()
@@ -28,6 +28,7 @@ KNOWN_OPEN: dict[str, str] = {
         for c in ("stats", "convert", "synth")
         for f in ("--log-type", "--scale", "--max-context", "--seed", "file")
     },  # fmt: skip
+    "run --set workload.trace": "traces/ reader (an arrival_s of 1e308 overflows the simulator's clock)",
     "advise --runs": "validate/runs.py (a 3 MiB cell; a measured time of 0 -> inf% in the report)",
     "advise --workloads": "sim/inference_perf.py (a stage rate of 1e308)",
     "advise --measured": "validate/runs.py read_bench (an itl of 1e308)",
@@ -79,6 +80,22 @@ def test_every_file_kind_read_has_a_seed_and_every_class_of_variant():
             assert {"types", "magnitudes"} <= classes, (kind, classes)
 
 
+def test_every_string_key_of_the_config_is_a_file_or_a_name():
+    """A new config key naming a file gets its slot in the generator (kinds.CONFIG_FILES)."""
+    import typing
+
+    from analysis.model import SimModel
+
+    strings = set()
+    for key, tp in SimModel().schema().items():
+        inner = [a for a in typing.get_args(tp) if a is not type(None)] or [tp]
+        if inner[0] is str:
+            strings.add(key)
+    unknown = strings - set(kinds.CONFIG_FILES) - set(kinds.CONFIG_NAMES)
+    assert not unknown, f"string config keys of no known kind: {unknown} (tests/fuzz/kinds.py)"
+    assert {kind for kind, _ in kinds.CONFIG_FILES.values()} <= set(kinds.SEEDS)
+
+
 def test_a_new_command_with_an_unclassified_input_is_caught(monkeypatch):
     """A command landing with a file flag nobody classified fails the suite the day it lands."""
     from specbed import cli
@@ -115,10 +132,7 @@ def test_every_light_command_has_variants_of_every_class_it_can_have():
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory) -> Path:
-    import specbed.cli  # noqa: F401 - loaded once here, inherited by every forked variant
-
-    for mod in ("sim.cli", "analysis.cli", "traces.cli", "bridge.cli", "specbed.cost_cli"):
-        __import__(mod)
+    runner.preload()  # loaded once here, inherited by every forked variant
     return generate.build_template(tmp_path_factory.mktemp("gen"))
 
 
