@@ -23,7 +23,7 @@ import time
 
 from advise import inputs, report, sweep
 from specsched.io import safeio
-from specsched.io.errors import InputError
+from specsched.io.errors import InputError, bounded
 from specsched.io.progress import Progress
 from specsched.io.results import write_results
 
@@ -60,7 +60,10 @@ def _parser() -> argparse.ArgumentParser:
     s = p.add_argument_group("the sweep")
     s.add_argument("--loads", help="concurrency levels, comma-separated (default 1,2,4,… up to max-num-seqs)")
     s.add_argument(
-        "--requests-per-user", type=float, default=4.0, help="requests simulated per user (horizon)"
+        "--requests-per-user",
+        type=bounded(float, 0, 1e4),
+        default=4.0,
+        help="requests simulated per user (horizon)",
     )
     s.add_argument("--set", dest="sets", action="append", default=[], help="extra simulator KEY=VALUE")
     s.add_argument("--out", metavar="DIR", help="folder: report.md, advise.json, gain.png, pareto.png")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sim.bounds import UPPER_BOUNDS
 from specsched.io import inputs as inp
 from specsched.io.errors import InputError
 from specsched.price import find_model, get_gpu
@@ -150,10 +151,12 @@ def traffic(args, profiles: dict) -> Traffic:
             ins, outs = (np.asarray(raw[k], dtype=float) for k in ("input_lens", "output_lens"))
         except (TypeError, ValueError):
             raise InputError("must be lists of numbers", file=args.traffic, field="input_lens") from None
-        if ins.shape != outs.shape or ins.ndim != 1 or not np.all(np.isfinite(ins) & (ins >= 0)):
-            raise InputError(
-                "must be equal-length lists of numbers ≥ 0", file=args.traffic, field="input_lens"
-            )
+        for name, lens in (("input_lens", ins), ("output_lens", outs)):
+            if ins.shape != outs.shape or lens.ndim != 1 or not np.all(np.isfinite(lens) & (lens >= 0)):
+                raise InputError("must be equal-length lists of numbers ≥ 0", file=args.traffic, field=name)
+            most = UPPER_BOUNDS[f"workload.{name.split('_')[0]}_tokens"]  # a request's bound, as sim's
+            if np.any(lens > most):
+                raise InputError(f"a length over {most:,} tokens", file=args.traffic, field=name)
         rate = raw.get("request_rate")
         rate = float(rate) if isinstance(rate, (int, float)) and math.isfinite(rate) and rate > 0 else None
         return _lengths(args.traffic, np.maximum(ins, 1), np.maximum(outs, 1), rate)

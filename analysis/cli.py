@@ -19,7 +19,9 @@ import sys
 from pathlib import Path
 
 from specsched.io import safeio
-from specsched.io.errors import ArgParser, InputError
+from specsched.io.errors import ArgParser, InputError, bounded
+
+MAX_JOBS = 4096  # processes one machine can usefully run (argparse refuses more, naming --jobs)
 
 
 def _analysis_flags(p: argparse.ArgumentParser) -> None:
@@ -35,7 +37,7 @@ def _parser(command: str) -> argparse.ArgumentParser:
     if command == "sweep":
         p.add_argument("sweep", type=Path, help="sweep TOML file")
         p.add_argument("--out", type=Path, required=True, metavar="DIR", help="results folder")
-        p.add_argument("--jobs", type=int, default=None, help="parallel cells (default: all CPUs)")
+        p.add_argument("--jobs", type=bounded(int, 1, MAX_JOBS), help="parallel cells (default: all CPUs)")
         p.add_argument("--backend", default="local", help="local (process pool) or ray")
         p.add_argument("--address", help="Ray cluster address (default: start a local Ray)")
         p.add_argument("--resume", action="store_true", help="finish a sweep already started in --out")

@@ -83,9 +83,16 @@ def load_model(spec: str | None):
         raise InputError(f"expected module:attr, got {spec!r}", field="--model")
     try:
         obj = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as err:
+        obj = obj() if isinstance(obj, type) else obj
+    except (ImportError, AttributeError, TypeError, ValueError) as err:  # TypeError: a class needing args
         raise InputError(f"cannot load {spec!r}: {err}", field="--model") from None
-    return obj() if isinstance(obj, type) else obj
+    missing = [m for m in ("resolve", "run", "label") if not callable(getattr(obj, m, None))]
+    if missing or not isinstance(getattr(obj, "name", None), str):  # e.g. json:dumps, a function
+        lacks = ", ".join(missing or ["a name"])
+        raise InputError(
+            f"{spec!r} is not a cell model (it lacks {lacks}; see analysis.model)", field="--model"
+        )
+    return obj
 
 
 class SimModel:

@@ -26,10 +26,8 @@ from __future__ import annotations
 
 import argparse
 import fcntl
-import hashlib
 import json
 import os
-import resource
 import shutil
 import socket
 import sys
@@ -55,10 +53,9 @@ from bench.probe_cases import (
     _raw,
 )
 from bench.probe_more import all_probes
+from tests.fuzz import runner  # imports no command: with --root, the children read that checkout
 
 # -- running ---------------------------------------------------------------------------------------------
-
-MEM = 3 << 30  # address-space cap of a probe that does not import torch
 
 
 def build_template(root: Path, tmp: Path) -> Path:
@@ -129,65 +126,14 @@ def setup(ws: Path, spec: dict) -> None:
             path.write_bytes(what)
 
 
-def snapshot(ws: Path) -> dict[str, str]:
-    out = {}
-    for dirpath, dirs, files in os.walk(ws):
-        for name in files + dirs:
-            p = Path(dirpath) / name
-            st = os.lstat(p)
-            rel = str(p.relative_to(ws))
-            if os.path.isdir(p) and not os.path.islink(p):
-                out[rel] = "dir"
-            elif os.path.islink(p) or not os.path.isfile(p):
-                out[rel] = f"special {st.st_mode:o}"
-            else:
-                out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
-    return out
+snapshot = runner.snapshot  # {relative path: sha256 | 'dir' | 'special MODE'}, never opening a FIFO
 
 
 def run_child(p: Probe, ws: Path, argv: list[str]) -> tuple[str, int, str]:
-    """(status, exit code, stderr) of argv in a forked child: status ok | hang | killed."""
-    err_f = ws.parent / "stderr.txt"
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
-        code = 99
-        try:
-            os.chdir(ws)
-            if p.limit_s <= 20:
-                resource.setrlimit(resource.RLIMIT_AS, (MEM, MEM))
-            fd = os.open(err_f, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-            os.dup2(fd, 2)
-            null = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, 1)
-            from specbed.cli import main
-
-            code = main(argv)
-        except BaseException:
-            import traceback
-
-            traceback.print_exc()
-        finally:
-            try:
-                sys.stdout.flush()
-                sys.stderr.flush()
-            finally:
-                os._exit(code if isinstance(code, int) else 98)
-    deadline = time.monotonic() + p.limit_s
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-            return "hang", -1, err_f.read_text(errors="replace")
-        time.sleep(0.01)
-    text = err_f.read_text(errors="replace")
-    if os.WIFSIGNALED(status):
-        return "killed", -os.WTERMSIG(status), text
-    return "ok", os.WEXITSTATUS(status), text
+    """(status, exit code, stderr) of argv in a forked child (tests.fuzz.runner): status ok | hang | killed;
+    a probe that does not import torch runs under the memory cap."""
+    status, code, _, err = runner.run(ws, argv, p.limit_s, cap=p.limit_s <= 20)
+    return status, code, err
 
 
 def judge(p: Probe, status: str, code: int, err: str, before: dict, after: dict) -> str | None:
@@ -257,17 +203,7 @@ def main() -> None:
     root = Path(args.root).resolve()
     sys.path.insert(0, str(root))
     os.chdir(root)
-    import specbed.cli  # noqa: F401 - preload the light commands once; each child inherits them
-
-    for mod in (
-        "sim.cli",
-        "analysis.cli",
-        "traces.cli",
-        "bridge.cli",
-        "specbed.cost_cli",
-        "specbed.plan_cli",
-    ):
-        __import__(mod)
+    runner.preload()  # the light commands once; each child inherits them
     probes = [p for p in all_probes() if args.only in p.id and not (args.skip_slow and p.limit_s > 20)]
     for p in probes:
         if args.limit is not None and p.limit_s <= 20:

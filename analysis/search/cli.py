@@ -18,7 +18,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from specsched.io.errors import ArgParser, InputError
+from analysis.cli import MAX_JOBS
+from specsched.io.errors import ArgParser, InputError, bounded
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -27,10 +28,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--traffic", required=True, help="a trace (file or built-in name) or a config .toml")
     p.add_argument("--slo", required=True, help='e.g. "ttft_p90<=2s,itl_p50<=25ms,itl_p99<=60ms"')
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="results folder (and run cache)")
-    p.add_argument("--speedup", type=float, help="replay the traffic K× faster (workload.speedup)")
+    p.add_argument(
+        "--speedup", type=bounded(float, 0, 1e6), help="replay the traffic K× faster (workload.speedup)"
+    )
     p.add_argument("--prices", type=Path, help="GPU-hour price table (default: the shipped, dated one)")
-    p.add_argument("--budget-s", type=float, help="stop running new candidates after this many seconds")
-    p.add_argument("--jobs", type=int, help="parallel runs (default: all CPUs)")
+    p.add_argument(
+        "--budget-s", type=bounded(float, 0, 1e7), help="stop running new candidates after this many seconds"
+    )
+    p.add_argument("--jobs", type=bounded(int, 1, MAX_JOBS), help="parallel runs (default: all CPUs)")
     p.add_argument("--backend", default="local", help="local (process pool) or ray")
     p.add_argument("--address", help="Ray cluster address (default: a local Ray)")
     p.add_argument("--resume", action="store_true", help="reuse the finished runs already in --out")

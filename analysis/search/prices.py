@@ -27,6 +27,7 @@ from specsched.io.errors import InputError
 
 DEFAULT = Path(__file__).resolve().parent.parent / "data" / "gpu_prices.toml"
 ROW_KEYS = ("usd_per_hour", "source", "date")
+MAX_PRICE = 1e6  # per GPU-hour: a fleet's cost must stay finite (1e308 × replicas is inf in every table)
 
 
 @dataclass(frozen=True)
@@ -86,10 +87,12 @@ def _row(gpu: str, row, file: str) -> Price:
     if (
         isinstance(price, bool)
         or not isinstance(price, (int, float))
-        or not (math.isfinite(price) and price > 0)
+        or not (math.isfinite(price) and 0 < price <= MAX_PRICE)
     ):
         raise InputError(
-            f"expected a price > 0 per GPU-hour, got {price!r}", file=file, field=f"{where}.usd_per_hour"
+            f"expected a price in (0, {MAX_PRICE:g}] per GPU-hour, got {price!r}",
+            file=file,
+            field=f"{where}.usd_per_hour",
         )
     for key in ("source", "date"):
         value = row.get(key)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import errno
+import math
+from collections.abc import Callable
 from typing import NoReturn
 
 
@@ -58,3 +60,27 @@ class ArgParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:  # type: ignore[override]
         raise InputError(f"{message} (see '{self.prog} --help')" if self.hint else message, field=self.field)
+
+
+def bounded(kind: type = int, lo: float | None = None, hi: float | None = None) -> Callable[[str], float]:
+    """An argparse `type=`: a finite `kind` (int or float) in [lo, hi], else argparse's one-line error
+    naming the flag (`argument --jobs: must be in [1, 4096], got 10**40`)."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except (ValueError, OverflowError):
+            raise argparse.ArgumentTypeError(
+                f"expected {'a whole number' if kind is int else 'a number'}, got {text[:40]!r}"
+            ) from None
+        shown = text if len(text) <= 24 else text[:20] + "..."
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {shown}")
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            span = f"in [{lo:g}, {hi:g}]" if lo is not None and hi is not None else (
+                f"≥ {lo:g}" if lo is not None else f"≤ {hi:g}")  # fmt: skip
+            raise argparse.ArgumentTypeError(f"must be {span}, got {shown}")
+        return value
+
+    parse.__name__ = "bounded"  # argparse names the type in "invalid bounded value"; the message above wins
+    return parse

@@ -84,11 +84,28 @@ def check_file(
     try:
         if out.is_dir():
             raise InputError("is a folder; give a file name", file=str(out), field=field)
+        _refuse_special(out, field)
     except OSError as err:  # a name over 255 bytes, a loop of links
         raise InputError(f"cannot write here ({os_reason(err)})", file=str(out), field=field) from None
     refuse_clobber(out, inputs=inputs, field=field)
     check_dir(out.parent if str(out.parent) else ".", field=field)
     return out
+
+
+def _refuse_special(out: Path, field: str) -> None:
+    """An output is a regular file renamed into place: renaming it over a device, a FIFO or a socket
+    (`--json /dev/full`, as root) would replace the node, and writing into one reports nothing."""
+    try:
+        mode = os.stat(out).st_mode  # through links: a link to /dev/null is a device too
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        what = "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file"
+        raise InputError(
+            f"is {what}; an output is written as a regular file ('-' writes to standard output)",
+            file=str(out),
+            field=field,
+        )
 
 
 def _same(a: Path, b: Path) -> bool:
@@ -302,6 +319,7 @@ def write_bytes(
 def _write_one(path: Path, content: Content, binary: bool, field: str) -> None:
     tmp = _tmp(path)
     try:
+        _refuse_special(path, field)  # also where a writer skipped check_file
         _fill(tmp, content, binary)
         os.replace(tmp, path)
     except OSError as err:
