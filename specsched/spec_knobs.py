@@ -11,6 +11,14 @@ and kernels are read from code: `specsched.spec_versions`); `PRIORS` / `BOUNDS` 
                 reaches on a verify pass (K + 1 queries a request); prior 0.6 ± 0.25, bounds 0.1–1
     host_scale  a factor on SGLang's measured per-request scheduler loops (`spec_engine`); prior 1 ± 0.5,
                 bounds 0.5–4 (the loop model skips the real objects' extra fields, zmq and the detokenizer)
+    ngram_draft_frac
+                the fraction of a request's steps in which the n-gram proposer finds a prompt match and
+                drafts K tokens; in the others it drafts nothing and the request verifies its one token
+                (vLLM V1 `NgramProposer.propose` returns None without a match, the scheduler then schedules
+                one token). A workload's match rate: SpecDecode-Bench's Llama-3.1-8B traces at K = 3 emit
+                more than one token in 8.5–27 % of steps (a lower bound) and its simulator (`simulator.py`
+                NGRAM_MATCHING_PROBABILITY) puts the rate at 0.27–0.86 over GSM8K … InstructCoder; prior
+                0.5 ± 0.25, bounds 0.05–1 (1: every step drafts, the replay before session 4's train data)
 
 May import: the standard library, `specsched.io` (errors, inputs), `specsched.price.knobs`.
 """
@@ -24,8 +32,12 @@ from pathlib import Path
 from specsched.io.errors import InputError
 
 #: knob -> (prior mean, prior sd), (lower bound, upper bound)
-PRIORS = {"op_s": (10e-6, 5e-6), "mask_eff": (0.6, 0.25), "host_scale": (1.0, 0.5)}
-BOUNDS = {"op_s": (3e-6, 40e-6), "mask_eff": (0.1, 1.0), "host_scale": (0.5, 4.0)}
+PRIORS = {
+    "op_s": (10e-6, 5e-6), "mask_eff": (0.6, 0.25), "host_scale": (1.0, 0.5), "ngram_draft_frac": (0.5, 0.25)
+}  # fmt: skip
+BOUNDS = {
+    "op_s": (3e-6, 40e-6), "mask_eff": (0.1, 1.0), "host_scale": (0.5, 4.0), "ngram_draft_frac": (0.05, 1.0)
+}  # fmt: skip
 SPEC_KNOBS_FILE = Path(__file__).parent / "data" / "spec_knobs.json"
 
 
@@ -36,6 +48,7 @@ class SpecKnobs:
     op_s: float = PRIORS["op_s"][0]
     mask_eff: float = PRIORS["mask_eff"][0]
     host_scale: float = PRIORS["host_scale"][0]
+    ngram_draft_frac: float = PRIORS["ngram_draft_frac"][0]
 
     def __post_init__(self) -> None:
         for name, (lo, hi) in BOUNDS.items():

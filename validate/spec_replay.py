@@ -10,6 +10,8 @@ acceptance length, bonus included):
                      case's engine and version: first pass over the verified positions, K − 1 later ones,
                      host launches, rejection sampling) + target step at B·(1 + K) tokens (B·(1 + nodes)
                      for a tree) + the drafter's and the verify kernel's KV reads + nospec_host_s
+                     n-gram: no draft pass; the target step is f·(step at B·(1 + K)) + (1 − f)·(step at B),
+                     f = the knob `ngram_draft_frac` (the share of steps with a prompt match)
     speedup = E·T0 / T1; tpot_ms = 1e3·T1 / E; itl_ms as tpot; throughput_tok_s = B·E / T1.
 
 The headline of a case is its **speed-up** over no speculation wherever the measurement gives one (the
@@ -96,7 +98,12 @@ def step_parts(case: SpecCase, knobs: SpecKnobs) -> dict[str, dict[str, float]]:
     sp = {"verify_forward": verify, "host": eng.nospec_host_s,
           "verify_moe": verify_expert_seconds(target, gpu, shipped_knobs(case.gpu), verify_tokens, b,
                                               tp=case.tp, bpp=bpp)}  # fmt: skip
-    if case.drafter == "ngram":  # drafted on the host from the prompt: no GPU pass, the rejection launches
+    if case.drafter == "ngram":  # drafted on the host from the prompt: no GPU pass, the rejection launches;
+        # a step without a prompt match drafts nothing and verifies the request's one token (knob
+        # ngram_draft_frac: the share of steps that draft), so the verify is the mix of the two steps
+        f = knobs.ngram_draft_frac
+        sp["verify_forward"] = f * verify + (1.0 - f) * forward
+        sp["verify_moe"] *= f
         return {"ar": ar, "spec": {**sp, "draft_host": eng.prep_ops * knobs.op_s}}
     shape = _shape(case, target)
     top = max(b * (case.tree_nodes or k), b)
