@@ -15,7 +15,6 @@ May import: stdlib, torch, numpy, specsched, engine.* (lazily; never sim).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 import time
 from pathlib import Path
@@ -106,20 +105,15 @@ def _eval(argv: list[str]) -> int:
     from pathlib import Path
 
     from engine.measure.evaluate import evaluate, format_report, write_outputs
-    from specsched.io import safeio
+    from specsched.io import jobdir
 
-    fresh = not Path(args.out).exists()
-    safeio.check_dir(args.out, field="--out")  # before loading anything: bad input
-    try:
+    # checked before loading anything, held until the folder's swap (a second writer is refused); a
+    # folder made for a job refused at setup is removed again
+    with jobdir.claim(args.out, "engine eval"):
         bundle, corpus = _setup(args)
-    except BaseException:
-        if fresh:  # a folder made for a run refused at setup: leave no trace
-            with contextlib.suppress(OSError):
-                Path(args.out).rmdir()
-        raise
-    res = evaluate(bundle, corpus, _eval_config(args), progress=_progress(args.quiet))
-    print(format_report(res))
-    files = write_outputs(res, Path(args.out))
+        res = evaluate(bundle, corpus, _eval_config(args), progress=_progress(args.quiet))
+        print(format_report(res))
+        files = write_outputs(res, Path(args.out))
     print("wrote " + ", ".join(str(f) for f in files))
     return 0
 
