@@ -152,7 +152,7 @@ def _pareto(args) -> int:
 
 
 def _report(args) -> int:
-    from analysis.plot import plot_pareto
+    from analysis.plot import pareto_png
     from analysis.report import markdown
 
     out = _checked_out(args, "summary.md")
@@ -163,10 +163,9 @@ def _report(args) -> int:
         )
     safeio.check_file(figure)
     manifest, rows, result = _load(args)
-    plot_pareto(
+    png = pareto_png(
         result.points,
         result.fronts,
-        figure,
         baseline=result.baseline,
         slos=result.slos,
         order=result.order,
@@ -174,9 +173,8 @@ def _report(args) -> int:
     )
     failed = len(list((args.dir / "errors").glob("*.txt"))) if (args.dir / "errors").is_dir() else 0
     text = markdown(manifest, rows, result, figure=figure.name, failed=failed)
-    from analysis.store import atomic_write
-
-    atomic_write(Path(out), text + "\n")
+    # both files of the report written at once: never one report's figure beside another's summary
+    safeio.write_files(Path(out).parent, {Path(out).name: text + "\n", figure.name: png})
     print(text)
     print(f"\nwrote {out} and {figure}")
     return 0

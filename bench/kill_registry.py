@@ -167,7 +167,20 @@ WRITERS: dict[str, Writer] = {
         _search,
         folder=True,
         expect=frozenset({"ranked.csv", "dropped.csv", "summary.md", "config.json"}),
-        extra_ok=frozenset({"runs", "frontier.png", "pareto.png"}),
+        extra_ok=frozenset(
+            {
+                "cells",
+                "errors",
+                "sweep.json",
+                "results.jsonl",
+                "results.csv",
+                "winner.toml",
+                "vllm_serve.sh",
+                "vllm_serve_all.sh",
+                "frontier.png",
+                "pareto.png",
+            }
+        ),  # its run cache
     ),
     "validate": Writer(
         ("validate",),

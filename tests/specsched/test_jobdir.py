@@ -71,3 +71,30 @@ def test_a_linked_results_folder_is_swapped_at_its_target(tmp_path):
     (tmp_path / "l").symlink_to(real)
     write_results(tmp_path / "l", {"summary.json": {"a": 1}}, config="seed = 2\n", command="run")
     assert (tmp_path / "l").is_symlink() and (real / "summary.json").read_text().count('"a"') == 1
+
+
+def test_a_claimed_file_refuses_a_second_writer_until_written(tmp_path):
+    from specsched.io import safeio
+
+    out = tmp_path / "f.json"
+    with safeio.claimed_file(out, inputs=[tmp_path / "in.csv"]) as path:
+        assert path == out and (tmp_path / ".f.json.lock").exists()
+        code = (
+            "import sys; from specsched.io import safeio\n"
+            "try:\n with safeio.claimed_file(sys.argv[1]): pass\n"
+            "except Exception as e: print(e); sys.exit(2)"
+        )
+        other = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True, text=True)
+        assert other.returncode == 2 and "another specbed process" in other.stdout
+        safeio.write_text(out, "{}\n")
+    assert sorted(os.listdir(tmp_path)) == ["f.json"]  # the lock is gone with the block
+    (tmp_path / ".f.json.lock").write_text("")  # what a kill -9 leaves: unlocked, taken over
+    with safeio.claimed_file(out):
+        pass
+    assert sorted(os.listdir(tmp_path)) == ["f.json"]
+    with safeio.claimed_file(None), safeio.claimed_file("-"):  # no file, standard output: nothing held
+        pass
+    with pytest.raises(InputError, match="also an input"):
+        with safeio.claimed_file(out, inputs=[out]):
+            pass
+    assert not (tmp_path / ".f.json.lock").exists()  # refused before any lock was taken
