@@ -132,10 +132,15 @@ def _checked_out(args, default: str) -> Path:
 
 
 def _pareto(args) -> int:
+    out = _checked_out(args, "pareto.png")
+    with safeio.claimed_file(out):  # held until written: a second writer of the figure is refused
+        return _pareto_held(args, out)
+
+
+def _pareto_held(args, out: Path) -> int:
     from analysis.plot import plot_pareto
     from analysis.report import gains_table
 
-    out = _checked_out(args, "pareto.png")
     manifest, _, result = _load(args)
     plot_pareto(
         result.points,
@@ -152,16 +157,20 @@ def _pareto(args) -> int:
 
 
 def _report(args) -> int:
-    from analysis.plot import pareto_png
-    from analysis.report import markdown
-
     out = _checked_out(args, "summary.md")
     figure = out.with_name("pareto.png")
     if figure == out:
         raise InputError(
             "would be overwritten by the report's figure pareto.png; name it otherwise", field="--out"
         )
-    safeio.check_file(figure)
+    with safeio.claimed_file(out), safeio.claimed_file(figure):  # held until both are written
+        return _report_held(args, out, figure)
+
+
+def _report_held(args, out: Path, figure: Path) -> int:
+    from analysis.plot import pareto_png
+    from analysis.report import markdown
+
     manifest, rows, result = _load(args)
     png = pareto_png(
         result.points,

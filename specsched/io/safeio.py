@@ -204,7 +204,7 @@ def check_run_dir(path: str | os.PathLike[str], *, field: str = "--out") -> Path
     check_dir(out, field=field)
     if not try_lock(out):
         raise InputError(
-            "another specbed process (a sweep?) is writing this folder", file=str(out), field=field
+            "another specbed process is writing this folder (its lock is held)", file=str(out), field=field
         )
     return out
 
