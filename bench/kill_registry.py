@@ -389,10 +389,10 @@ def _file_state(path: Path) -> str:
 
 
 def debris(work: Path) -> list[str]:
-    """Temporary files or folders (`.tmp-*`, `*.tmp-PID`) anywhere under `work`."""
+    """Temporary files or folders (`.tmp-*`, `*.tmp-PID`) and file locks (`.NAME.lock`) under `work`."""
     found = []
     for dirpath, dirnames, filenames in os.walk(work):
         for name in dirnames + filenames:
-            if name.startswith(".tmp-") or ".tmp-" in name:
+            if ".tmp-" in name or (name.startswith(".") and name.endswith(".lock")):
                 found.append(os.path.relpath(os.path.join(dirpath, name), work))
     return found

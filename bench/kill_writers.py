@@ -6,9 +6,10 @@ command (a new seed or setting each trial) onto the previous trial's output, kil
 with SIGKILL after a uniform random delay within the command's measured wall time, and classifying what
 is left: `whole` (a folder: one job's complete results, `.job.json` naming the config beside it and every
 result file there, nothing of another job; a file: complete by its own format), `none`, else `MIXED`.
-Then it reruns (`--resume` for sweep and search) and classifies again; temporaries left after the last
-rerun are counted. `--pairs` also starts two writers on one output together: one should be refused
-(exit 2), the other's output whole.
+Then it reruns (`--resume` for sweep and search) and classifies again. Temporaries left after the last
+rerun are counted (a dead writer's wait `safeio.STALE_S` before removal, for writers on other hosts), then
+aged past it and counted again after one more run. `--pairs` also starts two writers on one output
+together: one should be refused (exit 2), the other's output whole.
 
     nice python -m bench.kill_writers [--trials 20] [--commands run,sweep,...|all|light] [--pairs]
 
@@ -64,7 +65,12 @@ def trials(label: str, w: Writer, n: int, work: Path, rng: random.Random) -> dic
         if rc not in (0, 1):  # e.g. a kill before `sweep --force` cleared the last trial's sweep: the
             s = f"{s}, rerun refused (exit {rc}: {err[-90:]})"  # folder still holds that one whole
         _count(tally["after"], s)
-    tally["debris"] = debris(out if not w.folder else out.parent)
+    where = out.parent  # a folder's temporaries are its siblings; a file's lie beside it
+    tally["debris"] = debris(where)
+    for name in tally["debris"]:  # a dead writer's temporaries wait safeio.STALE_S: age them, rerun once
+        os.utime(where / name, (1, 1), follow_symlinks=False)
+    timed(w.argv(work, out, n + 1, True))
+    tally["debris_later"] = debris(where)
     return tally
 
 
@@ -105,7 +111,8 @@ def main() -> None:
             took = time.perf_counter() - t0
             print(f"{label}: {args.trials} kills, one wall {tally['wall_s']} s; right after the kill "
                   f"{tally['killed']}; after the rerun {tally['after']}; temporaries left "
-                  f"{len(tally['debris'])} ({took:.0f} s)")  # fmt: skip
+                  f"{len(tally['debris'])}, after a later run {len(tally['debris_later'])} "
+                  f"({took:.0f} s)")  # fmt: skip
             if args.pairs:
                 print(f"{label}: two writers at once: {pair(label, w, Path(tmp))}")
             sys.stdout.flush()
