@@ -59,3 +59,18 @@ def test_a_claimed_folder_refuses_a_second_writer_and_another_command(tmp_path):
             pass
     with jobdir.claim(None, "advise"):  # no --out: nothing held
         pass
+
+
+def test_paper_figures_write_through_the_atomic_writers():
+    """A figure script never writes a file itself (a kill would leave half a PNG): `common.png` renders,
+    `safeio` / `write_summary` write."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "paper_figs"
+    direct = [
+        p.name
+        for p in sorted(root.glob("*.py"))
+        if p.name != "common.py"
+        and re.search(r"\.savefig\(|\bopen\([^)]*['\"]w|(?<!safeio)\.write_(?:text|bytes)\(", p.read_text())
+    ]
+    assert not direct, f"paper_figs scripts writing files directly: {direct}"
