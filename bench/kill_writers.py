@@ -85,6 +85,35 @@ def pair(label: str, w: Writer, work: Path) -> str:
     return f"exit codes {rcs}, refused {refused}, output {state(w, out)}; {[e for e in errs if e]}"
 
 
+def pair_held(label: str, w: Writer, work: Path, wait_s: float = 30.0) -> str:
+    """A file writer's pair made to overlap: writer A is stopped (SIGSTOP) once its lock file is seen
+    (`.NAME.lock`: it has checked its output and not yet written it), writer B runs meanwhile, then A
+    resumes. B must be refused; A's output whole. (A fast writer's window is milliseconds: two started
+    together rarely overlap, so `pair` alone may see both succeed one after the other.)"""
+    out = target(w, work, label + "-held")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lock = out.parent / f".{out.name}.lock"
+    a = subprocess.Popen(w.argv(work, out, 1, False), cwd=ROOT, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.monotonic() + wait_s
+    while not lock.exists() and a.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.0005)
+    if not lock.exists():
+        a.wait()
+        return f"no overlap caught (A exit {a.returncode} before its lock was seen)"
+    os.kill(a.pid, signal.SIGSTOP)
+    if not lock.exists():  # A wrote and released between our look and the stop: no overlap this time
+        os.kill(a.pid, signal.SIGCONT)
+        a.wait()
+        return "no overlap caught (A wrote before it was stopped)"
+    try:
+        rc_b, _, err_b = timed(w.argv(work, out, 2, False))
+    finally:
+        os.kill(a.pid, signal.SIGCONT)
+    rc_a = a.wait()
+    return f"A held, B exit {rc_b} ({err_b[-70:]}); A exit {rc_a}, output {state(w, out)}"
+
+
 def chosen(spec: str) -> list[str]:
     if spec in ("all", "light"):
         return [k for k, w in WRITERS.items() if spec == "all" or not w.heavy]
@@ -115,6 +144,12 @@ def main() -> None:
                   f"({took:.0f} s)")  # fmt: skip
             if args.pairs:
                 print(f"{label}: two writers at once: {pair(label, w, Path(tmp))}")
+                for _ in range(5 if not w.folder else 0):  # retried while A outruns the stop
+                    held = pair_held(label, w, Path(tmp))
+                    if not held.startswith("no overlap"):
+                        break
+                if not w.folder:
+                    print(f"{label}: B while A holds its file: {held}")
             sys.stdout.flush()
 
 
