@@ -22,7 +22,7 @@ import shlex
 import time
 
 from advise import inputs, report, sweep
-from specsched.io import safeio
+from specsched.io import jobdir
 from specsched.io.errors import InputError, bounded
 from specsched.io.progress import Progress
 from specsched.io.results import write_results
@@ -239,8 +239,11 @@ def summary_text(doc: dict) -> str:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    if args.out is not None:  # before the work
-        safeio.check_dir(args.out)
+    with jobdir.claim(args.out, "advise"):  # checked before the work, held until the folder's swap
+        return _advise_main(args, argv)
+
+
+def _advise_main(args, argv: list[str]) -> int:
     t0 = time.perf_counter()
     doc = advise(args, argv, progress_on=not args.quiet)
     doc["wall_s"] = time.perf_counter() - t0

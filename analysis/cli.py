@@ -134,10 +134,15 @@ def _checked_out(args, default: str) -> Path:
 
 
 def _pareto(args) -> int:
+    out = _checked_out(args, "pareto.png")
+    with safeio.claimed_file(out):  # held until written: a second writer of the figure is refused
+        return _pareto_held(args, out)
+
+
+def _pareto_held(args, out: Path) -> int:
     from analysis.plot import plot_pareto
     from analysis.report import gains_table
 
-    out = _checked_out(args, "pareto.png")
     manifest, _, result = _load(args)
     plot_pareto(
         result.points,
@@ -154,21 +159,24 @@ def _pareto(args) -> int:
 
 
 def _report(args) -> int:
-    from analysis.plot import plot_pareto
-    from analysis.report import markdown
-
     out = _checked_out(args, "summary.md")
     figure = out.with_name("pareto.png")
     if figure == out:
         raise InputError(
             "would be overwritten by the report's figure pareto.png; name it otherwise", field="--out"
         )
-    safeio.check_file(figure)
+    with safeio.claimed_file(out), safeio.claimed_file(figure):  # held until both are written
+        return _report_held(args, out, figure)
+
+
+def _report_held(args, out: Path, figure: Path) -> int:
+    from analysis.plot import pareto_png
+    from analysis.report import markdown
+
     manifest, rows, result = _load(args)
-    plot_pareto(
+    png = pareto_png(
         result.points,
         result.fronts,
-        figure,
         baseline=result.baseline,
         slos=result.slos,
         order=result.order,
@@ -176,9 +184,8 @@ def _report(args) -> int:
     )
     failed = len(list((args.dir / "errors").glob("*.txt"))) if (args.dir / "errors").is_dir() else 0
     text = markdown(manifest, rows, result, figure=figure.name, failed=failed)
-    from analysis.store import atomic_write
-
-    atomic_write(Path(out), text + "\n")
+    # both files of the report written at once: never one report's figure beside another's summary
+    safeio.write_files(Path(out).parent, {Path(out).name: text + "\n", figure.name: png})
     print(text)
     print(f"\nwrote {out} and {figure}")
     return 0

@@ -133,8 +133,12 @@ def run(args) -> int:
     """The --draft-schedule mode of `specbed plan` (args from its parser)."""
     if args.cost is None:
         raise InputError("--draft-schedule needs --cost NAME|FILE", field="--cost")
-    if args.json is not None:  # before any work; `DIR/` is a folder, never a file named DIR
-        safeio.check_file(args.json, field="--json", inputs=[p for p in (args.cost, args.curves) if p])
+    # before any work (`DIR/` is a folder, never a file named DIR); held until written
+    with safeio.claimed_file(args.json, field="--json", inputs=[p for p in (args.cost, args.curves) if p]):
+        return _run_held(args)
+
+
+def _run_held(args) -> int:
     try:
         cost = S.load_cost(args.cost, mode=args.cost_mode)
     except InputError as err:  # name the flag, not the config key the loader knows
@@ -173,12 +177,17 @@ def run(args) -> int:
 def run_deployment(args) -> int:
     """--draft-schedule on a deployment named the way `specbed run` names it (args.config, args.sets):
     the schedule on its own table and drafter, and the vLLM speculative config it implies."""
-    from analysis.spec_config import speculative_config
-    from sim.config_io import config_to_dict, load_config
+    from sim.config_io import load_config
 
     cfg = load_config(args.config, args.sets)
-    if args.json is not None:
-        safeio.check_file(args.json, field="--json", inputs=[p for p in (args.config,) if p])
+    with safeio.claimed_file(args.json, field="--json", inputs=[p for p in (args.config,) if p]):
+        return _deployment_held(args, cfg)
+
+
+def _deployment_held(args, cfg) -> int:
+    from analysis.spec_config import speculative_config
+    from sim.config_io import config_to_dict
+
     cost, draft, rows = deployment_schedule(cfg, args.batch_sizes)
     print(render(rows, cost, draft, cfg.drafter.effective_gamma))
     doc = config_to_dict(cfg)

@@ -24,9 +24,17 @@ from specsched.io import safeio
 
 
 def plot_pareto(
+    points: dict[tuple[str, str], list[dict]], fronts: dict[tuple[str, str], Frontier], out: str | Path, **kw
+) -> Path:
+    """Write the figure (`pareto_png`) to `out` atomically; returns the path."""
+    out = Path(out)
+    safeio.write_bytes(out, pareto_png(points, fronts, **kw))  # whole or not at all; the old one survives
+    return out
+
+
+def pareto_png(
     points: dict[tuple[str, str], list[dict]],
     fronts: dict[tuple[str, str], Frontier],
-    out: str | Path,
     *,
     baseline: str | None = None,
     slos=(),
@@ -34,8 +42,9 @@ def plot_pareto(
     xlabel: str = "per-user speed (tok/s/user)",
     ylabel: str = "throughput (tok/s/GPU)",
     order: list[str] | None = None,
-) -> Path:
-    """Write the figure to `out` (PNG); `slos` = speeds, or {facet: speeds}. Returns the path."""
+) -> bytes:
+    """The figure as PNG bytes; `slos` = speeds, or {facet: speeds} (written by the caller with the files
+    it belongs with: `specbed report` writes it and summary.md together)."""
     facets = sorted({f for f, _ in points})
     rank = {s: i for i, s in enumerate(order or ())}
     series = sorted({s for _, s in points}, key=lambda s: (s != baseline, rank.get(s, len(rank)), s))
@@ -89,9 +98,7 @@ def plot_pareto(
     if title and facets != [""]:
         fig.suptitle(title, fontsize=11)
     fig.tight_layout()
-    out = Path(out)
     buf = io.BytesIO()
-    fig.savefig(buf, dpi=120, format="png")  # PNG whatever `out` is called (no ".png" appended)
+    fig.savefig(buf, dpi=120, format="png")  # PNG whatever the file is called (no ".png" appended)
     plt.close(fig)
-    safeio.write_bytes(out, buf.getvalue())  # whole or not at all; the old figure survives a full disk
-    return out
+    return buf.getvalue()

@@ -15,7 +15,6 @@ May import: numpy, the standard library, `specsched` (errors, contracts, safeio)
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 from specsched.io import safeio
@@ -41,10 +40,10 @@ def _export(argv: list[str]) -> int:
     p.add_argument("--format", default="vllm-bench", choices=["vllm-bench"], help="result shape")
     p.add_argument("--out", metavar="FILE", help="write here (default: print to stdout)")
     args = p.parse_args(argv)
-    if args.out is not None:
-        safeio.check_file(Path(args.out))  # probe first: a full disk keeps the old file
-    doc = export_vllm_bench(args.run_dir)
-    write_json(STDOUT if args.out is None else args.out, doc, field="--out")
+    # probed first (a full disk keeps the old file) and held until written: a second export is refused
+    with safeio.claimed_file(args.out, inputs=[args.run_dir]):
+        doc = export_vllm_bench(args.run_dir)
+        write_json(STDOUT if args.out is None else args.out, doc, field="--out")
     if args.out is not None:
         print(f"wrote {args.out} (vllm bench serve result keys; latencies in ms)")
     return 0
@@ -98,9 +97,13 @@ def _from_vllm(argv: list[str]) -> int:
             raise InputError("exists: merge into it with --into, or name the file with --out", file=args.out,
                              field="--out")  # fmt: skip
     target = Path(args.out if args.out is not None else args.into)
-    safeio.check_file(target, inputs=args.files)  # never onto a scrape it reads, nor a result's own file
-    # --into is a read-modify-write: concurrent merges into one file wait for each other (folder lock)
-    lock = safeio.held(target.parent, wait_s=60.0, field="--into") if args.into else contextlib.nullcontext()
+    # never onto a scrape it reads, nor a result's own file. --into is a read-modify-write: concurrent
+    # merges into one file wait for each other (folder lock); a second writer of one --out is refused
+    if args.into:
+        safeio.check_file(target, inputs=args.files)
+        lock = safeio.held(target.parent, wait_s=60.0, field="--into")
+    else:
+        lock = safeio.claimed_file(target, inputs=args.files)
     with lock:
         acc = read_acceptance(args.files, tau_only=args.tau_only, k=args.k)
         out = write_acceptance_curves(acc, args.drafter, args.domain, out=args.out, into=args.into)

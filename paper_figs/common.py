@@ -49,6 +49,19 @@ def write_summary(args: argparse.Namespace, summary: dict, files: dict | None = 
     return Path(args.out) / "summary.json"
 
 
+def png(fig, **savefig) -> bytes:
+    """Figure `fig` as PNG bytes (closed): handed to `write_summary` so it is swapped in with the folder,
+    never a half-written figure beside another run's summary."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", **savefig)
+    plt.close(fig)
+    return buf.getvalue()
+
+
 def run_sweep_text(text: str, out: Path, args: argparse.Namespace):
     """Run the sweep in TOML `text` into OUT/sweep (replacing an earlier run); (rows, manifest)."""
     from analysis import store

@@ -25,7 +25,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import specsched
-from paper_figs.common import parse_args, write_summary
+from paper_figs.common import parse_args, png, write_summary
 from specsched.fit import fit, predict, summary
 from specsched.measured import read_measured
 
@@ -87,15 +87,14 @@ def main(argv: list[str] | None = None) -> int:
         _panel(ax, pts, p, np.ones(len(pts), bool), label, out_of_sample[label])
     fig.suptitle("specbed cost model vs measured Llama-2-70B / H100 steps (Splitwise perf model)")
     fig.tight_layout()
-    fig.savefig(args.out / f"{NAME}.png", dpi=70 if args.tiny else 110)
-    plt.close(fig)
+    figure = {f"{NAME}.png": png(fig, dpi=70 if args.tiny else 110)}  # swapped in with summary.json
     summ = {
         "knobs": knobs,
         "outliers": int(outlier.sum()),
         "in_sample": in_sample,
         "out_of_sample": out_of_sample,
     }
-    write_summary(args, summ)
+    write_summary(args, summ, figure)
     for label, s in {"in sample": in_sample, **out_of_sample}.items():
         per = ", ".join(
             f"TP{tp} {ph} {st['mape_pct']:.1f} %"

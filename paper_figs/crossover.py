@@ -32,7 +32,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from paper_figs.common import parse_args, production_base, run_sweep_text, write_summary
+from paper_figs.common import parse_args, png, production_base, run_sweep_text, write_summary
 
 NAME = "crossover"
 METRIC = "throughput_tok_s_per_gpu"
@@ -103,8 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     ax.legend(fontsize=7)
     ax.set_title("Crossover — fixed k=7 vs no speculation vs DSpark (V4-Flash-like)")
     fig.tight_layout()
-    fig.savefig(args.out / f"{NAME}.png", dpi=120)
-    plt.close(fig)
+    figure = {f"{NAME}.png": png(fig, dpi=120)}  # written with summary.json, swapped in whole
     write_summary(
         args,
         {
@@ -114,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             "dspark_over_best_of_ar_fixed": ratio,
             "paper_t5": PAPER_T5,
         },
+        figure,
     )
     print(
         f"{'concurrency':>11} "

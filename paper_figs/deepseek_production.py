@@ -55,8 +55,9 @@ import sys
 
 import numpy as np
 
-from paper_figs.common import parse_args, write_summary
+from paper_figs.common import parse_args, png, write_summary
 from specsched.comm import get_link
+from specsched.io import safeio
 from specsched.price.ep import EPGroup, group_table
 
 PUBLISHED = {
@@ -292,8 +293,7 @@ def _plot(curves: dict, path) -> None:
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    safeio.write_bytes(path, png(fig, dpi=120))  # atomic: never a half-written figure
 
 
 def print_table(rep: dict) -> None:

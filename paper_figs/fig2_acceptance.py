@@ -21,7 +21,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from paper_figs.common import TITLES, acceptance_runs, figure_main
+from paper_figs.common import TITLES, acceptance_runs, figure_main, png
+from specsched.io import safeio
 
 NAME = "fig2_acceptance"
 DRAFTERS = ("dflash", "eagle3", "dspark")
@@ -66,8 +67,7 @@ def plot(summary: dict, path) -> None:
     axes[-1].legend(fontsize=7, loc="lower right")
     fig.suptitle("Fig. 2 — conditional acceptance per position: paper (dashed) vs simulator (solid)")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    safeio.write_bytes(path, png(fig, dpi=120))  # atomic: never a half-written figure
 
 
 def report(summary: dict) -> list[str]:

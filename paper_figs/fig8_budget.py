@@ -19,7 +19,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from paper_figs.common import parse_args, production_base, run_sweep_text, write_summary
+from paper_figs.common import parse_args, png, production_base, run_sweep_text, write_summary
 
 NAME = "fig8_budget"
 METRIC = "mean_verify_tokens_per_request_step"
@@ -88,9 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     axes[0].set_ylim(0, 6.5)
     fig.suptitle("Fig. 8 — verify budget per request vs load")
     fig.tight_layout()
-    fig.savefig(args.out / f"{NAME}.png", dpi=120)
-    plt.close(fig)
-    write_summary(args, {"metric": METRIC, "budget": budget, "paper": PAPER})
+    figure = {f"{NAME}.png": png(fig, dpi=120)}  # written with summary.json, swapped in whole
+    write_summary(args, {"metric": METRIC, "budget": budget, "paper": PAPER}, figure)
     for cost, per_series in sorted(budget.items()):
         for series, per in per_series.items():
             text = "  ".join(f"{c}:{v:.2f}" for c, v in sorted(per.items(), key=lambda kv: int(kv[0])))

@@ -21,7 +21,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from paper_figs.common import TITLES, acceptance_runs, figure_main
+from paper_figs.common import TITLES, acceptance_runs, figure_main, png
+from specsched.io import safeio
 
 NAME = "table1_tau"
 DRAFTERS = ("eagle3", "dflash", "dspark")
@@ -84,8 +85,7 @@ def plot(summary: dict, path) -> None:
     ax.legend(fontsize=7, ncol=3, loc="upper left")
     ax.set_title("Table 1 — accepted length: paper (hatched) vs simulator")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    safeio.write_bytes(path, png(fig, dpi=120))  # atomic: never a half-written figure
 
 
 def report(summary: dict) -> list[str]:

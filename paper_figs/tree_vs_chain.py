@@ -25,7 +25,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from paper_figs.common import parse_args, write_summary
+from paper_figs.common import parse_args, png, write_summary
 from sim.curves import builtin_curve
 from sim.tree_study import (
     PUBLISHED_22752,
@@ -36,6 +36,7 @@ from sim.tree_study import (
     sweep,
     verdict,
 )
+from specsched.io import safeio
 from specsched.io.progress import Progress
 
 DEPLOYMENTS = (Deployment("llama3.1-8b", "h100"), Deployment("qwen3-32b", "h200"))
@@ -115,8 +116,7 @@ def plot(summary: dict, path: Path) -> None:
     ax.set_title("Llama-3.1-8B + EAGLE, tree vs chain")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    safeio.write_bytes(path, png(fig, dpi=120))  # atomic: never a half-written figure
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,7 +26,8 @@ import json
 import sys
 from pathlib import Path
 
-from paper_figs.common import parse_args, production_base, rounded, run_sweep_text, write_summary
+from paper_figs.common import parse_args, png, production_base, rounded, run_sweep_text, write_summary
+from specsched.io import safeio
 from specsched.io.results import dumps_json
 
 NAME = "vllm_adaptive"
@@ -186,8 +187,7 @@ def plot(res: dict, path: Path) -> None:
     ax.legend(fontsize=8)
     ax.set_title("V4-Pro-like, TP8+EP on 8×B300 (sim): fixed k vs adaptive")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    safeio.write_bytes(path, png(fig, dpi=120))  # atomic: never a half-written figure
 
 
 def main(argv: list[str] | None = None) -> int:

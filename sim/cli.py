@@ -181,9 +181,9 @@ def main(argv: list[str]) -> int:
         return int(exit_.code or 0)
     out = Path(args.out) if args.out else None
     print_json = args.json == STDOUT
-    if args.json is not None and not print_json:
-        safeio.check_file(args.json, field="--json", inputs=[args.config] if args.config else [])
-    with inputs.collect_warnings("specbed run") as notes:  # one line each, recorded in summary.json
+    # --json FILE checked before the work and held until written (a second writer of it is refused)
+    claim = safeio.claimed_file(args.json, field="--json", inputs=[args.config] if args.config else [])
+    with claim, inputs.collect_warnings("specbed run") as notes:  # one line each, recorded in summary.json
         cfg = _load(args.config, args.sets)
         if args.timeline and out is None:
             raise InputError("needs --out DIR (timeline.json is written there)", field="--timeline")

@@ -107,7 +107,12 @@ def _print_mape(summ: dict, outliers: int = 0) -> None:
 
 def _fit(args) -> int:
     _names(args.model, args.gpu)
-    safeio.check_file(args.out, inputs=args.measured)  # before fitting: a bad --out (or an input) refused
+    # before fitting: a bad --out (or an input) refused; held until written (a second writer is refused)
+    with safeio.claimed_file(args.out, inputs=args.measured):
+        return _fit_held(args)
+
+
+def _fit_held(args) -> int:
     points = read_measured(args.measured, args.where)
     t0 = time.perf_counter()
     knobs, outlier = fit(points, args.model, args.gpu)
@@ -134,8 +139,11 @@ def _fit(args) -> int:
 
 
 def _check(args) -> int:
-    if args.json not in (None, STDOUT):
-        safeio.check_file(args.json, field="--json", inputs=[*args.measured, args.fit])
+    with safeio.claimed_file(args.json, field="--json", inputs=[*args.measured, args.fit]):
+        return _check_held(args)
+
+
+def _check_held(args) -> int:
     fitted = load_fit(args.fit)
     model = args.model or fitted.model
     gpu = args.gpu or fitted.gpu

@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from specsched.io import safeio
 from specsched.io.errors import ArgParser
 
 DEMO_SWEEP = """\
@@ -69,7 +70,7 @@ slo = [80, 120, 200, 250]  # per-user tok/s; the paper's V4-Flash SLAs are 80 an
 def main(argv: list[str]) -> int:
     from analysis import store
     from analysis.model import SimModel
-    from analysis.plot import plot_pareto
+    from analysis.plot import pareto_png
     from analysis.report import analyze, gains_table, markdown
     from analysis.runner import manifest_of, run_sweep
     from analysis.sweepfile import expand, parse_sweep
@@ -107,17 +108,18 @@ def main(argv: list[str]) -> int:
     print(f"{run.total} cells: {run.cached} reused, {run.ran} simulated, {len(run.failed)} failed\n")
     print(f"Gains against {result.baseline} (*) at per-user speed SLOs (tok/s/user):")
     print(gains_table(result))
-    figure = plot_pareto(
+    figure = args.out / "pareto.png"
+    png = pareto_png(
         result.points,
         result.fronts,
-        args.out / "pareto.png",
         baseline=result.baseline,
         slos=result.slos,
         order=result.order,
         title="specbed demo: V4-Flash-like MoE, H200",
     )
     text = markdown(manifest, rows, result, figure=figure.name, failed=len(run.failed))
-    store.atomic_write(args.out / "summary.md", text + "\n")
+    # the figure and the summary at once (never one demo's figure beside another's summary)
+    safeio.write_files(args.out, {"pareto.png": png, "summary.md": text + "\n"})
     print("\nReading the table: iso-SLO gain = more tok/s per GPU at the same per-user speed; iso-throughput")
     print("speedup = faster per user at the baseline's throughput. ≥: lower bound; —: SLO never reached.")
     print(f"\nwrote {figure} and {args.out / 'summary.md'} ({time.perf_counter() - start:.0f} s)")

@@ -153,6 +153,12 @@ def main(argv: list[str] | None = None) -> int:
         safeio.check_names(args.out, field="--out")
         export.check_out(args.out)
         safeio.refuse_clobber(args.out, inputs=[args.file], field="--out")  # never onto the trace read
+        with safeio.claimed_file(args.out, inputs=[args.file]):  # held until written: a 2nd writer refused
+            return _run(args)
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     table = _load(args)
     if args.command == "stats":
         _emit(dumps_json(describe(table), sort_keys=False).rstrip("\n"))

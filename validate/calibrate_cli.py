@@ -72,7 +72,12 @@ def run(args) -> int:
     if not 0 < args.scale <= 1:
         raise InputError(f"must be in (0, 1], got {args.scale}", field="--scale")
     gpu = get_gpu(args.gpu, field="--gpu").key
-    safeio.check_file(args.out, inputs=[args.runs, args.workloads])  # never onto what it reads
+    # never onto what it reads; held until written (a second calibration into it is refused)
+    with safeio.claimed_file(args.out, inputs=[args.runs, args.workloads]):
+        return _run_held(args, gpu)
+
+
+def _run_held(args, gpu: str) -> int:
     profiles = load_profiles(args.workloads)
     every = read_runs(args.runs, profiles, max_num_seqs=args.max_num_seqs, max_model_len=args.max_model_len)
     runs = [r for r in every if r.error is None and r.spec.gpu == gpu]

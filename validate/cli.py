@@ -176,9 +176,12 @@ def main(argv: list[str]) -> int:
 
 def _validate(args: argparse.Namespace, argv: list[str]) -> int:
     """`main` once --out is checked (and locked)."""
-    if args.json_out not in (None, STDOUT):
-        given = [*args.runs, *(f for f in (args.workloads, args.knobs) if f)]
-        safeio.check_file(args.json_out, field="--json", inputs=given)
+    given = [*args.runs, *(f for f in (args.workloads, args.knobs) if f)]
+    with safeio.claimed_file(args.json_out, field="--json", inputs=given):  # held until written
+        return _validate_held(args, argv)
+
+
+def _validate_held(args: argparse.Namespace, argv: list[str]) -> int:
     runs, profiles = read_inputs(args)
     if all(run.error is not None for run in runs):  # refused before any work (and any progress line)
         raise InputError(f"no run could be modelled; the first stopped at {runs[0].error}")

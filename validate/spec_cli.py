@@ -56,13 +56,12 @@ def load_spec_knobs(path: str | None) -> SpecKnobs:
 
 def validate_main(argv: list[str]) -> int:
     args = _validate_parser().parse_args(argv)
-    if args.json_out:
-        given = [
-            *args.files,
-            *(f for pair in args.bench_pair for f in pair),
-            *([args.knobs] if args.knobs else []),
-        ]
-        safeio.check_file(args.json_out, field="--json", inputs=given)
+    given = [*args.files, *(f for pair in args.bench_pair for f in pair), *filter(None, [args.knobs])]
+    with safeio.claimed_file(args.json_out, field="--json", inputs=given):  # held until written
+        return _validate_held(args)
+
+
+def _validate_held(args: argparse.Namespace) -> int:
     if not args.files and not args.bench_pair:
         raise InputError("give dataset CSVs or --bench-pair SPEC.json BASE.json", field="files")
     if args.tp < 1:

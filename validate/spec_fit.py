@@ -188,10 +188,9 @@ def calibrate_doc(files: list[str]) -> tuple[dict, str]:
 
 def main(files: list[str], out: str | None) -> int:
     """`specbed cost calibrate --spec FILE… [--out KNOBS.json]`: print the fit; write it with --out."""
-    if out:
-        safeio.check_file(out, field="--out", inputs=files)
-    doc, text = calibrate_doc(files)
-    print(text)
-    if out:
-        write_json(out, doc, field="--out", indent=1, sort_keys=False)
+    with safeio.claimed_file(out or None, field="--out", inputs=files):  # held until written
+        doc, text = calibrate_doc(files)
+        print(text)
+        if out:
+            write_json(out, doc, field="--out", indent=1, sort_keys=False)
     return 0

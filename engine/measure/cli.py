@@ -106,33 +106,29 @@ def _eval(argv: list[str]) -> int:
     from pathlib import Path
 
     from engine.measure.evaluate import evaluate, format_report, write_outputs
-    from specsched.io import safeio
+    from specsched.io import jobdir
 
-    fresh = not Path(args.out).exists()
-    safeio.check_dir(args.out, field="--out")  # before loading anything: bad input
-    try:
+    # checked before loading anything, held until the folder's swap (a second writer is refused); a
+    # folder made for a job refused at setup is removed again
+    with jobdir.claim(args.out, "engine eval"):
         bundle, corpus = _setup(args)
-    except BaseException:
-        if fresh:  # a folder made for a run refused at setup: leave no trace
-            with contextlib.suppress(OSError):
-                Path(args.out).rmdir()
-        raise
-    res = evaluate(bundle, corpus, _eval_config(args), progress=_progress(args.quiet))
-    print(format_report(res))
-    files = write_outputs(res, Path(args.out))
+        res = evaluate(bundle, corpus, _eval_config(args), progress=_progress(args.quiet))
+        print(format_report(res))
+        files = write_outputs(res, Path(args.out))
     print("wrote " + ", ".join(str(f) for f in files))
     return 0
 
 
-def _check_profile_outputs(args) -> None:
-    """--out and --steps-out proven writable (and distinct) before loading or measuring anything."""
+@contextlib.contextmanager
+def _claim_profile_outputs(args):
+    """--out and --steps-out proven writable (and distinct) before loading or measuring anything, and
+    held until written (a second writer of either is refused)."""
     from specsched.io import safeio
 
-    safeio.check_file(args.out)
-    if args.steps_out:
-        safeio.check_file(args.steps_out, field="--steps-out")
-        if Path(args.steps_out).resolve() == Path(args.out).resolve():
-            raise InputError("is the --out file too; name another", file=args.steps_out, field="--steps-out")
+    if args.steps_out and Path(args.steps_out).resolve() == Path(args.out).resolve():
+        raise InputError("is the --out file too; name another", file=args.steps_out, field="--steps-out")
+    with safeio.claimed_file(args.out), safeio.claimed_file(args.steps_out, field="--steps-out"):
+        yield
 
 
 def _profile(argv: list[str]) -> int:
@@ -171,7 +167,6 @@ def _profile(argv: list[str]) -> int:
         "for a twin with cost.padded_context_seconds; default: as measured",
     )
     args = parser.parse_args(argv)
-    from engine.measure.profile import ProfileConfig, profile
 
     try:
         rs = tuple(int(x) for x in args.requests.split(","))
@@ -179,7 +174,13 @@ def _profile(argv: list[str]) -> int:
         raise ValueError(f"--requests: expected comma-separated integers, got {args.requests!r}") from None
 
     args.drafters = args.drafter
-    _check_profile_outputs(args)
+    with _claim_profile_outputs(args):
+        return _profile_held(args, rs)
+
+
+def _profile_held(args, rs: tuple[int, ...]) -> int:
+    from engine.measure.profile import ProfileConfig, profile
+
     bundle, corpus = _setup(args)
     pcfg = ProfileConfig(
         requests=rs,
@@ -230,16 +231,16 @@ def _curves(argv: list[str]) -> int:
             )
         mapping = {sim: eng for sim, eng in mapping.items() if eng in wanted}
     args.drafters = ",".join(sorted(set(mapping.values())))
-    safeio.check_file(args.out)  # before loading or measuring: a bad --out is bad input
-    bundle, corpus = _setup(args)
-    res = evaluate(bundle, corpus, _eval_config(args), progress=_progress(args.quiet))
-    curves = build_curves(
-        res,
-        mapping,
-        f"measured by specbed engine curves (gamma {args.gamma}, temperature "
-        f"{args.temperature}, {args.prompts} prompts/domain, {bundle.directory})",
-    )
-    save_curves(curves, args.out)
+    with safeio.claimed_file(args.out):  # before loading or measuring; held until written
+        bundle, corpus = _setup(args)
+        res = evaluate(bundle, corpus, _eval_config(args), progress=_progress(args.quiet))
+        curves = build_curves(
+            res,
+            mapping,
+            f"measured by specbed engine curves (gamma {args.gamma}, temperature "
+            f"{args.temperature}, {args.prompts} prompts/domain, {bundle.directory})",
+        )
+        save_curves(curves, args.out)
     for sim_name, per in curves.curves.items():
         print(
             f"{sim_name:<7}"

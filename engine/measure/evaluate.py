@@ -14,6 +14,7 @@ May import: numpy, torch, matplotlib (lazily), stdlib, specsched, engine.* (neve
 
 from __future__ import annotations
 
+import io
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -221,10 +222,8 @@ def format_report(res: dict) -> str:
     return "\n".join(lines)
 
 
-def reliability_png(
-    conf: np.ndarray, accepted: np.ndarray, temps, path: Path, title: str, bins: int = 10
-) -> None:
-    """Reliability diagram: predicted survival vs observed prefix acceptance, raw and STS, all positions."""
+def reliability_png(conf: np.ndarray, accepted: np.ndarray, temps, title: str, bins: int = 10) -> bytes:
+    """Reliability diagram as PNG bytes: predicted survival vs observed prefix acceptance, raw and STS."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -251,20 +250,20 @@ def reliability_png(
     ax.set_title(title, fontsize=9)
     ax.legend(loc="upper left")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120)  # PNG bytes: written with the folder, swapped in whole
     plt.close(fig)
+    return buf.getvalue()
 
 
 def write_outputs(res: dict, out_dir: Path) -> list[Path]:
     """results.json, report.txt and a reliability diagram per calibrated drafter, in out_dir."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
+    pngs: dict[str, bytes] = {}
     for name, per in res["drafters"].items():
         temps = per["pooled"].get("temperatures")
         if temps is not None:
-            p = out_dir / f"reliability_{name}.png"
-            reliability_png(*per["_raw"], temps, p, f"{name}: survival reliability (held-out, pooled)")
-            written.append(p)
+            title = f"{name}: survival reliability (held-out, pooled)"
+            pngs[f"reliability_{name}.png"] = reliability_png(*per["_raw"], temps, title)
     clean = {
         "config": res["config"],
         "comparisons": comparisons(res),
@@ -275,5 +274,7 @@ def write_outputs(res: dict, out_dir: Path) -> list[Path]:
     }
     report = format_report(res) + "\n"
     files = {"results.json": dumps_json(clean, indent=1, sort_keys=False), "report.txt": report}
-    write_results(out_dir, files, config=res["config"], command="engine eval")  # whole folder, strict JSON
-    return [out_dir / "results.json", out_dir / "report.txt", out_dir / "config.json", *written]
+    files.update(pngs)  # one job's folder, swapped in whole: no old figure of another drafter set stays
+    write_results(out_dir, files, config=res["config"], command="engine eval", adopt=())
+    return [out_dir / "results.json", out_dir / "report.txt", out_dir / "config.json",
+            *(out_dir / n for n in pngs)]  # fmt: skip

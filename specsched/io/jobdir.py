@@ -7,7 +7,9 @@ Role: `write_folder(out, files, job=...)` builds the new folder as a sibling tem
 instant — sees the old folder whole or the new folder whole, never a mix. The old folder is then removed;
 a killed job's temporary folder is removed by the next writer (`safeio.clean_stale` on the parent).
 
-`refuse_other_job(out, command)` refuses a folder that holds another command's results (a `.job.json`
+`claim(out, command)` holds a folder for one job from its first check to its swap (the checks below, the
+folder created and probed, its writer lock held: a second writer is refused). `refuse_other_job(out,
+command)` refuses a folder that holds another command's results (a `.job.json`
 naming another command, or a run's / sweep's files under a command that writes neither), before the work.
 `adopt` names entries of the old folder that the new one keeps (hard links for files, a move for folders:
 a run's streamed timeline.json, a search's run cache); `adopt=None` keeps every entry not rewritten.
@@ -17,12 +19,13 @@ May import: the standard library, `specsched.io` (errors, inputs, safeio).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import hashlib
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from specsched.io import inputs, safeio
@@ -81,6 +84,30 @@ def check_inputs(out: str | os.PathLike[str], command: str, inputs_hash: str, *,
             file=str(out),
             field=field,
         )
+
+
+@contextlib.contextmanager
+def claim(out: str | os.PathLike[str] | None, command: str, *, field: str = "--out") -> Iterator[None]:
+    """Hold results folder `out` for one `command` job from its first check to its final swap.
+
+    Before the work: a folder of another command's results is refused, a sweep's folder (or one inside
+    a sweep's) is refused, the folder is created and probed writable (a killed job's temporaries
+    cleaned), and its writer lock is taken — a second writer is refused (exit 2) while this one works. A
+    folder this job created and left empty (it failed) is removed again. `out` None: nothing to hold."""
+    if out is None:
+        yield
+        return
+    folder = Path(out)
+    fresh = not os.path.lexists(folder)
+    refuse_other_job(folder, command, field=field)
+    safeio.check_run_dir(folder, field=field)  # names, sweeps, created + probed, lock free
+    try:
+        with safeio.held(folder, field=field):
+            yield
+    finally:
+        if fresh:
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only if still empty: the job failed before its swap
 
 
 def _exchange(a: Path, b: Path) -> None:

@@ -11,8 +11,10 @@ specbed.cli).
 
 Temporary files are named `.tmp-NAME.PID`; a reader never opens them, and `check_dir` removes those
 whose process is gone (a kill -9 mid-write). `check_file` also refuses an output that is one of the
-command's inputs or a file a run / sweep folder owns (`refuse_clobber`); `check_run_dir` keeps runs out
-of sweep folders; `held` is the folder writer lock (flock) a read-modify-write holds.
+command's inputs or a file a run / sweep folder owns (`refuse_clobber`); `claimed_file` is `check_file`
+holding the file's lock (`.NAME.lock`, flock) until the write, so a second writer is refused;
+`check_run_dir` keeps runs out of sweep folders; `held` is the folder writer lock (flock) a
+read-modify-write holds.
 
 May import: the standard library, `specsched.io.errors`.
 """
@@ -108,6 +110,56 @@ def _refuse_special(out: Path, field: str) -> None:
         )
 
 
+@contextlib.contextmanager
+def claimed_file(
+    path: str | os.PathLike[str] | None,
+    *,
+    field: str = "--out",
+    inputs: Iterable[str | os.PathLike[str]] = (),
+) -> Iterator[Path | None]:
+    """`check_file`, then hold output file `path` from this first check until the block ends (its write):
+    a second writer of the same file is refused (exit 2) instead of racing this one to the rename.
+
+    The lock is an flock on `.NAME.lock` beside the file, removed when the block ends (a kill -9 leaves
+    it unlocked: the next writer takes it over and removes it). `path` None (no output asked) or "-"
+    (standard output) holds nothing.
+    """
+    if path is None or str(path) == "-":
+        yield None if path is None else Path(path)
+        return
+    out = check_file(path, field=field, inputs=inputs)
+    lock = out.parent / f".{out.name}.lock"
+    fd = _lock_file(lock, out, field)
+    try:
+        yield out
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lock)  # while still held: a writer waiting on this inode re-checks and retries
+        os.close(fd)
+
+
+def _lock_file(lock: Path, out: Path, field: str) -> int:
+    for _ in range(100):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o644)
+        except OSError as err:
+            raise InputError(f"cannot write here ({os_reason(err)})", file=str(out), field=field) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise InputError(
+                "another specbed process is writing this file (its lock is held)", file=str(out), field=field
+            ) from None
+        try:
+            if os.fstat(fd).st_ino == os.stat(lock).st_ino:
+                return fd  # the lock file we hold is the one on disk (not one its last holder removed)
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+    raise InputError("could not take this file's lock", file=str(out), field=field)
+
+
 def _same(a: Path, b: Path) -> bool:
     try:
         return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
@@ -169,7 +221,7 @@ def check_run_dir(path: str | os.PathLike[str], *, field: str = "--out") -> Path
     check_dir(out, field=field)
     if not try_lock(out):
         raise InputError(
-            "another specbed process (a sweep?) is writing this folder", file=str(out), field=field
+            "another specbed process is writing this folder (its lock is held)", file=str(out), field=field
         )
     return out
 
