@@ -12,20 +12,14 @@ import json
 
 import pytest
 
-from specbed.cli import main
 from tests.fuzz import kinds
+from tests.fuzz.test_cli_fixes import _one_line as one_line
 
 TRACE = b"arrival_s,input_tokens,output_tokens\n0,10,5\n0.5,12,6\n1.0,9,4\n1.5,11,7\n"
 
 
 def _one_line(capsys, argv, *words) -> str:
-    capsys.readouterr()
-    assert main([str(a) for a in argv]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "Traceback" not in err[0], err
-    for word in words:
-        assert word in err[0], err[0]
-    return err[0]
+    return one_line(capsys, [str(a) for a in argv], *words)
 
 
 @pytest.fixture
