@@ -29,15 +29,19 @@ def trace(tmp_path):
     return path
 
 
-@pytest.mark.parametrize("cmd", ["stats", "convert", "synth"])
+FILTERS = [("--log-type", ""), ("--log-type", "api"), ("--model", "GPT-4")]
+SHAPING = [("--scale", "0"), ("--scale", "-1"), ("--max-context", "1" * 40), ("--max-context", "nan")]
+
+
 @pytest.mark.parametrize(
-    "flag, value",
-    [("--log-type", ""), ("--log-type", "api"), ("--model", "GPT-4"), ("--scale", "0"), ("--scale", "-1"),
-     ("--max-context", "1" * 40), ("--max-context", "nan")],
-)  # fmt: skip
+    "cmd, flag, value",
+    [
+        (c, f, v)
+        for c in ("stats", "convert", "synth")
+        for f, v in FILTERS + (SHAPING if c != "synth" else [])
+    ],
+)
 def test_trace_flags_are_named(cmd, flag, value, trace, tmp_path, capsys):
-    if flag in ("--scale", "--max-context") and cmd == "synth":
-        pytest.skip("synth takes no shaping flag")
     out = {"stats": [], "convert": ["--out", tmp_path / "o.csv"]}.get(
         cmd, ["--out", tmp_path / "o.csv", "--n", "5"]
     )
