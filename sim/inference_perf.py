@@ -61,14 +61,23 @@ class Profile:
         return float(sum(d for _, d in self.stages))
 
 
-def _num(obj: dict, key: str, path: str, where: str, *, whole: bool = False, lo: float = 0.0) -> float:
+#: upper bound of every number of a profile (a duration in s, a length, a count); a stage rate has its
+#: own (sim.bounds' workload.rate): 1e308 overflowed the request count
+MAX_FIELD, MAX_RATE = 1e9, 1e6
+
+
+def _num(
+    obj: dict, key: str, path: str, where: str, *, whole: bool = False, lo: float = 0.0, hi: float = MAX_FIELD
+) -> float:
     val = obj.get(key) if isinstance(obj, dict) else None
-    ok = isinstance(val, (int, float)) and not isinstance(val, bool) and math.isfinite(val) and val > lo
+    ok = isinstance(val, (int, float)) and not isinstance(val, bool) and math.isfinite(val) and lo < val <= hi
     if whole and ok:
         ok = int(val) == val
     if not ok:
         need = "a whole number" if whole else "a number"
-        raise InputError(f"must be {need} > {lo:g}, got {val!r}", file=path, field=f"{where}.{key}")
+        raise InputError(
+            f"must be {need} in ({lo:g}, {hi:g}], got {val!r}", file=path, field=f"{where}.{key}"
+        )
     return int(val) if whole else float(val)
 
 
@@ -86,7 +95,10 @@ def parse_profile(name: str, raw, path: str) -> Profile:
     if not isinstance(stages, list) or not stages:
         raise InputError("must be a non-empty list of {rate, duration}", file=path, field=f"{where}.stages")
     parsed = tuple(
-        (_num(s, "rate", path, f"{where}.stages[{i}]"), _num(s, "duration", path, f"{where}.stages[{i}]"))
+        (
+            _num(s, "rate", path, f"{where}.stages[{i}]", hi=MAX_RATE),
+            _num(s, "duration", path, f"{where}.stages[{i}]"),
+        )
         for i, s in enumerate(stages)
     )
     for i, (r, d) in enumerate(parsed):

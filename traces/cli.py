@@ -15,16 +15,17 @@ import argparse
 import os
 import sys
 import warnings
+from contextlib import contextmanager
 from functools import partial
 
 import numpy as np
 
 from specsched.io import safeio
-from specsched.io.errors import ArgParser, InputError
+from specsched.io.errors import ArgParser, InputError, bounded
 from specsched.io.results import dumps_json
 from traces import export, synthetic, transform
 from traces.formats import FORMATS
-from traces.loader import BUILTIN_TRACES, load
+from traces.loader import BUILTIN_TRACES, FilterError, load
 from traces.stats import describe
 from traces.table import RequestTable
 
@@ -48,6 +49,17 @@ def _window(text: str) -> tuple[float, float | None]:
         raise argparse.ArgumentTypeError(f"expected START:END in seconds, got {text!r}") from None
 
 
+def _label(text: str) -> str:
+    """A --model / --log-type value: a non-empty label (an empty one would match nothing, silently)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a label, got an empty string")
+    return text
+
+
+#: the simulator's bounds (sim.bounds' seed, cost.max_model_len; traces may not import sim)
+MAX_SEED, MAX_CONTEXT = 2**63 - 1, 10**8
+
+
 def _parser() -> ArgParser:
     hinted = partial(ArgParser, hint=True)  # usage errors point at the command's --help
     parser = hinted(prog="specbed trace", description="Inspect, normalize and extrapolate request traces.")
@@ -67,15 +79,26 @@ def _parser() -> ArgParser:
         help="column mapping, e.g. arrival=ts,input=prompt,output=gen,time_unit=ms "
         "(time_unit: s|ms|us|ns|datetime)",
     )
-    source.add_argument("--model", action="append", help="keep only this BurstGPT model (repeatable)")
-    source.add_argument("--log-type", action="append", help="keep only this BurstGPT log type (repeatable)")
+    source.add_argument(
+        "--model", action="append", type=_label, help="keep only this BurstGPT model (repeatable)"
+    )
+    source.add_argument(
+        "--log-type", action="append", type=_label, help="keep only this BurstGPT log type (repeatable)"
+    )
     source.add_argument("--keep-failed", action="store_true", help="keep requests with 0 output tokens")
     shaping = ArgParser(add_help=False)
     shaping.add_argument(
         "--window", type=_window, metavar="START:END", help="keep arrivals in [START, END) s"
     )
-    shaping.add_argument("--scale", type=float, metavar="K", help="replay K× faster (K < 1: slower)")
-    shaping.add_argument("--max-context", type=int, metavar="N", help="clip prompt + output to N tokens")
+    shaping.add_argument(
+        "--scale", type=bounded(float, 1e-6, 1e6), metavar="K", help="replay K× faster (K < 1: slower)"
+    )
+    shaping.add_argument(
+        "--max-context",
+        type=bounded(int, 2, MAX_CONTEXT),
+        metavar="N",
+        help="clip prompt + output to N tokens",
+    )
     shaping.add_argument("--hash-block-tokens", type=int, default=512, metavar="N",
                          help="tokens per hash_ids block (Mooncake: 512): --max-context keeps the blocks a "
                          "shortened prompt still holds")  # fmt: skip
@@ -87,13 +110,25 @@ def _parser() -> ArgParser:
     synth.add_argument("--n", type=int, required=True, help="number of requests to generate")
     synth.add_argument("--rate", type=float, help="arrival rate, req/s (default: the trace's)")
     synth.add_argument("--cv", type=float, help="inter-arrival CV (default: the trace's)")
-    synth.add_argument("--seed", type=int, default=0, help="seed of the SeedSequence (default 0)")
+    synth.add_argument(
+        "--seed", type=bounded(int, 0, MAX_SEED), default=0, help="seed of the SeedSequence (default 0)"
+    )
     synth.add_argument("--out", required=True, metavar="FILE", help="FILE.csv, FILE.csv.gz or FILE.parquet")
     return parser
 
 
+@contextmanager
+def _filter_flags():
+    """A model / log_type filter that cannot apply is the flag's fault: name --model / --log-type."""
+    try:
+        yield
+    except FilterError as err:
+        flag = "--" + err.param.replace("_", "-")
+        raise InputError(f"{err.message} (column {err.field!r})", file=err.file, field=flag) from None
+
+
 def _load(args: argparse.Namespace) -> RequestTable:
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, _filter_flags():
         warnings.simplefilter("always")
         table = load(
             args.file,
@@ -167,7 +202,10 @@ def _run(args: argparse.Namespace) -> int:
         path = export.save(table, args.out)
         _emit(f"wrote {len(table)} requests ({table.meta.get('format')}) to {path}")
         return 0
-    model = synthetic.fit(table)
+    try:
+        model = synthetic.fit(table)
+    except ValueError as err:  # too few requests left, or a degenerate fit: the trace's fault
+        raise InputError(f"cannot fit synthetic traffic: {err}", file=args.file) from None
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(args.seed)))
     out = model.generate(args.n, rng, rate=args.rate, cv=args.cv)
     path = export.save(out, args.out)

@@ -97,13 +97,35 @@ def load(
     return _finish(raw, str(path), drop_failed=drop_failed, model=model, log_type=log_type)
 
 
+#: longest span of arrival times a trace may cover, seconds (≈ 32 years: the simulator's clock, in int64
+#: ns, holds it; 1e308 s overflowed it)
+MAX_SPAN_S = 1e9
+
+
+def _check_span(raw: Raw, file: str) -> None:
+    """Refuse arrival times spanning more than MAX_SPAN_S, naming the first row (1-based) past it."""
+    if raw.t.shape[0] < 2:
+        return
+    t = raw.t.astype(np.float64) / (1e9 if raw.t_is_ns else 1.0)
+    far = np.abs(t - t[0]) > MAX_SPAN_S
+    if far.any():
+        k = int(np.flatnonzero(far)[0])
+        raise InputError(
+            f"row {k + 1}: arrival {t[k]:.6g} s is {abs(t[k] - t[0]):.3g} s from the first row's, over the "
+            f"{MAX_SPAN_S:g} s a trace may span (a wrong time_unit?)",
+            file=file,
+            field=raw.spec.arrival,
+        )
+
+
 def _finish(raw: Raw, file: str, *, drop_failed: bool, model, log_type) -> RequestTable:
+    _check_span(raw, file)
     n = int(raw.t.shape[0])
     keep = np.ones(n, dtype=bool)
     if model is not None:
-        keep &= _match(raw.model, model, file=file, field=raw.spec.model or "model")
+        keep &= _match(raw.model, model, file=file, field=raw.spec.model or "model", param="model")
     if log_type is not None:
-        keep &= _match(raw.domain, log_type, file=file, field=raw.spec.domain or "log_type")
+        keep &= _match(raw.domain, log_type, file=file, field=raw.spec.domain or "log_type", param="log_type")
     filtered = n - int(keep.sum())
     failed = keep & (raw.output_tokens == 0)
     dropped = int(failed.sum()) if drop_failed else 0
@@ -155,11 +177,20 @@ def _finish(raw: Raw, file: str, *, drop_failed: bool, model, log_type) -> Reque
     return RequestTable(readonly(rel), hash_ids=None if hashes is None else tuple(hashes), meta=meta, **cols)
 
 
-def _match(labels: np.ndarray | None, wanted: str | Sequence[str], *, file: str, field: str) -> np.ndarray:
+class FilterError(InputError):
+    """A `model` / `log_type` filter that cannot apply; `param` names the filter (the CLI names its flag)."""
+
+    def __init__(self, message: str, *, file: str, field: str, param: str) -> None:
+        self.param = param
+        super().__init__(message, file=file, field=field)
+
+
+def _match(labels: np.ndarray | None, wanted, *, file: str, field: str, param: str) -> np.ndarray:
     """bool mask of rows whose label is one of `wanted` (case-insensitive; "conversation" = "Conversation
-    log"). A wanted value that matches no row is an error listing the values present."""
+    log"). A wanted value that matches no row is an error listing the values present. `field`: the
+    column; `param`: the filter ("model" / "log_type"), kept on the FilterError for the CLI."""
     if labels is None:
-        raise InputError("the trace has no such column to filter on", file=file, field=field)
+        raise FilterError("the trace has no such column to filter on", file=file, field=field, param=param)
     values = [wanted] if isinstance(wanted, str) else list(wanted)
     present = sorted(set(labels.tolist()))
     chosen = set()
@@ -167,8 +198,9 @@ def _match(labels: np.ndarray | None, wanted: str | Sequence[str], *, file: str,
         key = w.strip().casefold()
         hits = {p for p in present if p.casefold() in (key, key + " log")}
         if not hits:
-            raise InputError(
-                f"no request has {w!r} (values present: {', '.join(present)})", file=file, field=field
+            shown = ", ".join(present)[:200]
+            raise FilterError(
+                f"no request has {w[:60]!r} (values present: {shown})", file=file, field=field, param=param
             )
         chosen |= hits
     return np.isin(labels, np.array(sorted(chosen), dtype=object))
@@ -179,9 +211,9 @@ def _filter_loaded(table: RequestTable, model, log_type) -> RequestTable:
     file = str(table.meta.get("source", "?"))
     keep = np.ones(len(table), dtype=bool)
     if model is not None:
-        keep &= _match(table.model, model, file=file, field="model")
+        keep &= _match(table.model, model, file=file, field="model", param="model")
     if log_type is not None:
-        keep &= _match(table.domain, log_type, file=file, field="domain")
+        keep &= _match(table.domain, log_type, file=file, field="domain", param="log_type")
     if keep.all():
         return table
     out = table.take(keep, filtered_rows=int((~keep).sum()))

@@ -26,7 +26,7 @@ from specsched.io.results import write_json
 from specsched.price import get_gpu
 from validate import calibrate as cal
 from validate import predict as v
-from validate.runs import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_NUM_SEQS, itl_readings, output_mean, read_runs
+from validate.runs import add_run_flags, itl_readings, output_mean, read_runs
 
 
 def add_parser(sub) -> None:
@@ -36,9 +36,7 @@ def add_parser(sub) -> None:
     q.add_argument("--gpu", required=True, help="the GPU whose runs to fit (h100, a100, ...)")
     q.add_argument("--out", required=True, metavar="FILE", help="knobs.json to write")
     q.add_argument("--scale", type=float, default=0.5, help="stage durations × this (0 < S ≤ 1; default 0.5)")
-    q.add_argument("--seed", type=int, default=0)
-    q.add_argument("--max-num-seqs", type=int, default=DEFAULT_MAX_NUM_SEQS)
-    q.add_argument("--max-model-len", type=int, default=DEFAULT_MAX_MODEL_LEN)
+    add_run_flags(q)
 
 
 def _results(runs, preds, profiles) -> list[dict]:
@@ -92,14 +90,24 @@ def _run_held(args, gpu: str) -> int:
     total = len(runs) * (cal.ROUNDS + 2)
     bar = Progress(total, label="calibrate", unit="simulations", every=10.0)
     t0 = time.perf_counter()
-    got = cal.calibrate(
-        runs,
-        profiles,
-        base=cal.base_knobs(gpu),
-        seed=args.seed,
-        scale=args.scale,
-        progress=lambda: bar.advance(1),
-    )
+    try:
+        got = cal.calibrate(
+            runs,
+            profiles,
+            base=cal.base_knobs(gpu),
+            seed=args.seed,
+            scale=args.scale,
+            progress=lambda: bar.advance(1),
+        )
+    except InputError as err:  # a fitted knob out of its bounds: the runs' times, not the code, are off
+        if err.file is not None or not str(err.field).startswith("knobs."):
+            raise
+        raise InputError(
+            f"the knobs fitted to these runs leave their bounds ({err.message}): do the runs' times mix "
+            "seconds and milliseconds?",
+            file=args.runs,
+            field=err.field,
+        ) from None
     bar.close()
     ins, lomo = _results(runs, got["in_sample"], profiles), _results(runs, got["lomo"], profiles)
     med_in, med_lomo = v.medians(ins), v.medians(lomo)

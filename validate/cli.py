@@ -25,7 +25,7 @@ from pathlib import Path
 
 from sim.inference_perf import load_profiles
 from specsched.io import inputs, jobdir, safeio
-from specsched.io.errors import InputError
+from specsched.io.errors import InputError, bounded
 from specsched.io.progress import Progress
 from specsched.io.results import STDOUT, dumps_json, write_json, write_results
 from specsched.load import saturation_note
@@ -33,7 +33,7 @@ from specsched.price import find_model, get_gpu
 from specsched.price.knobs import Knobs, shipped_knobs
 from specsched.price.vllm import VllmSpec
 from validate import predict as v
-from validate.runs import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_NUM_SEQS, read_bench, read_runs
+from validate.runs import add_run_flags, read_bench, read_runs
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -43,19 +43,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="folder: report.md, validate.json, validate.png, config.json")
     p.add_argument("--json", dest="json_out", metavar="FILE", help="write the JSON result here ('-': stdout)")
     p.add_argument("--knobs", help="a `specbed cost calibrate` knobs file (for runs on its GPU)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument(
-        "--max-num-seqs",
-        type=int,
-        default=DEFAULT_MAX_NUM_SEQS,
-        help=f"for rows without a max_num_seqs column (default {DEFAULT_MAX_NUM_SEQS})",
-    )
-    p.add_argument("--max-model-len", type=int, default=DEFAULT_MAX_MODEL_LEN)
+    add_run_flags(p)
     g = p.add_argument_group("a vllm bench serve JSON's deployment")
     g.add_argument("--model", help="catalogue name or HF id (default: the file's model_id)")
     g.add_argument("--gpu", default="h100")
-    g.add_argument("--tp", type=int, default=1)
-    g.add_argument("--max-num-batched-tokens", type=int, default=8192)
+    g.add_argument("--tp", type=bounded(int, 1, 4096), default=1)
+    g.add_argument("--max-num-batched-tokens", type=bounded(int, 1, 10_000_000), default=8192)
     return p
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from sim.workload import Workload
 from specsched.io import inputs as inp
-from specsched.io.errors import InputError
+from specsched.io.errors import InputError, bounded
 from specsched.io.meaning import check_bench_result, check_metrics, metrics_of
 from specsched.price import GPU_MEMORY_UTILIZATION, find_model, get_gpu, precision_bytes
 from specsched.price.vllm import VllmSpec
@@ -78,6 +78,28 @@ REQUIRED = ("exp_id", "model", "hardware", "tp", "workload", "max_num_batched_to
 #: the measurement campaign's constants (workloads.json: campaign_values.constants)
 DEFAULT_MAX_NUM_SEQS = 128
 DEFAULT_MAX_MODEL_LEN = 4096
+
+
+#: bounds of the knobs a row (or a flag standing for its missing column) may give: sim.bounds' and vLLM's
+MAX_SEQS, MAX_MODEL_LEN, MAX_SEED = 16_384, 10_000_000, 2**63 - 1
+
+
+def add_run_flags(parser) -> None:
+    """The flags `validate` and `cost calibrate` share: --seed and the knobs rows may leave out, each an
+    argparse `bounded` type (a bad value: one line naming the flag)."""
+    parser.add_argument("--seed", type=bounded(int, 0, MAX_SEED), default=0)
+    parser.add_argument(
+        "--max-num-seqs",
+        type=bounded(int, 1, MAX_SEQS),
+        default=DEFAULT_MAX_NUM_SEQS,
+        help=f"for rows without a max_num_seqs column (default {DEFAULT_MAX_NUM_SEQS})",
+    )
+    parser.add_argument(
+        "--max-model-len",
+        type=bounded(int, 1, MAX_MODEL_LEN),
+        default=DEFAULT_MAX_MODEL_LEN,
+        help=f"for rows without a max_model_len column (default {DEFAULT_MAX_MODEL_LEN})",
+    )
 
 
 @dataclass(frozen=True)
@@ -141,6 +163,10 @@ def _row_run(row: dict, path: str, line: int, profiles, seqs: int, model_len: in
     if any(v is None for v in actual.values()):
         missing = next(m for m, v in actual.items() if v is None)
         raise InputError("is empty", file=path, line=line, field=f"actual_{missing}")
+    for m, v in actual.items():  # every error % divides by it: a 0 ms latency is no measurement
+        if v == 0:
+            raise InputError("must be > 0 ms (a measured latency of 0 is no measurement)",
+                             file=path, line=line, field=f"actual_{m}")  # fmt: skip
     ident = {k: (row.get(k) or "").strip() for k in ("exp_id", "folder", "model", "hardware", "workload")}
     profile = profile_of(ident["workload"], ident["folder"], profiles)
     out_mean = float(profiles[profile].output_tokens) if profile is not None else None
@@ -167,7 +193,7 @@ def _row_run(row: dict, path: str, line: int, profiles, seqs: int, model_len: in
 
 def _row_knobs(row: dict, path: str, line: int, seqs: int, model_len: int) -> dict:
     """The row's vLLM knobs as `VllmSpec` keywords (InputError naming a malformed cell)."""
-    seqs = _cell(row, "max_num_seqs", path, line, int, default=seqs, lo=1, hi=16384)
+    seqs = _cell(row, "max_num_seqs", path, line, int, default=seqs, lo=1, hi=MAX_SEQS)
     mnbt = _cell(row, "max_num_batched_tokens", path, line, int, lo=1, hi=10_000_000)
     return dict(
         tp=_cell(row, "tp", path, line, int, lo=1, hi=4096),
@@ -175,7 +201,7 @@ def _row_knobs(row: dict, path: str, line: int, seqs: int, model_len: int) -> di
         gpu_memory_utilization=_cell(
             row, "gpu_mem_util", path, line, default=GPU_MEMORY_UTILIZATION, lo=0.01, hi=1.0
         ),  # fmt: skip
-        max_model_len=_cell(row, "max_model_len", path, line, int, default=model_len, lo=1, hi=10_000_000),
+        max_model_len=_cell(row, "max_model_len", path, line, int, default=model_len, lo=1, hi=MAX_MODEL_LEN),
         max_num_seqs=seqs,
         max_num_batched_tokens=max(mnbt, seqs),
         kv_offload_gib=_offload(row, path, line),
@@ -212,6 +238,18 @@ def check_rate(spec: VllmSpec, profile, actual: dict, path: str, line: int) -> N
         )  # fmt: skip
 
 
+def _csv_rows(text: str, path: str) -> tuple[list[str], list[tuple[int, dict]]]:
+    """(header, [(line, row)]) of a CSV table; a malformed one (a cell over the csv module's field limit,
+    a NUL) is one InputError naming the line."""
+    reader = csv.DictReader(text.splitlines())
+    try:
+        header = list(reader.fieldnames or [])
+        rows = [(reader.line_num, row) for row in reader]
+    except csv.Error as err:
+        raise InputError(f"not a valid CSV table ({err})", file=path, line=reader.line_num + 1) from None
+    return header, rows
+
+
 def read_runs(
     path: str | Path,
     profiles,
@@ -222,17 +260,19 @@ def read_runs(
     """Every row of a RUNS.csv (InputError naming file, row and field for a malformed one)."""
     p = str(path)
     text = inp.read_text(path, what="runs table", limit=inp.LIMITS["table"])  # regular file, capped
-    reader = csv.DictReader(text.splitlines())
-    header = reader.fieldnames or []
+    header, rows = _csv_rows(text, p)
     for key in (*REQUIRED, *(f"actual_{m}" for m in METRICS)):
         if key not in header:
             raise InputError(f"missing column {key!r}", file=p, line=1)
-    runs = [
-        _row_run(row, p, i, profiles, max_num_seqs, max_model_len) for i, row in enumerate(reader, start=2)
-    ]
+    runs = [_row_run(row, p, line, profiles, max_num_seqs, max_model_len) for line, row in rows]
     if not runs:
         raise InputError("has a header but no rows", file=p)
     return runs
+
+
+#: bound of every number of a bench file's per-request lists: a time (s) or a length (tokens); 1e308
+#: overflowed the sums
+MAX_PER_REQUEST = 1e8
 
 
 def _floats(raw: dict, key: str, path: str, n: int | None = None) -> np.ndarray:
@@ -246,8 +286,9 @@ def _floats(raw: dict, key: str, path: str, n: int | None = None) -> np.ndarray:
             arr = np.asarray(vals, dtype=np.float64)
         except (TypeError, ValueError):
             ok = False
-    if not ok or not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        need = f"a list of {n} numbers ≥ 0" if n else "a non-empty list of numbers ≥ 0"
+    if not ok or not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(arr > MAX_PER_REQUEST):
+        need = f"a list of {n} numbers" if n else "a non-empty list of numbers"
+        need += f" in [0, {MAX_PER_REQUEST:g}]"
         raise InputError(f"must be {need}", file=path, field=key)
     return arr
 
@@ -268,8 +309,8 @@ def read_bench(path: str | Path, spec: VllmSpec, seed: int = 0) -> MeasuredRun:
     if not isinstance(itls, list) or len(itls) != n or not all(isinstance(r, list) for r in itls):
         raise InputError(f"must be a list of {n} lists of seconds", file=p, field="itls")
     gaps = [g for r in itls for g in r]
-    if not all(isinstance(g, (int, float)) and math.isfinite(g) and g >= 0 for g in gaps):
-        raise InputError("must hold numbers ≥ 0", file=p, field="itls")
+    if not all(isinstance(g, (int, float)) and math.isfinite(g) and 0 <= g <= MAX_PER_REQUEST for g in gaps):
+        raise InputError(f"must hold numbers in [0, {MAX_PER_REQUEST:g}] (seconds)", file=p, field="itls")
     e2e = ttfts + np.asarray([sum(r) for r in itls]) * 1e3
     _check_bench_meaning(raw, p, ttfts, e2e, gaps, outputs)
     rate = raw.get("request_rate", "inf")
