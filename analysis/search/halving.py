@@ -196,10 +196,8 @@ class _Run:
         self.cands: list[Candidate] = []
 
     def _left(self, cands: list[Candidate], stats) -> int:
-        """Requests the live candidates are expected to simulate: the one bar's total, re-estimated as the
-        screen, the bound and halving drop candidates. Each runs its next rung; a later rung counts at
-        the survival halving leaves (1/eta a rung, never below the groups' `keep` floor in total), so the
-        ETA does not assume every candidate reaches the full-length runs."""
+        """Requests the live candidates are expected to simulate (the bar's total): each runs its next
+        rung, a later one at halving's survival (1/eta a rung, never below `keep` in total)."""
         opts = self.space.options
         sizes = [stats.requests if k == len(opts.rungs) - 1
                  else max(MIN_REQUESTS, math.ceil(f * stats.requests))
@@ -336,9 +334,7 @@ class _Run:
             store.write_error(self.out, cell.key, text)
             bar.advance()
 
-        def spent() -> bool:
-            # a run submitted now ends about one run's wall time later (the rung's mean so far): submit
-            # none that would end past the budget, since runs in flight are not cut short
+        def spent() -> bool:  # submit no run that would end past the budget (in-flight runs are not cut)
             ahead = sum(walls) / len(walls) if walls else 0.0
             if self.budget_s is not None and time.perf_counter() - self.start + ahead > self.budget_s:
                 self.budget_hit = True
