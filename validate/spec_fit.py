@@ -116,7 +116,11 @@ def table(rows: list[dict], loso_rows: list[dict]) -> str:
         metric = f"{r['metric_error_pct']:+12.1f}" if r["headline"] == "speedup" else f"{'':>12}"
         lines.append(f"{r['case'][:40]:<40} {r['split']:<6} {r['headline'][:8]:<8} "
                      f"{r['headline_measured']:9.3f} {r['headline_predicted']:8.3f} {r['error_pct']:+7.1f} "
-                     f"{lo} {metric}")  # fmt: skip
+                     f"{lo} {metric}" + (" *" if "inconsistent" in r else ""))  # fmt: skip
+    marked = [r for r in rows if "inconsistent" in r]
+    if marked:
+        lines.append("* the case's own figures disagree (kept in every median): "
+                     + "; ".join(f"{r['case']}: {r['inconsistent']}" for r in marked))  # fmt: skip
     return "\n".join(lines)
 
 

@@ -155,6 +155,18 @@ def headline(case: SpecCase, knobs: SpecKnobs) -> tuple[float, float]:
     return sp, case.emitted * ar / spec
 
 
+def inconsistent(case: SpecCase) -> str:
+    """Why the case's own figures contradict each other ("" when they do not): a measured speed-up above the
+    acceptance length E means a speculative step cheaper than a plain one (speed-up = E·T0 / T1 with
+    T1 ≥ T0: the speculative step holds a target pass over at least the plain step's tokens), so the
+    speed-up and the acceptance come from different runs or configurations. Such a case stays in every
+    median (dropping it would choose cases by their error); it is marked so a reader weighs it."""
+    sp = measured_speedup(case)
+    if sp is None or case.acceptance_length is None or sp <= case.emitted:
+        return ""
+    return f"measured speed-up {sp:.3f} exceeds the acceptance length {case.emitted:.3f}"
+
+
 def unmodelled(case: SpecCase) -> str:
     """Why `case` cannot be replayed ("" when it can)."""
     model = find_model(case.model)
@@ -209,6 +221,8 @@ def replay(cases: list[SpecCase], knobs: SpecKnobs) -> list[dict]:
                      "headline": "speedup" if measured_speedup(c) is not None else c.metric,
                      "headline_measured": hm, "headline_predicted": hp,
                      "error_pct": 100.0 * (hp - hm) / hm})  # fmt: skip
+        if inconsistent(c):
+            rows[-1]["inconsistent"] = inconsistent(c)
     return rows
 
 

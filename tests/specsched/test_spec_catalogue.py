@@ -81,3 +81,13 @@ def test_check_split_replays_without_error():
     rows = replay(read_cases(CHECK), SpecKnobs())
     modelled = [r for r in rows if "error_pct" in r]
     assert len(modelled) >= 30 and all(np.isfinite(r["predicted"]) for r in modelled)
+
+
+def test_a_case_whose_speedup_exceeds_its_acceptance_is_marked_not_dropped():
+    from validate.spec_fit import table
+
+    cases = {c.case_id: c for c in read_cases(CHECK)}
+    rows = replay([cases["trtllm-ngram-b1-v5"], cases["trtllm-ngram-b4-v5"]], SpecKnobs())
+    assert "exceeds the acceptance length" in rows[0]["inconsistent"]  # 1.96× at AL 1.66
+    assert "inconsistent" not in rows[1] and all("error_pct" in r for r in rows)  # 1.64× at AL 1.66
+    assert "* the case's own figures disagree" in table(rows, [])
