@@ -94,16 +94,30 @@ def shipped_band() -> dict:
     return band if isinstance(band, dict) else {}
 
 
-def engine_band(engine: str) -> dict:
+def engine_band(engine: str, tp: int | None = None) -> dict:
     """The shipped band of one engine version, or of its family ("of": "vllm-*") where the dataset has no
     modelled case of that version ({} where it has none of the family):
     "train_*", "loso_*" and "check_*" median / worst |error| % of the speed-up and case counts, "sign_right"
     of "sign_cases" — written by `specbed cost calibrate --spec` from the dataset
-    (`validate.spec_replay.engine_bands`); the check figures are the knobs' unseen error, never fitted."""
+    (`validate.spec_replay.engine_bands`); the check figures are the knobs' unseen error, never fitted.
+    With `tp`: also "tp_class" ("1" or ">1") and that class's own figures as "tp_<key>" (the version's cases
+    at that class, else its family's; absent where neither has one: the class is not validated)."""
     by = shipped_band().get("by_engine", {})
     if not isinstance(by, dict):
         return {}
-    for key in (engine, engine.split("-")[0] + "-*"):  # the version's own cases, else its family's
+    keys = (engine, engine.split("-")[0] + "-*")  # the version's own cases, else its family's
+    out: dict = {}
+    for key in keys:
         if isinstance(by.get(key), dict):
-            return {"of": key, **by[key]}
-    return {}
+            out = {"of": key, **{k: v for k, v in by[key].items() if k != "tp"}}
+            break
+    if tp is None or not out:
+        return out
+    cls = "1" if tp <= 1 else ">1"
+    out["tp_class"] = cls
+    for key in keys:
+        sub = (by.get(key) or {}).get("tp", {})
+        if isinstance(sub, dict) and isinstance(sub.get(cls), dict):
+            out.update({"tp_of": key, **{f"tp_{k}": v for k, v in sub[cls].items()}})
+            break
+    return out

@@ -142,17 +142,23 @@ def _summary(knobs: SpecKnobs, band: dict, check: list[dict]) -> str:
 
 
 def engine_lines(by_engine: dict) -> list[str]:
-    """One line an engine version: its train, leave-one-source-out and check bands (`engine_bands`)."""
+    """One line an engine version: its train, leave-one-source-out and check bands (`engine_bands`), then
+    one indented line a tensor-parallel class ("tp 1", "tp >1") where the version has cases of both."""
     lines = []
     for engine, b in by_engine.items():
-        parts = [f"{label} median {b[key + '_median_pct']:.1f} %, worst {b[key + '_worst_pct']:.1f} %"
-                 + (f" ({b[key + '_cases']} cases)" if key != "loso" else "")
-                 for key, label in (("train", "train"), ("loso", "leave-one-source-out"), ("check", "check"))
-                 if key + "_median_pct" in b]  # fmt: skip
-        lines.append(
-            f"  {engine}: " + "; ".join(parts) + f"; sign right {b['sign_right']} of {b['sign_cases']}"
-        )
+        lines.append(f"  {engine}: {_band_text(b)}")
+        by_tp = b.get("tp", {})
+        if len(by_tp) > 1:
+            lines += [f"      tp {cls}: {_band_text(sub)}" for cls, sub in by_tp.items()]
     return lines
+
+
+def _band_text(b: dict) -> str:
+    parts = [f"{label} median {b[key + '_median_pct']:.1f} %, worst {b[key + '_worst_pct']:.1f} %"
+             + (f" ({b[key + '_cases']} cases)" if key != "loso" else "")
+             for key, label in (("train", "train"), ("loso", "leave-one-source-out"), ("check", "check"))
+             if key + "_median_pct" in b]  # fmt: skip
+    return "; ".join(parts + [f"sign right {b['sign_right']} of {b['sign_cases']}"])
 
 
 def calibrate_doc(files: list[str]) -> tuple[dict, str]:

@@ -208,6 +208,7 @@ def replay(cases: list[SpecCase], knobs: SpecKnobs) -> list[dict]:
             "split": c.split,
             "source": c.source,
             "engine": engine_name(c.engine, c.engine_version),
+            "tp": c.tp,
             "metric": c.metric,
             "measured": c.measured,
         }
@@ -243,7 +244,9 @@ def engine_bands(rows: list[dict], loso_rows: list[dict] = ()) -> dict[str, dict
     """{engine version: band} of the modelled rows: per split present, "<split>_median_pct",
     "<split>_worst_pct", "<split>_cases" (|error| % of the headline), "loso_median_pct" /
     "loso_worst_pct" where `loso_rows` hold that engine's train cases, and "sign_right" / "sign_cases"
-    (speed-ups on the measured side of 1). What every speculative prediction quotes for its engine
+    (speed-ups on the measured side of 1); "tp": {"1": band, ">1": band} the same over the cases at one GPU
+    and at tensor parallelism (a deployment quotes its own class: the errors differ by class, and a class
+    without train cases is extrapolated). What every speculative prediction quotes for its engine
     (`specsched.spec_knobs.engine_band`): figures from the dataset, never typed in."""
     out: dict[str, dict] = {}
     versions = sorted({r.get("engine", "") for r in rows if "error_pct" in r})
@@ -251,20 +254,38 @@ def engine_bands(rows: list[dict], loso_rows: list[dict] = ()) -> dict[str, dict
     for engine in versions + families:  # "sglang-*": every SGLang version together (a version without cases
         #                                  quotes its family's band, `specsched.spec_knobs.engine_band`)
         mine = [r for r in rows if "error_pct" in r and _of(r.get("engine", ""), engine)]
-        band: dict = {}
-        for split in ("train", "check"):
-            errs = [abs(r["error_pct"]) for r in mine if r["split"] == split]
-            if errs:
-                band.update({f"{split}_median_pct": statistics.median(errs), f"{split}_worst_pct": max(errs),
-                             f"{split}_cases": len(errs)})  # fmt: skip
-        held = [
-            abs(r["error_pct"]) for r in loso_rows if "error_pct" in r and _of(r.get("engine", ""), engine)
-        ]
-        if held:
-            band.update(loso_median_pct=statistics.median(held), loso_worst_pct=max(held))
-        band["sign_right"], band["sign_cases"] = sign_right(mine)
+        held = [r for r in loso_rows if "error_pct" in r and _of(r.get("engine", ""), engine)]
+        band = _band(mine, held)
+        by_tp = {c: _band([r for r in mine if _tp_class(r) == c], [r for r in held if _tp_class(r) == c])
+                 for c in sorted({_tp_class(r) for r in mine})}  # fmt: skip
+        if by_tp:
+            band["tp"] = by_tp
         out[engine] = band
     return out
+
+
+def tp_class(tp: int) -> str:
+    """The band class of a deployment's tensor parallelism: "1" (one GPU) or ">1"."""
+    return "1" if tp <= 1 else ">1"
+
+
+def _tp_class(row: dict) -> str:
+    return tp_class(int(row.get("tp", 1)))
+
+
+def _band(mine: list[dict], held: list[dict]) -> dict:
+    """The figures of one band over modelled rows `mine` and their leave-one-source-out rows `held`."""
+    band: dict = {}
+    for split in ("train", "check"):
+        errs = [abs(r["error_pct"]) for r in mine if r["split"] == split]
+        if errs:
+            band.update({f"{split}_median_pct": statistics.median(errs), f"{split}_worst_pct": max(errs),
+                         f"{split}_cases": len(errs)})  # fmt: skip
+    errs = [abs(r["error_pct"]) for r in held]
+    if errs:
+        band.update(loso_median_pct=statistics.median(errs), loso_worst_pct=max(errs))
+    band["sign_right"], band["sign_cases"] = sign_right(mine)
+    return band
 
 
 def _of(version: str, key: str) -> bool:

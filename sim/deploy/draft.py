@@ -58,7 +58,8 @@ def accuracy(cfg: SimConfig) -> dict:
     runs, in sample and leave-one-model-out) and, with `drafter.model`, `accuracy_spec_*` (the speculative
     knobs file: the speedup's median / worst |error| % on the dataset's train cases, in sample and
     leave-one-source-out; the engine version priced and whether those cases ran it; `accuracy_spec_engine_*`:
-    that version's train / leave-one-source-out / check bands, `specsched.spec_knobs.engine_band`)."""
+    that version's train / leave-one-source-out / check bands, and as `accuracy_spec_engine_tp_*` those of
+    its tensor-parallel class, one GPU or several: `specsched.spec_knobs.engine_band`)."""
     if cfg.server.model is None:
         return {}
     spec = config_spec(cfg.server)
@@ -75,7 +76,7 @@ def accuracy(cfg: SimConfig) -> dict:
             "accuracy_spec_speedup_loso_median_pct": band.get("loso_median_pct"),
             "accuracy_spec_speedup_loso_worst_pct": band.get("loso_worst_pct"),
             # this engine version's own band, the check split (published, never fitted) included
-            **{f"accuracy_spec_engine_{k}": v for k, v in engine_band(engine).items()},
+            **{f"accuracy_spec_engine_{k}": v for k, v in engine_band(engine, spec.tp).items()},
         })  # fmt: skip
     return out
 

@@ -123,3 +123,18 @@ def test_a_runs_summary_carries_its_engine_versions_band(monkeypatch):
     assert out["accuracy_spec_engine"] == "sglang-0.4" and out["accuracy_spec_engine_validated"]
     assert out["accuracy_spec_engine_of"] == "sglang-0.4"
     assert out["accuracy_spec_engine_check_median_pct"] == 36.9
+
+
+def test_bands_split_by_tensor_parallel_class_and_a_run_quotes_its_own(monkeypatch):
+    rows = [{**_row("sglang-0.5", "train", 6.0), "tp": 1},
+            {**_row("sglang-0.5", "check", 40.0, sp=1.2, measured=0.8), "tp": 2},
+            {**_row("sglang-0.5", "check", 20.0), "tp": 4}]  # fmt: skip
+    b = engine_bands(rows)["sglang-0.5"]
+    assert b["tp"]["1"]["train_cases"] == 1 and "check_median_pct" not in b["tp"]["1"]
+    assert (b["tp"][">1"]["check_median_pct"], b["tp"][">1"]["sign_right"]) == (30.0, 1)
+    monkeypatch.setattr(spec_knobs, "shipped_band", lambda: {"by_engine": {"sglang-*": b}})
+    one, many = spec_knobs.engine_band("sglang-0.4", 1), spec_knobs.engine_band("sglang-0.4", 8)
+    assert one["of"] == "sglang-*" and one["tp_class"] == "1" and one["tp_train_median_pct"] == 6.0
+    assert many["tp_class"] == ">1" and many["tp_check_worst_pct"] == 40.0
+    assert "tp_train_median_pct" not in many
+    assert "tp" not in spec_knobs.engine_band("sglang-0.4") and "tp_class" not in spec_knobs.engine_band("x")
