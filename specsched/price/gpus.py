@@ -17,7 +17,7 @@ Link sources, per GPU:
 - "nvlink-a100": NVLink 3, 600 GB/s bidirectional (A100 datasheet) → 300 GB/s one way; 10 µs.
 - "nvlink-b200": NVLink 5, 1.8 TB/s bidirectional (HGX B200 spec sheet) → 900 GB/s one way; 6 µs
   (B300 has the same NVLink 5).
-- "pcie4-x16": PCIe Gen4 x16, ~32 GB/s one way (an L40S has no NVLink); 15 µs.
+- "pcie4-x16": PCIe Gen4 x16, ~32 GB/s one way (an L40S or an RTX 4090 has no NVLink); 15 µs.
 - "ib-400g": one ConnectX-7 400 Gb/s InfiniBand NIC per GPU, ~50 GB/s (DeepEP README: "CX7 InfiniBand
   400 Gb/s RDMA network card (~50 GB/s maximum bandwidth)"; DeepSeek-V3 report: "IB (50 GB/s)").
 - "roce-400g": 400 Gb/s RoCE per GPU: the same 50 GB/s wire rate, a longer per-message latency (RoCE's
@@ -28,11 +28,12 @@ CX7 take 163–194 µs for an FP8 dispatch of 128 tokens × top-8 × 7,168 (EP8�
 wire time at 50 GB/s — so ≈ 30–45 µs is fixed. The IB preset's 35 µs is read off that table, not fitted.
 
 GPU figures are NVIDIA datasheet numbers (dense tensor throughput, without sparsity; FP8 runs at twice the
-bf16 peak) and the total memory `nvidia-smi` reports (`visible_memory`, what vLLM's
-`gpu_memory_utilization` is a fraction of). `sm_clock` (max boost, Hz) carries a calibrated GPU's fixed
-per-kernel times to another (`specsched.price.knobs.transferred_knobs`); `sms` is the rows a
-one-block-per-row kernel runs at once. None where no source is at hand (B300's clock and SMs): a rule
-that needs them then says so.
+bf16 peak; the GeForce RTX 4090's from NVIDIA's Ada architecture whitepaper, its tensor figure the
+FP32-accumulate one PyTorch's GEMMs run at, half its FP16-accumulate one) and the total memory `nvidia-smi`
+reports (`visible_memory`, what vLLM's `gpu_memory_utilization` is a fraction of). `sm_clock` (max boost, Hz)
+carries a calibrated GPU's fixed per-kernel times to another (`specsched.price.knobs.transferred_knobs`);
+`sms` is the rows a one-block-per-row kernel runs at once. None where no source is at hand (B300's clock and
+SMs): a rule that needs them then says so.
 
 May import: the standard library, `specsched.io.errors`.
 """
@@ -172,6 +173,12 @@ GPUS: dict[str, GPU] = {
         _gpu("l40s", "L40S", 864e9, 362e12, 48e9, 46068, "pcie4-x16", 2.52e9, 142,
              "NVIDIA L40S datasheet: 864 GB/s GDDR6, 362 TFLOP/s dense BF16, 48 GB, PCIe Gen4 x16 (no "
              "NVLink); nvidia-smi total 46,068 MiB; max boost 2,520 MHz; 142 SMs", ("l40s-48gb",)),
+        _gpu("rtx4090", "GeForce RTX 4090", 1.008e12, 165.2e12, 24e9, 24564, "pcie4-x16", 2.52e9, 128,
+             "NVIDIA Ada GPU architecture whitepaper (v2.01), GeForce RTX 4090 column: AD102 with 128 SMs, "
+             "2,520 MHz boost, 24 GB GDDR6X at 1,008 GB/s, 165.2 TFLOP/s dense FP16/BF16 tensor with FP32 "
+             "accumulate (PyTorch's GEMMs; 330.3 with FP16 accumulate), PCIe Gen4 x16, no NVLink; "
+             "nvidia-smi total 24,564 MiB (printouts of the card, not NVIDIA's)",
+             ("rtx-4090", "geforce-rtx-4090", "rtx4090-24gb")),
     )
 }  # fmt: skip
 
@@ -179,8 +186,11 @@ GPUS: dict[str, GPU] = {
 #: take (`specsched.kernels.figures.gpu_figures`): an efficiency is a fraction of the GPU's own peak (HBM,
 #: tensor, link), so a sibling on the same die with other memory, clocks or links keeps it and gets its own
 #: datasheet peaks. A100 40GB: GA100 as the 80 GB part (HBM2 1,555 vs HBM2e 2,039 GB/s); H800: GH100 as
-#: H100 (NVLink cut to 400 GB/s). B300 (Blackwell Ultra, a revised die with no sourced clock) is not carried.
-SAME_DIE = {"a100-40gb": "a100", "h800": "h100"}
+#: H100 (NVLink cut to 400 GB/s); RTX 4090: AD102 as the L40S (GDDR6X 1,008 vs GDDR6 864 GB/s, 128 of its
+#: 142 SMs, the GeForce's half-rate FP32-accumulate tensor peak: 165.2 vs 362 TFLOP/s — the efficiencies are
+#: fractions of those peaks, an assumption the L40S tables cannot check). B300 (Blackwell Ultra, a revised
+#: die with no sourced clock) is not carried.
+SAME_DIE = {"a100-40gb": "a100", "h800": "h100", "rtx4090": "l40s"}
 
 _GPU_INDEX = {k: g for k, g in GPUS.items()}
 _GPU_INDEX.update({a: g for g in GPUS.values() for a in g.aliases})

@@ -30,7 +30,18 @@ top-k/top-p sampler runs one thread block per row, rejection rounds each a pass 
 step pays ∝ vocabulary per wave of rows over the GPU's SMs (knob `c_vocab`). Set from each
 checkpoint's generation_config.json on huggingface.co: Llama-2 (temperature 0.6, top_p 0.9), Llama-3.1
 Instruct (0.6, 0.9), Qwen2.5 Instruct (top_p 0.8, top_k 20), Qwen3 (top_p 0.95, top_k 20), Llama-4 Scout
-Instruct (0.6, 0.9); none for Mistral-Nemo-Instruct-2407, Yi-34B, Mixtral, CodeLlama (bos/eos only).
+Instruct (0.6, 0.9), MiniCPM3-4B (0.8, 0.8); none for Mistral-Nemo-Instruct-2407, Yi-34B, Mixtral,
+CodeLlama (bos/eos only).
+
+MiniCPM3 (MLA-shaped weights, not run as MLA): MiniCPM3-4B's config.json has DeepSeek-V2's low-rank
+projections (q_lora_rank, kv_lora_rank, qk_nope/qk_rope/v head sizes), but vLLM 0.10's
+`vllm/model_executor/models/minicpm3.py` does not use the MLA backend: it up-projects k and v for every
+token and calls the plain `Attention` with num_kv_heads = heads and head size qk_nope + qk_rope = 96, v
+zero-padded from 64 to 96. The row therefore carries heads = kv_heads = 40, head_dim = 96: the KV cache
+(2·62·40·96·2 bytes a token, 27× MLA's latent) and the attention FLOPs (4·40·96 a query-key pair a layer)
+are what vLLM stores and computes. The projections are not those shapes: `attn_proj_params` holds one
+layer's q_a, q_b, kv_a, kv_b and o (13.5M, not the 39.3M heads × head_dim implies) and
+`layer_attn_params` reads it; total_params (weights read a step) is the checkpoint's own count.
 
 Attention arithmetic (`Attention`, for expert-parallel groups): decode runs MLA "absorbed" (FlashMLA):
 each query token does 2·heads·(qk_dim + v_dim) FLOPs per KV token per layer; DeepSeek-V3: 128 heads, qk
@@ -73,6 +84,9 @@ class ModelShape:
     kv_bytes_per_token: KV cache bytes per token of context over all layers. bytes_per_param: stored
     weight bytes (2 bf16/fp16, 1 FP8). heads, kv_heads, head_dim, intermediate, vocab: config.json facts
     (None where the row has none: not deployable as a vLLM deployment). note: where the shape comes from.
+    attn_proj_params: one layer's attention projection parameters where they are not the shapes heads,
+    kv_heads and head_dim imply (MiniCPM3's low-rank q_a, q_b, kv_a, kv_b, o); None: those shapes
+    (`layer_attn_params`).
     """
 
     name: str
@@ -95,6 +109,19 @@ class ModelShape:
     filtered_sampling: bool = False  # generation_config.json sets top_p / top_k (module docstring)
     attention: Attention | None = None  # for expert-parallel groups (module docstring)
     aliases: tuple[str, ...] = field(default=())
+    attn_proj_params: float | None = None  # one layer's attention projections where not GQA-shaped
+
+    @property
+    def layer_attn_params(self) -> float | None:
+        """Parameters of one decoder layer's attention projections: `attn_proj_params` where the row
+        gives them (low-rank MLA-shaped projections, MiniCPM3), else the GQA shapes' q, k, v and o:
+        hidden·(heads + 2·kv_heads)·head_dim + heads·head_dim·hidden; None without config.json heads."""
+        if self.attn_proj_params is not None:
+            return float(self.attn_proj_params)
+        if self.heads is None or self.kv_heads is None or self.head_dim is None:
+            return None
+        q, kv = self.heads * self.head_dim, self.kv_heads * self.head_dim
+        return float(self.d_model * (q + 2 * kv) + q * self.d_model)
 
     def __post_init__(self) -> None:
         if self.layers < 1 or self.d_model < 1:
@@ -235,6 +262,22 @@ _PUBLIC = (
            filtered_sampling=True),
     _dense("yi-34b", ["01-ai/Yi-34B", "01-ai/Yi-34B-Chat", "01-ai/Yi-1.5-34B-Chat"],
            60, 7168, 56, 8, 128, 20480, 64000, 34.39e9, _HF + "01-ai/Yi-34B"),
+    # MiniCPM3-4B as vLLM 0.10 runs it (`vllm/model_executor/models/minicpm3.py`, module docstring
+    # "MiniCPM3"): plain multi-head attention, 40 heads = 40 KV heads of head size 96, the KV cache holding
+    # the up-projected k (64 nope + 32 rope) and v padded from 64 to 96 — not MLA's 256 + 32 latent.
+    _dense("minicpm3-4b", ["openbmb/MiniCPM3-4B"],
+           62, 2560, 40, 40, 96, 6400, 73448, 4.074e9,
+           _HF + "openbmb/MiniCPM3-4B (minicpm3: q_lora_rank 768, kv_lora_rank 256, qk_nope_head_dim 64, "
+           "qk_rope_head_dim 32, v_head_dim 64 = hidden/heads by MiniCPM3Config's default; muP scale_emb 12, "
+           "scale_depth 1.4, dim_model_base 256: elementwise scalings, not priced). Tied embeddings "
+           "(transformers' MiniCPM3Config default; the bf16 checkpoint is 8.15 GB = 4.074e9 parameters, "
+           "untied would be 8.52 GB). Attention as vLLM 0.10.1 runs it: MHA over 40 heads × 96 (k = nope ‖ "
+           "rope, v zero-padded 64 → 96), so KV 2·62·40·96·2 bytes a token; projections q_a 2560×768, q_b "
+           "768×3840, kv_a 2560×288, kv_b 256×5120, o 2560×2560 (`attn_proj_params`); generation_config: "
+           "top_p 0.8, temperature 0.8",
+           filtered_sampling=True, aliases=("minicpm3",),
+           attn_proj_params=2560 * 768 + 768 * 40 * 96 + 2560 * (256 + 32) + 256 * 40 * (64 + 64)
+           + 40 * 64 * 2560),
     _hf("mixtral-8x7b", ("mistralai/Mixtral-8x7B-Instruct-v0.1", "mistralai/Mixtral-8x7B-v0.1"),
                  32, 4096, 32, 8, 128, 14336, 32000, 46.70e9, 12.88e9,
                  _HF + "mistralai/Mixtral-8x7B-v0.1, Mixtral paper (8 experts, top-2, every layer)",
