@@ -41,6 +41,23 @@ def test_specdecode_bench_vllm_rows():
     assert all(2.2 < e < 2.7 for e in eagle)  # the traces' EAGLE-1 acceptance at K = 3 (vllm#20780: 2.29)
 
 
+def test_specdecode_bench_sglang_rows():
+    """Figure 2 (a), Qwen3-8B GSM8K on SGLang v0.5.9: chain k = 3 and tree k = 21 at batch 1 (the text's
+    1.65x / 1.85x) and 16 / 64 / 128 (read off the vector figure), each at the text's accepted length."""
+    cases = [c for c in read_cases(TRAIN) if c.source == "specdecode-bench" and c.engine == "sglang"]
+    assert len(cases) == 8
+    setup = {(c.engine_version, c.gpu, c.tp, c.model, c.k) for c in cases}
+    assert setup == {("0.5.9", "h100", 1, "Qwen/Qwen3-8B", 3)}
+    for shape, nodes, accepted in (("chain", None, 2.25), ("tree", 21, 2.92)):
+        series = sorted((c for c in cases if c.shape == shape), key=lambda c: c.batch)
+        assert [c.batch for c in series] == [1, 16, 64, 128]
+        assert {(c.tree_nodes, c.emitted) for c in series} == {(nodes, accepted)}  # the same at every batch
+        speedups = [c.measured for c in series]
+        assert speedups == sorted(speedups, reverse=True)  # gains shrink with the batch
+    tree = {c.batch: c.measured for c in cases if c.shape == "tree"}
+    assert tree[64] < 1.0 and tree[128] < 1.0  # "by batch size 64, the k=21 tree falls below 1x speedup"
+
+
 def test_shipped_band_covers_the_new_train_rows():
     band = shipped_band()
     assert band["cases"] == len(read_cases(TRAIN))
