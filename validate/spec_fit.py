@@ -25,7 +25,7 @@ from specsched.io.results import write_json
 from specsched.spec_knobs import BOUNDS, PRIORS, SpecKnobs
 from specsched.spec_versions import engine_name
 from validate.spec_cases import SpecCase, read_cases
-from validate.spec_replay import engine_bands, headline, replay, unmodelled
+from validate.spec_replay import engine_bands, headline, inconsistent, replay, unmodelled
 
 #: relative error a case is expected to carry (its acceptance is often another run's)
 NOISE = 0.10
@@ -45,8 +45,11 @@ def objective(cases: list[SpecCase], knobs: SpecKnobs) -> float:
 
 
 def fit(cases: list[SpecCase], start: SpecKnobs | None = None) -> SpecKnobs:
-    """The MAP knobs on the modelled `cases` (the priors when none is modelled)."""
-    usable = [c for c in cases if not unmodelled(c)]
+    """The MAP knobs on the modelled `cases` (the priors when none is modelled). A case whose own figures
+    disagree (`validate.spec_replay.inconsistent`: a measured speed-up above its acceptance length, which
+    only a speculative step cheaper than a plain one could give) is not fitted — no price can match it, and
+    chasing it drags the knobs; it is still replayed and counted in every median."""
+    usable = [c for c in cases if not unmodelled(c) and not inconsistent(c)]
     knobs = start or SpecKnobs()
     if not usable:
         return knobs

@@ -43,7 +43,7 @@ import math
 
 import numpy as np
 
-from specsched.price.gpus import GPU
+from specsched.price.gpus import GPU, SAME_DIE
 from specsched.price.models import ModelShape
 
 #: bytes an activation element takes (vLLM runs BF16 activations, FP8 checkpoints included)
@@ -66,14 +66,15 @@ def _widths(m: ModelShape, tp: int) -> tuple[float, float, float, float]:
 
 def matmul_params(m: ModelShape) -> float:
     """Parameters each token multiplies through (2 FLOPs each): the decoder layers' projections —
-    layers · (hidden·(q + 2·kv) + q·hidden + 3·hidden·I) for a dense model with its config.json shape;
+    layers · (attention projections + 3·hidden·I) for a dense model with its config.json shape (the
+    projections as stored: `ModelShape.layer_attn_params`, GQA-shaped or MiniCPM3's low-rank ones);
     the active parameters less the embedding table (a gather, no GEMM) and the LM head (`lm_head_params`,
     run on the sampled rows only) otherwise. Llama-3.1-8B: 6.98e9 of 8.03e9."""
     vh = float(m.vocab or 0) * m.hidden
     if m.is_moe or not (m.heads and m.intermediate):
         return max(m.active_params - 2.0 * vh, 0.5 * m.active_params)
-    h, q, kv, inter = _widths(m, 1)
-    return m.layers * (h * (q + 2.0 * kv) + q * h + 3.0 * h * inter)
+    h, _, _, inter = _widths(m, 1)
+    return m.layers * (m.layer_attn_params + 3.0 * h * inter)  # projections as stored (MiniCPM3: low rank)
 
 
 def lm_head_params(m: ModelShape) -> float:
@@ -101,7 +102,8 @@ def _figures(g: GPU) -> dict | None:
     from specsched.kernels.figures import gpu_figures, load  # lazy: reads the model catalogue
 
     figs = load()
-    return gpu_figures(g.key, figs) if g.key in figs else None
+    key = g.key if g.key in figs else SAME_DIE.get(g.key)  # a same-die sibling's measured figures (gpus.py)
+    return gpu_figures(key, figs) if key in figs else None
 
 
 def stream_bw(g: GPU) -> float:

@@ -91,3 +91,10 @@ def test_a_case_whose_speedup_exceeds_its_acceptance_is_marked_not_dropped():
     assert "exceeds the acceptance length" in rows[0]["inconsistent"]  # 1.96× at AL 1.66
     assert "inconsistent" not in rows[1] and all("error_pct" in r for r in rows)  # 1.64× at AL 1.66
     assert "* the case's own figures disagree" in table(rows, [])
+
+
+def test_the_fit_skips_a_case_whose_figures_disagree():
+    from validate.spec_fit import fit
+
+    bad = {c.case_id: c for c in read_cases(CHECK)}["trtllm-ngram-b1-v5"]
+    assert fit([bad]) == SpecKnobs()  # nothing fittable: the priors
