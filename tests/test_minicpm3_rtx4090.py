@@ -77,3 +77,13 @@ def test_pr24243_cases_replay_to_a_finite_prediction():
     assert all(c.gpu == "rtx4090" and unmodelled(c) == "" for c in cases)
     rows = replay(cases, SpecKnobs())
     assert all("skipped" not in r and np.isfinite(r["predicted"]) and r["predicted"] > 1.0 for r in rows)
+
+
+def test_same_die_gpus_take_their_siblings_fp8_rate_and_streaming_figures():
+    from specsched.kernels.figures import fp8_rate
+    from specsched.price import get_gpu
+    from specsched.price.tokens import stream_bw
+
+    assert (fp8_rate("rtx4090"), fp8_rate("a100-40gb"), fp8_rate("h800")) == (2.0, 1.0, 2.0)
+    l40s, rtx = get_gpu("l40s"), get_gpu("rtx4090")
+    assert stream_bw(rtx) / rtx.hbm_bw == pytest.approx(stream_bw(l40s) / l40s.hbm_bw)  # measured, not 0.85

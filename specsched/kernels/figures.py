@@ -168,8 +168,11 @@ def carry_dataclass(knobs, source: str, target: str, *, rule: str = "kernels"):
 
 
 def fp8_rate(gpu: str) -> float:
-    """Dense FP8 tensor FLOP/s over BF16 on `gpu` (1 where FP8 runs as weight-only W8A16)."""
-    return FP8_RATE.get(get_gpu(gpu).key, 1.0)
+    """Dense FP8 tensor FLOP/s over BF16 on `gpu` (1 where FP8 runs as weight-only W8A16); a GPU without its
+    own entry takes its same-die sibling's (`SAME_DIE`: the RTX 4090's Ada tensor cores, like the L40S's, run
+    FP8 at twice BF16 with FP32 accumulate, 330.3 vs 165.2 TFLOP/s in the Ada whitepaper)."""
+    key = get_gpu(gpu).key
+    return FP8_RATE.get(key, FP8_RATE.get(SAME_DIE.get(key, key), 1.0))
 
 
 def kv_bytes_factor(kv_cache_dtype: str | None, gpu: str | None = None, figs=None) -> float:
