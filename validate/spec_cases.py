@@ -29,6 +29,10 @@ ENGINES = ("vllm", "sglang", "trtllm")
 DRAFTERS = ("eagle", "eagle3", "draft_model", "ngram", "mtp", "medusa")
 SHAPES = ("chain", "tree")
 METRICS = ("speedup", "tpot_ms", "throughput_tok_s", "itl_ms", "e2e_s")
+#: an optional column: the attention backend the case's SGLang server ran (blank or absent: the version's
+#: default, `specsched.spec_versions`); it picks the verify kernel (`validate.spec_replay.step_parts`)
+OPTIONAL = ("attention_backend",)
+BACKENDS = ("fa3", "flashinfer")
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,7 @@ class SpecCase:
     line: int = 0
     file: str = ""
     temperature: float | None = None  # blank: not stated (priced with the checkpoint's default sampling)
+    attention_backend: str | None = None  # SGLang's --attention-backend where stated (None: the default)
 
     @property
     def emitted(self) -> float:
@@ -139,6 +144,7 @@ def parse_row(row: dict, file: str, line: int) -> SpecCase:
     if rates is not None and len(rates) > (nodes or k):
         raise InputError(f"{len(rates)} rates for k = {k}", field="acceptance_rates", **where)
     temperature = _num(row, "temperature", where, lo=0.0, hi=10.0, blank=True)
+    backend = _backend(row, where)
     return SpecCase(
         row["case_id"].strip(), row["source"].strip(), _choice(row, "split", SPLITS, where),
         _choice(row, "engine", ENGINES, where), row["engine_version"].strip(), gpu,
@@ -147,8 +153,22 @@ def parse_row(row: dict, file: str, line: int) -> SpecCase:
         row["drafter_model"].strip(), shape, k, nodes, row["workload"].strip(), batch, rate,
         _choice(row, "metric", METRICS, where), _num(row, "measured", where, lo=0.0, hi=1e12),
         _num(row, "baseline", where, lo=0.0, hi=1e12, blank=True),
-        accept, rates, line, file, temperature,
+        accept, rates, line, file, temperature, backend,
     )  # fmt: skip
+
+
+def _backend(row: dict, where: dict) -> str | None:
+    """The optional `attention_backend` cell: blank / absent → None; SGLang rows only."""
+    raw = (row.get("attention_backend") or "").strip().lower()
+    if not raw:
+        return None
+    if raw not in BACKENDS:
+        raise InputError(f"must be one of {', '.join(BACKENDS)} or blank; got {raw[:20]!r}",
+                         field="attention_backend", **where)  # fmt: skip
+    if row["engine"].strip() != "sglang":
+        raise InputError("is read for SGLang rows only (blank for other engines)", field="attention_backend",
+                         **where)  # fmt: skip
+    return raw
 
 
 def read_cases(path) -> list[SpecCase]:

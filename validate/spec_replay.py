@@ -31,6 +31,7 @@ May import: numpy, the standard library, `specsched.price.vllm`, `specsched`, `v
 from __future__ import annotations
 
 import statistics
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
@@ -88,6 +89,10 @@ def step_parts(case: SpecCase, knobs: SpecKnobs) -> dict[str, dict[str, float]]:
     table, spec = _table(get_model(case.model).name, case.gpu, case.tp, case.precision)
     target, gpu, bpp = spec.resolve()
     eng = get_engine(engine_name(case.engine, case.engine_version))
+    if case.attention_backend is not None:  # SGLang's FlashInfer backend verifies through its custom-mask
+        # prefill kernel (eagle_utils builds custom_mask for TARGET_VERIFY); FA3 through its varlen kernel
+        kernel = "flashinfer-mask" if case.attention_backend == "flashinfer" else "fa3"
+        eng = replace(eng, verify_kernel=kernel)
     b, k = case.batch, case.k
     verify_tokens = b * (1 + (case.tree_nodes or k))
     ctx = b * CONTEXT

@@ -98,3 +98,29 @@ def test_the_fit_skips_a_case_whose_figures_disagree():
 
     bad = {c.case_id: c for c in read_cases(CHECK)}["trtllm-ngram-b1-v5"]
     assert fit([bad]) == SpecKnobs()  # nothing fittable: the priors
+
+
+def test_attention_backend_column_is_optional_checked_and_picks_the_verify_kernel(tmp_path):
+    import dataclasses
+
+    from specsched.io.errors import InputError
+    from validate.spec_cases import COLUMNS
+    from validate.spec_replay import step_parts
+
+    tree = {c.case_id: c for c in read_cases("validate/data/spec_train.csv")}[
+        "sdb-sglang-qwen3-8b-gsm8k-tree21-b64"]  # fmt: skip
+    assert tree.attention_backend == "flashinfer"
+    fa3 = dataclasses.replace(tree, attention_backend="fa3")
+    knobs = SpecKnobs()
+    assert step_parts(tree, knobs)["spec"]["verify_kv"] > 0.0 == step_parts(fa3, knobs)["spec"]["verify_kv"]
+    cells = ["c", "s", "q", "check", "vllm", "0.10", "h100", "1", "llama3.1-8b", "", "eagle", "", "chain",
+             "3", "", "w", "1", "", "", "speedup", "1.5", "", "2.0", "", "q"]  # fmt: skip
+    row = dict(zip(COLUMNS, cells, strict=True))
+    for value, engine, message in (("xla", "sglang", "must be one of"), ("fa3", "vllm", "SGLang rows only")):
+        path = tmp_path / f"{value}.csv"
+        cells = {**row, "engine": engine, "attention_backend": value}
+        path.write_text(",".join(cells) + "\n" + ",".join(cells.values()) + "\n")
+        with pytest.raises(InputError, match=message) as err:
+            read_cases(path)
+        assert err.value.field == "attention_backend" and err.value.line == 2
+    assert all(c.attention_backend is None for c in read_cases(CHECK))  # the column is optional
