@@ -94,6 +94,11 @@ def shipped_band() -> dict:
     return band if isinstance(band, dict) else {}
 
 
+def tp_class(tp: int) -> str:
+    """The band class of a deployment's tensor parallelism: "1" (one GPU) or ">1" (`engine_band`)."""
+    return "1" if tp <= 1 else ">1"
+
+
 def engine_band(engine: str, tp: int | None = None) -> dict:
     """The shipped band of one engine version, or of its family ("of": "vllm-*") where the dataset has no
     modelled case of that version ({} where it has none of the family):
@@ -113,7 +118,7 @@ def engine_band(engine: str, tp: int | None = None) -> dict:
             break
     if tp is None or not out:
         return out
-    cls = "1" if tp <= 1 else ">1"
+    cls = tp_class(tp)
     out["tp_class"] = cls
     for key in keys:
         sub = (by.get(key) or {}).get("tp", {})

@@ -29,9 +29,9 @@ ENGINES = ("vllm", "sglang", "trtllm")
 DRAFTERS = ("eagle", "eagle3", "draft_model", "ngram", "mtp", "medusa")
 SHAPES = ("chain", "tree")
 METRICS = ("speedup", "tpot_ms", "throughput_tok_s", "itl_ms", "e2e_s")
-#: an optional column: the attention backend the case's SGLang server ran (blank or absent: the version's
-#: default, `specsched.spec_versions`); it picks the verify kernel (`validate.spec_replay.step_parts`)
-OPTIONAL = ("attention_backend",)
+#: values of the optional column `attention_backend`: the attention backend the case's SGLang server ran
+#: (blank or absent: the version's default, `specsched.spec_versions`); it picks the verify kernel
+#: (`validate.spec_replay.step_parts`)
 BACKENDS = ("fa3", "flashinfer")
 
 

@@ -44,7 +44,7 @@ from specsched.price.knobs import shipped_knobs
 from specsched.price.moe_verify import verify_expert_seconds
 from specsched.price.spec_engine import get_engine
 from specsched.price.vllm import VllmSpec, cost_table, sampling_seconds
-from specsched.spec_knobs import SpecKnobs
+from specsched.spec_knobs import SpecKnobs, tp_class
 from specsched.spec_versions import engine_name
 from validate.spec_cases import SpecCase
 
@@ -267,11 +267,6 @@ def engine_bands(rows: list[dict], loso_rows: list[dict] = ()) -> dict[str, dict
             band["tp"] = by_tp
         out[engine] = band
     return out
-
-
-def tp_class(tp: int) -> str:
-    """The band class of a deployment's tensor parallelism: "1" (one GPU) or ">1"."""
-    return "1" if tp <= 1 else ">1"
 
 
 def _tp_class(row: dict) -> str:
