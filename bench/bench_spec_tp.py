@@ -14,6 +14,8 @@ A step of B requests, each holding `CONTEXT` KV tokens (`validate.spec_replay`'s
 No published vLLM measurement of a 70B target with an acceptance length was found this session (the
 searches are named in docs/spec-arm.md), so these rows are a check of form, not of value: the draft share
 grows with TP because the draft's fixed terms (launches, collectives, c0) do not shard while its weights do.
+The one published measurement of the shares at TP 4 (SpecDecode-Bench's Figure 4, EAGLE on Llama-3-70B, no
+seconds) is priced beside it by `bench.bench_spec_breakdown`.
 `link_rows` prints EAGLE-3's draft share again at the kernel tables' measured small-message all-reduce
 latency in place of the calibrated per-collective one (both arms), a sensitivity, not a second pricing.
 
