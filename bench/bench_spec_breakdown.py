@@ -60,9 +60,14 @@ TEMPLATE = "sdb-vllm-l8b-sharegpt-e1-k3-b1"
 PARTS = ("drafting", "verification", "sampling", "overhead")
 
 
-def priced_shares(fields: dict, batch: int) -> tuple[float, ...]:
-    """(drafting, verification, sampling, overhead) % of the priced speculative step (module docstring)."""
-    base = {c.case_id: c for c in read_cases("validate/data/spec_train.csv")}[TEMPLATE]
+def template_case():
+    """The train row the priced steps start from (`TEMPLATE`), read once a run."""
+    return {c.case_id: c for c in read_cases("validate/data/spec_train.csv")}[TEMPLATE]
+
+
+def priced_shares(base, fields: dict, batch: int) -> tuple[float, ...]:
+    """(drafting, verification, sampling, overhead) % of the priced speculative step of `base` with
+    `fields` at `batch` (module docstring)."""
     case = dataclasses.replace(base, **fields, batch=batch)
     p = step_parts(case, shipped_spec_knobs())["spec"]
     parts = (p["draft"] + p["draft_host"], p["verify_forward"] + p["verify_kv"], p["reject"], p["host"])
@@ -75,9 +80,10 @@ def main() -> None:
     print(f"{'deployment':<26} {'batch':>5}  " + "  ".join(f"{n:>19}" for n in PARTS))
     print(f"{'':<26} {'':>5}  " + "  ".join(f"{'measured → priced':>19}" for _ in PARTS))
     worst: dict[str, float] = {}
+    base = template_case()
     for name, fields, rows in MEASURED:
         for batch, measured in rows.items():
-            priced = priced_shares(fields, batch)
+            priced = priced_shares(base, fields, batch)
             kind = "draft model" if fields.get("drafter") == "draft_model" else "EAGLE heads"
             worst[kind] = max(worst.get(kind, 0.0), abs(priced[0] - measured[0]))
             cells = "  ".join(f"{m:8.1f} → {q:8.1f}" for m, q in zip(measured, priced, strict=True))
